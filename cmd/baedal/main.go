@@ -1,14 +1,70 @@
+// Command baedal is the single binary of baedal: the local stack, the API
+// server and workers, data tools and benchmarks. It only parses flags and
+// calls library packages.
 package main
 
 import (
-	_ "github.com/HdrHistogram/hdrhistogram-go"
-	_ "github.com/andybalholm/brotli"
-	_ "github.com/jackc/pgx/v5"
-	_ "github.com/klauspost/compress/zstd"
-	_ "github.com/opensearch-project/opensearch-go/v4"
-	_ "github.com/prometheus/client_golang/prometheus"
-	_ "github.com/redis/go-redis/v9"
-	_ "google.golang.org/protobuf/proto"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
 )
 
-func main() {}
+// command is one subcommand: it parses its own flags from args.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string) error
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"up":     {"start the local stack (OpenSearch, Redis, PostgreSQL) and the server", runUp},
+		"down":   {"stop every process of the local stack", runDown},
+		"status": {"show the local stack's processes and their health", runStatus},
+		"serve":  {"run the HTTP API and workers against configured backends", runServe},
+	}
+}
+
+func main() {
+	cmds := commands()
+	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+		usage(cmds)
+		os.Exit(2)
+	}
+	cmd, ok := cmds[os.Args[1]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "baedal: unknown command %q; allowed: %s\n", os.Args[1], strings.Join(names(cmds), ", "))
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := cmd.run(ctx, os.Args[2:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(2)
+		}
+		fmt.Fprintf(os.Stderr, "baedal %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}
+
+func usage(cmds map[string]command) {
+	fmt.Fprintln(os.Stderr, "usage: baedal <command> [flags]\n\ncommands:")
+	for _, n := range names(cmds) {
+		fmt.Fprintf(os.Stderr, "  %-8s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(os.Stderr, "\nEvery flag can also be set by an environment variable: --redis-addr is BAEDAL_REDIS_ADDR.\nRun `baedal <command> -h` for its flags.")
+}
+
+func names(cmds map[string]command) []string {
+	var out []string
+	for n := range cmds {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,251 @@
+// Package api is baedal's HTTP surface: routing, request limits, timeouts,
+// JSON problem errors, health and metrics. Feature packages register their
+// handlers on a Server; they never write error bodies themselves.
+//
+// Invariant: every response to a failed request is an application/problem+json
+// body with a 4xx or 5xx status, and every request body is size-limited.
+package api
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Config is the HTTP server's configuration.
+type Config struct {
+	// Addr to listen on; loopback by default.
+	Addr string
+	// MaxBodyBytes caps every request body.
+	MaxBodyBytes int64
+	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout bound each
+	// connection; ShutdownTimeout bounds the graceful drain on stop.
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout, ShutdownTimeout time.Duration
+	// AdminToken guards admin endpoints (reindex, migration modes). Empty
+	// disables them: they answer 403.
+	AdminToken string
+}
+
+// DefaultAddr is the API's default listen address.
+const DefaultAddr = "127.0.0.1:19080"
+
+// Defaults returns a loopback server with conservative limits.
+func Defaults() Config {
+	return Config{
+		Addr:              DefaultAddr,
+		MaxBodyBytes:      8 << 20,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ShutdownTimeout:   20 * time.Second,
+	}
+}
+
+// Flags binds the configuration to command-line flags.
+func (c *Config) Flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Addr, "addr", c.Addr, "HTTP listen address (loopback by default)")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest accepted request body")
+	fs.DurationVar(&c.ReadHeaderTimeout, "read-header-timeout", c.ReadHeaderTimeout, "time to read request headers")
+	fs.DurationVar(&c.ReadTimeout, "read-timeout", c.ReadTimeout, "time to read a whole request")
+	fs.DurationVar(&c.WriteTimeout, "write-timeout", c.WriteTimeout, "time to write a response")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "keep-alive idle timeout")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "graceful shutdown drain time")
+	fs.StringVar(&c.AdminToken, "admin-token", c.AdminToken, "token for admin endpoints (prefer the env var BAEDAL_ADMIN_TOKEN); empty disables them")
+}
+
+// Validate names the first invalid field.
+func (c *Config) Validate() error {
+	_, port, err := net.SplitHostPort(c.Addr)
+	if err != nil {
+		return fmt.Errorf("addr: got %q, want host:port: %w", c.Addr, err)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("addr: port %q is not a number in 0..65535", port)
+	}
+	if c.MaxBodyBytes < 1024 || c.MaxBodyBytes > 1<<30 {
+		return fmt.Errorf("max-body-bytes: got %d, allowed: 1024..%d", c.MaxBodyBytes, 1<<30)
+	}
+	for name, d := range map[string]time.Duration{
+		"read-header-timeout": c.ReadHeaderTimeout, "read-timeout": c.ReadTimeout,
+		"write-timeout": c.WriteTimeout, "idle-timeout": c.IdleTimeout, "shutdown-timeout": c.ShutdownTimeout,
+	} {
+		if d <= 0 {
+			return fmt.Errorf("%s: got %s, must be > 0", name, d)
+		}
+	}
+	if c.AdminToken != "" && len(c.AdminToken) < 16 {
+		return errors.New("admin-token: must be at least 16 characters")
+	}
+	return nil
+}
+
+// IsLoopback reports whether the configured address binds loopback only.
+func (c *Config) IsLoopback() bool {
+	host, _, _ := net.SplitHostPort(c.Addr)
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
+}
+
+// HandlerFunc is a handler that returns an error instead of writing one.
+type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// Server routes requests and applies limits, logging and metrics to each.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	mux      *http.ServeMux
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+// New builds a server. reg receives the HTTP metrics and is served on /metrics.
+func New(cfg Config, log *slog.Logger, reg *prometheus.Registry) *Server {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		cfg: cfg,
+		log: log,
+		mux: http.NewServeMux(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baedal_http_requests_total", Help: "HTTP requests by route and status code.",
+		}, []string{"route", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "baedal_http_request_duration_seconds", Help: "HTTP request latency by route.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, []string{"route"}),
+	}
+	reg.MustRegister(s.requests, s.duration)
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	return s
+}
+
+// Handle registers h for a method-and-path pattern such as "GET /v1/search".
+func (s *Server) Handle(pattern string, h HandlerFunc) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			var p *Problem
+			var tooBig *http.MaxBytesError
+			if !errors.As(err, &p) && !errors.As(err, &tooBig) {
+				s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+			}
+			WriteProblem(w, err)
+		}
+	})
+}
+
+// HandleAdmin registers h behind the admin token (Authorization: Bearer TOKEN).
+func (s *Server) HandleAdmin(pattern string, h HandlerFunc) {
+	s.Handle(pattern, func(w http.ResponseWriter, r *http.Request) error {
+		if s.cfg.AdminToken == "" {
+			return NewProblem(http.StatusForbidden, "admin endpoints are disabled: start the server with --admin-token or BAEDAL_ADMIN_TOKEN")
+		}
+		if !tokenEqual(r.Header.Get("Authorization"), "Bearer "+s.cfg.AdminToken) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="baedal-admin"`)
+			return NewProblem(http.StatusUnauthorized, "missing or wrong admin token (Authorization: Bearer TOKEN)")
+		}
+		return h(w, r)
+	})
+}
+
+// ServeHTTP applies the body limit, recovers panics and records metrics.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("panic in handler", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
+			if !rec.wrote {
+				WriteProblem(rec, errors.New("panic"))
+			}
+		}
+		route := r.Pattern
+		if route == "" {
+			route = "unmatched"
+		}
+		s.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
+		s.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
+	}()
+	_, pattern := s.mux.Handler(r)
+	if pattern == "" {
+		// The mux would answer with a plain-text 404/405; answer with a problem.
+		WriteProblem(rec, NewProblem(http.StatusNotFound, "no route for "+r.Method+" "+r.URL.Path))
+		return
+	}
+	s.mux.ServeHTTP(rec, r)
+}
+
+// Run serves until ctx is cancelled, then drains in-flight requests for up to
+// ShutdownTimeout. ready, if not nil, receives the bound address.
+func (s *Server) Run(ctx context.Context, ready func(addr string)) error {
+	if err := s.cfg.Validate(); err != nil {
+		return err
+	}
+	if !s.cfg.IsLoopback() {
+		s.log.Warn("listening beyond loopback", "addr", s.cfg.Addr)
+	}
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("api: listen on %s: %w", s.cfg.Addr, err)
+	}
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		WriteTimeout:      s.cfg.WriteTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("api: serve: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("api: graceful shutdown: %w", err)
+	}
+	return nil
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}

@@ -1,0 +1,327 @@
+// Package backend opens baedal's connections to OpenSearch, Redis and
+// PostgreSQL, each with bounded timeouts and pool sizes, and probes their
+// health.
+//
+// Invariant: no client built here can block forever: every dial, read, write
+// and request has a configured timeout.
+package backend
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/opensearch-project/opensearch-go/v4"
+	"github.com/redis/go-redis/v9"
+)
+
+// OpenSearchConfig says how to reach OpenSearch.
+type OpenSearchConfig struct {
+	// URLs of the HTTP endpoints, comma-separated on the command line.
+	URLs []string
+	// RequestTimeout bounds every request attempt.
+	RequestTimeout time.Duration
+	// Username and Password for basic auth, optional.
+	Username, Password string
+}
+
+// Flags binds the configuration to command-line flags.
+func (c *OpenSearchConfig) Flags(fs *flag.FlagSet) {
+	fs.Func("opensearch-urls", "comma-separated OpenSearch HTTP endpoints (default: the local stack's)", func(s string) error {
+		c.URLs = splitList(s)
+		return nil
+	})
+	fs.DurationVar(&c.RequestTimeout, "opensearch-timeout", c.RequestTimeout, "timeout of one OpenSearch request attempt")
+	fs.StringVar(&c.Username, "opensearch-username", c.Username, "OpenSearch basic-auth user (optional)")
+	fs.StringVar(&c.Password, "opensearch-password", c.Password, "OpenSearch basic-auth password (optional; prefer the env var BAEDAL_OPENSEARCH_PASSWORD)")
+}
+
+// Validate names the first invalid field.
+func (c *OpenSearchConfig) Validate() error {
+	if len(c.URLs) == 0 {
+		return errors.New("opensearch-urls: at least one URL is required (or start the local stack with `baedal up`)")
+	}
+	for _, u := range c.URLs {
+		if err := validateHTTPURL(u); err != nil {
+			return fmt.Errorf("opensearch-urls: %w", err)
+		}
+	}
+	if c.RequestTimeout <= 0 {
+		return fmt.Errorf("opensearch-timeout: got %s, must be > 0", c.RequestTimeout)
+	}
+	return nil
+}
+
+// RedisConfig says how to reach Redis: one primary and optional read replicas.
+type RedisConfig struct {
+	Addr         string
+	ReplicaAddrs []string
+	DialTimeout  time.Duration
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	PoolSize     int
+}
+
+// Flags binds the configuration to command-line flags.
+func (c *RedisConfig) Flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Addr, "redis-addr", c.Addr, "Redis primary host:port (default: the local stack's)")
+	fs.Func("redis-replica-addrs", "comma-separated Redis read replicas host:port", func(s string) error {
+		c.ReplicaAddrs = splitList(s)
+		return nil
+	})
+	fs.DurationVar(&c.DialTimeout, "redis-dial-timeout", c.DialTimeout, "Redis dial timeout")
+	fs.DurationVar(&c.ReadTimeout, "redis-read-timeout", c.ReadTimeout, "Redis read timeout")
+	fs.DurationVar(&c.WriteTimeout, "redis-write-timeout", c.WriteTimeout, "Redis write timeout")
+	fs.IntVar(&c.PoolSize, "redis-pool-size", c.PoolSize, "Redis connections per server")
+}
+
+// Validate names the first invalid field.
+func (c *RedisConfig) Validate() error {
+	if c.Addr == "" {
+		return errors.New("redis-addr: required (or start the local stack with `baedal up`)")
+	}
+	for _, a := range append([]string{c.Addr}, c.ReplicaAddrs...) {
+		if !strings.Contains(a, ":") {
+			return fmt.Errorf("redis-addr: got %q, want host:port", a)
+		}
+	}
+	if c.DialTimeout <= 0 || c.ReadTimeout <= 0 || c.WriteTimeout <= 0 {
+		return fmt.Errorf("redis timeouts: dial %s, read %s, write %s: each must be > 0", c.DialTimeout, c.ReadTimeout, c.WriteTimeout)
+	}
+	if c.PoolSize < 1 || c.PoolSize > 10000 {
+		return fmt.Errorf("redis-pool-size: got %d, allowed: 1..10000", c.PoolSize)
+	}
+	return nil
+}
+
+// PostgresConfig says how to reach PostgreSQL.
+type PostgresConfig struct {
+	URL            string
+	ConnectTimeout time.Duration
+	MaxConns       int
+}
+
+// Flags binds the configuration to command-line flags.
+func (c *PostgresConfig) Flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.URL, "postgres-url", c.URL, "PostgreSQL URL (default: the local stack's; prefer the env var BAEDAL_POSTGRES_URL, it holds a password)")
+	fs.DurationVar(&c.ConnectTimeout, "postgres-connect-timeout", c.ConnectTimeout, "PostgreSQL connect timeout")
+	fs.IntVar(&c.MaxConns, "postgres-max-conns", c.MaxConns, "PostgreSQL pool size")
+}
+
+// Validate names the first invalid field.
+func (c *PostgresConfig) Validate() error {
+	if c.URL == "" {
+		return errors.New("postgres-url: required (or start the local stack with `baedal up`)")
+	}
+	if _, err := pgxpool.ParseConfig(c.URL); err != nil {
+		return fmt.Errorf("postgres-url: cannot parse: %s", redactedError(err, c.URL))
+	}
+	if c.ConnectTimeout <= 0 {
+		return fmt.Errorf("postgres-connect-timeout: got %s, must be > 0", c.ConnectTimeout)
+	}
+	if c.MaxConns < 1 || c.MaxConns > 1000 {
+		return fmt.Errorf("postgres-max-conns: got %d, allowed: 1..1000", c.MaxConns)
+	}
+	return nil
+}
+
+// Config gathers the three backends.
+type Config struct {
+	OpenSearch OpenSearchConfig
+	Redis      RedisConfig
+	Postgres   PostgresConfig
+}
+
+// Defaults returns timeouts and pool sizes fit for a laptop; addresses are empty.
+func Defaults() Config {
+	return Config{
+		OpenSearch: OpenSearchConfig{RequestTimeout: 30 * time.Second},
+		Redis:      RedisConfig{DialTimeout: 2 * time.Second, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second, PoolSize: 64},
+		Postgres:   PostgresConfig{ConnectTimeout: 5 * time.Second, MaxConns: 16},
+	}
+}
+
+// Flags binds every backend's flags.
+func (c *Config) Flags(fs *flag.FlagSet) {
+	c.OpenSearch.Flags(fs)
+	c.Redis.Flags(fs)
+	c.Postgres.Flags(fs)
+}
+
+// Validate checks every backend and joins the errors.
+func (c *Config) Validate() error {
+	return errors.Join(c.OpenSearch.Validate(), c.Redis.Validate(), c.Postgres.Validate())
+}
+
+// Clients holds one connection pool per backend.
+type Clients struct {
+	OpenSearch    *opensearch.Client
+	OpenSearchURL []string
+	Redis         *redis.Client
+	RedisReplicas []*redis.Client
+	Postgres      *pgxpool.Pool
+}
+
+// Open builds the clients. It does not wait for the servers: use Health.
+func Open(ctx context.Context, cfg Config) (*Clients, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	os, err := opensearch.NewClient(opensearch.Config{
+		Addresses:      cfg.OpenSearch.URLs,
+		Username:       cfg.OpenSearch.Username,
+		Password:       cfg.OpenSearch.Password,
+		RequestTimeout: cfg.OpenSearch.RequestTimeout,
+		Transport: &http.Transport{
+			MaxIdleConnsPerHost:   64,
+			ResponseHeaderTimeout: cfg.OpenSearch.RequestTimeout,
+			IdleConnTimeout:       90 * time.Second,
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("backend: opensearch client for %v: %w", cfg.OpenSearch.URLs, err)
+	}
+	c := &Clients{OpenSearch: os, OpenSearchURL: cfg.OpenSearch.URLs}
+	c.Redis = newRedis(cfg.Redis, cfg.Redis.Addr)
+	for _, addr := range cfg.Redis.ReplicaAddrs {
+		c.RedisReplicas = append(c.RedisReplicas, newRedis(cfg.Redis, addr))
+	}
+	pgcfg, err := pgxpool.ParseConfig(cfg.Postgres.URL)
+	if err != nil {
+		return nil, fmt.Errorf("backend: postgres url: %s", redactedError(err, cfg.Postgres.URL))
+	}
+	pgcfg.ConnConfig.ConnectTimeout = cfg.Postgres.ConnectTimeout
+	pgcfg.MaxConns = int32(cfg.Postgres.MaxConns)
+	c.Postgres, err = pgxpool.NewWithConfig(ctx, pgcfg)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("backend: postgres pool: %s", redactedError(err, cfg.Postgres.URL))
+	}
+	return c, nil
+}
+
+func newRedis(cfg RedisConfig, addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr:         addr,
+		DialTimeout:  cfg.DialTimeout,
+		ReadTimeout:  cfg.ReadTimeout,
+		WriteTimeout: cfg.WriteTimeout,
+		PoolSize:     cfg.PoolSize,
+	})
+}
+
+// Close releases every pool.
+func (c *Clients) Close() {
+	if c.Redis != nil {
+		c.Redis.Close()
+	}
+	for _, r := range c.RedisReplicas {
+		r.Close()
+	}
+	if c.Postgres != nil {
+		c.Postgres.Close()
+	}
+}
+
+// Health is the result of one probe of one backend.
+type Health struct {
+	Name    string `json:"name"`
+	Healthy bool   `json:"healthy"`
+	Detail  string `json:"detail,omitempty"`
+	Error   string `json:"error,omitempty"`
+	Millis  int64  `json:"latency_ms"`
+}
+
+// Probe checks every backend in parallel, each bounded by timeout.
+func (c *Clients) Probe(ctx context.Context, timeout time.Duration) []Health {
+	type probe struct {
+		name string
+		fn   func(context.Context) (string, error)
+	}
+	probes := []probe{
+		{"opensearch", c.probeOpenSearch},
+		{"redis", func(ctx context.Context) (string, error) { return "PONG", c.Redis.Ping(ctx).Err() }},
+		{"postgres", func(ctx context.Context) (string, error) { return "", c.Postgres.Ping(ctx) }},
+	}
+	for i, r := range c.RedisReplicas {
+		probes = append(probes, probe{fmt.Sprintf("redis-replica-%d", i+1), func(ctx context.Context) (string, error) { return "PONG", r.Ping(ctx).Err() }})
+	}
+	out := make([]Health, len(probes))
+	var wg sync.WaitGroup
+	for i, p := range probes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			start := time.Now()
+			detail, err := p.fn(ctx)
+			h := Health{Name: p.name, Healthy: err == nil, Detail: detail, Millis: time.Since(start).Milliseconds()}
+			if err != nil {
+				h.Detail = ""
+				h.Error = err.Error()
+			}
+			out[i] = h
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func (c *Clients) probeOpenSearch(ctx context.Context) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "/_cluster/health", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := c.OpenSearch.Perform(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var h struct {
+		Status string `json:"status"`
+	}
+	if err := decodeJSON(resp, &h); err != nil {
+		return "", err
+	}
+	if h.Status == "red" {
+		return h.Status, errors.New("cluster status is red")
+	}
+	return h.Status, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+func validateHTTPURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("got %q, want an http(s)://host:port URL", raw)
+	}
+	return nil
+}
+
+// redactedError keeps a password in a URL out of an error message.
+func redactedError(err error, rawURL string) string {
+	msg := err.Error()
+	if u, perr := url.Parse(rawURL); perr == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		}
+	}
+	return msg
+}

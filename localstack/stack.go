@@ -1,0 +1,403 @@
+// Package localstack finds, installs, starts and stops the local servers
+// baedal runs on: OpenSearch (one node or a 3-node cluster, started from the
+// Maven Central jars by the launcher in opensearch/), Redis 7 (a primary and
+// optional read replicas) and PostgreSQL 15, all bound to 127.0.0.1 on
+// baedal's own ports.
+//
+// Invariant: everything a stack starts is recorded, with its PID and start
+// time, in the state file of its state directory before Up returns, and Down
+// stops exactly those processes and nothing else.
+package localstack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// stateFile is the file in the state directory that describes a running stack.
+const stateFile = "stack.json"
+
+// ErrAlreadyRunning is returned by Up when the state directory already has a
+// running stack.
+var ErrAlreadyRunning = errors.New("localstack: a stack is already running")
+
+// ErrNotRunning is returned when the state directory has no running stack.
+var ErrNotRunning = errors.New("localstack: no stack is running")
+
+// State describes a started stack: where each server listens and which
+// processes belong to it. The file is written 0600 because PostgresURL holds
+// the stack's generated password.
+type State struct {
+	StateDir          string    `json:"state_dir"`
+	OpenSearchURLs    []string  `json:"opensearch_urls"`
+	RedisAddr         string    `json:"redis_addr"`
+	RedisReplicaAddrs []string  `json:"redis_replica_addrs,omitempty"`
+	PostgresURL       string    `json:"postgres_url"`
+	APIAddr           string    `json:"api_addr"`
+	Processes         []Process `json:"processes"`
+	StartedAt         time.Time `json:"started_at"`
+}
+
+// ports is the port plan of one stack.
+type ports struct {
+	api          int
+	openSearch   []openSearchNode
+	redis        int
+	redisReplica []int
+	postgres     int
+}
+
+// planPorts lays the ports out from the base, or asks the kernel for free
+// ones when base is 0. It fails naming the first port already in use.
+func planPorts(base, nodes, replicas int) (ports, error) {
+	var p ports
+	next := func(offset int, what string) (int, error) {
+		if base == 0 {
+			return freePort()
+		}
+		port := base + offset
+		if err := checkPortFree(port); err != nil {
+			return 0, fmt.Errorf("localstack: port %d (%s) is already in use: another baedal stack or server holds it; stop it or pick another --port-base: %w", port, what, err)
+		}
+		return port, nil
+	}
+	var err error
+	if p.api, err = next(80, "baedal api"); err != nil {
+		return p, err
+	}
+	for i := 0; i < nodes; i++ {
+		n := openSearchNode{name: "opensearch-" + strconv.Itoa(i+1)}
+		if n.httpPort, err = next(200+i, n.name+" http"); err != nil {
+			return p, err
+		}
+		if n.transportPort, err = next(300+i, n.name+" transport"); err != nil {
+			return p, err
+		}
+		p.openSearch = append(p.openSearch, n)
+	}
+	if p.redis, err = next(379, "redis"); err != nil {
+		return p, err
+	}
+	for i := 0; i < replicas; i++ {
+		port, err := next(380+i, "redis replica "+strconv.Itoa(i+1))
+		if err != nil {
+			return p, err
+		}
+		p.redisReplica = append(p.redisReplica, port)
+	}
+	if p.postgres, err = next(432, "postgres"); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("localstack: pick a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func checkPortFree(port int) error {
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		return err
+	}
+	return l.Close()
+}
+
+// Up installs what is missing, starts every server, waits until each is
+// healthy and records the stack in its state directory. On any failure it
+// stops what it started and returns an error naming the component and its log.
+func Up(ctx context.Context, cfg Config, progress io.Writer) (*State, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	stateDir, err := cfg.absStateDir()
+	if err != nil {
+		return nil, err
+	}
+	if st, err := Load(stateDir); err == nil {
+		return st, fmt.Errorf("%w in %s (%s); use `baedal status`, `baedal down`, or another --state-dir", ErrAlreadyRunning, stateDir, st.describeProcesses())
+	}
+	if err := EnsurePackages(ctx, cfg.Install, progress); err != nil {
+		return nil, err
+	}
+	jdk, err := FindJDK(21)
+	if err != nil {
+		return nil, err
+	}
+	launcherDir, err := FindLauncherDir(cfg.LauncherDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := BuildLauncher(ctx, launcherDir, jdk, progress); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(stateDir, "logs"), 0o755); err != nil {
+		return nil, fmt.Errorf("localstack: create state dir %s: %w", stateDir, err)
+	}
+	plan, err := planPorts(cfg.PortBase, cfg.OpenSearchNodes, cfg.RedisReplicas)
+	if err != nil {
+		return nil, err
+	}
+	password, err := readOrCreatePassword(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := initPostgres(ctx, stateDir, password); err != nil {
+		return nil, err
+	}
+
+	st := &State{
+		StateDir:    stateDir,
+		RedisAddr:   redisAddr(plan.redis),
+		PostgresURL: postgresURL(plan.postgres, password, Database),
+		APIAddr:     "127.0.0.1:" + strconv.Itoa(plan.api),
+		StartedAt:   time.Now().UTC(),
+	}
+	type waiter struct {
+		proc Process
+		wait func(context.Context) error
+	}
+	var waiters []waiter
+	fail := func(err error) (*State, error) {
+		st.stopAll(io.Discard)
+		os.Remove(filepath.Join(stateDir, stateFile))
+		return nil, err
+	}
+	record := func(p Process, err error, wait func(context.Context, Process) error) error {
+		if err != nil {
+			return err
+		}
+		st.Processes = append(st.Processes, p)
+		waiters = append(waiters, waiter{proc: p, wait: func(ctx context.Context) error { return wait(ctx, p) }})
+		// Record before waiting, so a crash of `up` still lets `down` find it.
+		return st.save()
+	}
+
+	fmt.Fprintf(progress, "starting OpenSearch (%d node(s)), Redis (%d replica(s)) and PostgreSQL in %s\n", cfg.OpenSearchNodes, cfg.RedisReplicas, stateDir)
+	for _, node := range plan.openSearch {
+		url := "http://127.0.0.1:" + strconv.Itoa(node.httpPort)
+		st.OpenSearchURLs = append(st.OpenSearchURLs, url)
+		p, err := startOpenSearchNode(stateDir, jdk, launcherDir, cfg.OpenSearchHeap, node, plan.openSearch)
+		if err := record(p, err, func(ctx context.Context, p Process) error { return waitOpenSearch(ctx, p, url, cfg.OpenSearchNodes) }); err != nil {
+			return fail(err)
+		}
+	}
+	p, err := startRedis(stateDir, "redis", plan.redis, 0)
+	if err := record(p, err, func(ctx context.Context, p Process) error { return waitRedis(ctx, p, st.RedisAddr, false) }); err != nil {
+		return fail(err)
+	}
+	for i, port := range plan.redisReplica {
+		addr := redisAddr(port)
+		st.RedisReplicaAddrs = append(st.RedisReplicaAddrs, addr)
+		p, err := startRedis(stateDir, "redis-replica-"+strconv.Itoa(i+1), port, plan.redis)
+		if err := record(p, err, func(ctx context.Context, p Process) error { return waitRedis(ctx, p, addr, true) }); err != nil {
+			return fail(err)
+		}
+	}
+	p, err = startPostgres(stateDir, plan.postgres)
+	if err := record(p, err, func(ctx context.Context, p Process) error { return waitPostgres(ctx, p, plan.postgres, password) }); err != nil {
+		return fail(err)
+	}
+
+	waitCtx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
+	defer cancel()
+	errs := make([]error, len(waiters))
+	var wg sync.WaitGroup
+	for i, w := range waiters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.wait(waitCtx); err != nil {
+				errs[i] = fmt.Errorf("localstack: %s did not become healthy within %s: %w (log: %s)\n%s",
+					w.proc.Component, cfg.StartTimeout, err, w.proc.Log, indent(lastLines(tailFile(w.proc.Log, 4096), 12)))
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fail(err)
+	}
+	return st, nil
+}
+
+// waitFor polls probe until it succeeds, the process dies or ctx ends.
+func waitFor(ctx context.Context, p Process, probe func(context.Context) error) error {
+	var last error
+	for {
+		if !p.Alive() {
+			if last != nil {
+				return fmt.Errorf("process %d exited (last probe: %v)", p.PID, last)
+			}
+			return fmt.Errorf("process %d exited", p.PID)
+		}
+		if last = probe(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last probe: %v)", ctx.Err(), last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Load reads the stack recorded in stateDir. It returns ErrNotRunning when
+// there is none or when none of its processes is alive any more.
+func Load(stateDir string) (*State, error) {
+	abs, err := filepath.Abs(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := os.ReadFile(filepath.Join(abs, stateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w in %s", ErrNotRunning, abs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var st State
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, fmt.Errorf("localstack: read %s: %w", filepath.Join(abs, stateFile), err)
+	}
+	for _, p := range st.Processes {
+		if p.Alive() {
+			return &st, nil
+		}
+	}
+	return nil, fmt.Errorf("%w in %s (its processes have exited)", ErrNotRunning, abs)
+}
+
+// Down stops every process recorded in stateDir: OpenSearch and Redis with
+// SIGTERM, PostgreSQL with SIGINT (fast shutdown), then SIGKILL after a grace
+// period. It removes the state file only when all of them are gone.
+func Down(stateDir string, progress io.Writer) error {
+	st, err := Load(stateDir)
+	if err != nil {
+		if errors.Is(err, ErrNotRunning) {
+			abs, _ := filepath.Abs(stateDir)
+			os.Remove(filepath.Join(abs, stateFile))
+		}
+		return err
+	}
+	if err := st.stopAll(progress); err != nil {
+		return err
+	}
+	return os.Remove(filepath.Join(st.StateDir, stateFile))
+}
+
+// stopAll stops the recorded processes in reverse start order, in parallel.
+func (st *State) stopAll(progress io.Writer) error {
+	errs := make([]error, len(st.Processes))
+	var wg sync.WaitGroup
+	for i, p := range st.Processes {
+		if p.PID == os.Getpid() {
+			continue // the foreground `up` stops itself after calling Down
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sig := syscall.SIGTERM
+			if p.Component == "postgres" {
+				sig = syscall.SIGINT
+			}
+			if !p.Alive() {
+				return
+			}
+			if errs[i] = p.Stop(sig, 30*time.Second); errs[i] == nil {
+				fmt.Fprintf(progress, "stopped %s (pid %d)\n", p.Component, p.PID)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (st *State) save() error {
+	raw, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(st.StateDir, stateFile+".tmp")
+	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(st.StateDir, stateFile))
+}
+
+func (st *State) describeProcesses() string {
+	var parts []string
+	for _, p := range st.Processes {
+		if p.Alive() {
+			parts = append(parts, fmt.Sprintf("%s pid %d", p.Component, p.PID))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// readOrCreatePassword keeps the PostgreSQL password across restarts of the
+// same state directory (the data directory was initialised with it).
+func readOrCreatePassword(stateDir string) (string, error) {
+	path := filepath.Join(stateDir, "postgres.password")
+	if raw, err := os.ReadFile(path); err == nil {
+		return strings.TrimSpace(string(raw)), nil
+	}
+	pw, err := newPassword()
+	if err != nil {
+		return "", err
+	}
+	return pw, os.WriteFile(path, []byte(pw+"\n"), 0o600)
+}
+
+func containsLine(text, line string) bool {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.TrimSpace(l) == line {
+			return true
+		}
+	}
+	return false
+}
+
+func indent(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
+}
+
+// AddSelf records the calling process as part of the stack (the foreground
+// `baedal up` server), so `baedal down` from another terminal stops it too.
+func (st *State) AddSelf(component string) error {
+	pid := os.Getpid()
+	ticks, err := processStartTicks(pid)
+	if err != nil {
+		return err
+	}
+	st.Processes = append(st.Processes, Process{Component: component, PID: pid, StartTicks: ticks})
+	return st.save()
+}
+
+// RedactedPostgresURL is PostgresURL with the password masked, for printing.
+func (st *State) RedactedPostgresURL() string {
+	u, err := url.Parse(st.PostgresURL)
+	if err != nil {
+		return "(unparsable)"
+	}
+	return u.Redacted()
+}

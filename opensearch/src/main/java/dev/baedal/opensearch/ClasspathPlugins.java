@@ -1,0 +1,69 @@
+package dev.baedal.opensearch;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.opensearch.Version;
+import org.opensearch.plugins.PluginInfo;
+
+/**
+ * The OpenSearch modules and plugins the launcher loads from the classpath (no plugins/ dir).
+ *
+ * <p>Invariant: {@link #verify} is called before the node is built, because OpenSearch's
+ * PluginsService only logs a classpath plugin class it cannot load and starts without it.
+ */
+final class ClasspathPlugins {
+
+    /** One plugin: its name, entry class and the plugins it extends through SPI. */
+    record Spec(String name, String className, List<String> extendedPlugins) {}
+
+    static final List<Spec> DEFAULT = List.of(
+        new Spec("transport-netty4", "org.opensearch.transport.Netty4ModulePlugin", List.of()),
+        new Spec("lang-painless", "org.opensearch.painless.PainlessModulePlugin", List.of()),
+        new Spec("reindex", "org.opensearch.index.reindex.ReindexModulePlugin", List.of()),
+        new Spec("mapper-extras", "org.opensearch.index.mapper.MapperExtrasModulePlugin", List.of()),
+        new Spec("parent-join", "org.opensearch.join.ParentJoinModulePlugin", List.of()),
+        // Ships a Painless extension: without extendedPlugins its script contexts do not compile.
+        new Spec("analysis-common", "org.opensearch.analysis.common.CommonAnalysisModulePlugin", List.of("lang-painless")),
+        new Spec("analysis-nori", "org.opensearch.plugin.analysis.nori.AnalysisNoriPlugin", List.of())
+    );
+
+    /** Thrown when a plugin class is not on the classpath. */
+    static final class MissingPluginException extends Exception {
+        MissingPluginException(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
+    static List<Spec> withExtra(List<String> extraClassNames) {
+        List<Spec> all = new ArrayList<>(DEFAULT);
+        for (String cls : extraClassNames) {
+            all.add(new Spec("extra-" + cls.substring(cls.lastIndexOf('.') + 1), cls, List.of()));
+        }
+        return List.copyOf(all);
+    }
+
+    /** Loads every plugin class; fails on the first one that is missing or unloadable. */
+    static void verify(List<Spec> specs) throws MissingPluginException {
+        ClassLoader loader = ClasspathPlugins.class.getClassLoader();
+        for (Spec s : specs) {
+            try {
+                Class.forName(s.className(), false, loader);
+            } catch (ClassNotFoundException | LinkageError e) {
+                throw new MissingPluginException(
+                    "plugin class " + s.className() + " (" + s.name() + ") not found on the classpath: " + e, e);
+            }
+        }
+    }
+
+    static List<PluginInfo> toPluginInfos(List<Spec> specs) {
+        List<PluginInfo> infos = new ArrayList<>();
+        for (Spec s : specs) {
+            infos.add(new PluginInfo(
+                s.name(), s.name() + " (classpath)", Version.CURRENT.toString(), Version.CURRENT,
+                Runtime.version().feature() + "", s.className(), s.extendedPlugins(), false));
+        }
+        return infos;
+    }
+
+    private ClasspathPlugins() {}
+}
