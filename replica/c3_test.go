@@ -1,0 +1,345 @@
+package replica
+
+import (
+	"math"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestC3RankFormula(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		name        string
+		r, s        time.Duration
+		q           float64
+		os, clients int
+		want        float64 // seconds
+	}{
+		// q̂ = 1: the service terms cancel, Ψ = R.
+		{"idle", 5 * ms, 2 * ms, 0, 0, 1, 0.005},
+		// q̂ = 1 + 0 + 2 = 3: Ψ = R − S + 27·S = R + 26·S.
+		{"queue", 5 * ms, 2 * ms, 2, 0, 1, 0.005 + 26*0.002},
+		// q̂ = 1 + 2·3 + 0 = 7: Ψ = R + 342·S.
+		{"outstanding times clients", 1 * ms, 1 * ms, 0, 2, 3, 0.001 + 342*0.001},
+		// q̂ = 1 + 1·1 + 0.5 = 2.5: Ψ = R + (15.625 − 1)·S.
+		{"fractional queue", 3 * ms, 1 * ms, 0.5, 1, 1, 0.003 + 14.625*0.001},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := C3Rank(tt.r, tt.s, tt.q, tt.os, tt.clients)
+			if math.Abs(got-tt.want) > 1e-12 {
+				t.Errorf("C3Rank(R=%s, S=%s, q=%v, os=%d, n=%d) = %v, want %v", tt.r, tt.s, tt.q, tt.os, tt.clients, got, tt.want)
+			}
+		})
+	}
+}
+
+// A longer service time means a lower service rate and must rank worse. The
+// inverted formula (service time where the rate belongs) ranks it better;
+// this test pins the direction.
+func TestC3LongerServiceTimeRanksWorse(t *testing.T) {
+	ms := time.Millisecond
+	for _, q := range []float64{0.5, 1, 2, 10} {
+		short := C3Rank(4*ms, 1*ms, q, 0, 1)
+		long := C3Rank(4*ms, 5*ms, q, 0, 1)
+		if long <= short {
+			t.Errorf("q=%v: rank with service time 5ms = %v, with 1ms = %v; want the longer service time to rank worse", q, long, short)
+		}
+		inverted := func(s float64) float64 { // R − 1/S + q̂³/S: the bug
+			qHat := 1 + q
+			return 0.004 - 1/s + qHat*qHat*qHat/s
+		}
+		if inverted(0.005) >= inverted(0.001) {
+			t.Errorf("q=%v: the inverted formula should prefer the slow replica (that is the bug this test guards against)", q)
+		}
+	}
+
+	// Through the policy: replica 0 has the longer service time, equal R and
+	// queue; replica 1 must come first although ties would favor replica 0.
+	clock := newFakeClock()
+	p := newTestPolicy(t, 2, Config{Now: clock.Now})
+	complete(p, 0, okWithServer(4*ms, 5*ms, 2))
+	complete(p, 1, okWithServer(4*ms, 1*ms, 2))
+	order := p.Select(nil)
+	if order[0] != 1 {
+		t.Fatalf("Select = %v, want replica 1 (service time 1ms) before replica 0 (5ms)", order)
+	}
+}
+
+func TestEWMAAlpha(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		alpha   float64
+		samples []time.Duration
+		want    time.Duration
+	}{
+		{0.3, []time.Duration{10 * ms}, 10 * ms},                     // the first sample sets the value
+		{0.3, []time.Duration{10 * ms, 20 * ms}, 13 * ms},            // 10 + 0.3·10
+		{0.3, []time.Duration{10 * ms, 20 * ms, 0}, 9100_000},        // 13 − 0.3·13 = 9.1ms
+		{0.5, []time.Duration{10 * ms, 20 * ms, 30 * ms}, 22500_000}, // 15, then 22.5
+		{1, []time.Duration{10 * ms, 20 * ms, 7 * ms}, 7 * ms},       // alpha 1 keeps the last
+	}
+	for _, tt := range tests {
+		p := newTestPolicy(t, 1, Config{Alpha: tt.alpha, Now: newFakeClock().Now})
+		for _, s := range tt.samples {
+			complete(p, 0, ok(s))
+		}
+		if got := statsOf(p, 0).ResponseTime; !almostEqual(got, tt.want) {
+			t.Errorf("alpha %v, samples %v: R = %s, want %s", tt.alpha, tt.samples, got, tt.want)
+		}
+	}
+}
+
+func TestServerStatsFromReplyOrSampler(t *testing.T) {
+	ms := time.Millisecond
+	p := newTestPolicy(t, 1, Config{Now: newFakeClock().Now})
+
+	p.ObserveServer(0, 2*ms, 3)
+	complete(p, 0, ok(5*ms)) // reply without server stats: the sampled values stand
+	st := statsOf(p, 0)
+	if !almostEqual(st.ServiceTime, 2*ms) || st.QueueLen != 3 || !almostEqual(st.ResponseTime, 5*ms) {
+		t.Fatalf("after sampler and plain reply: S=%s q=%v R=%s, want S=2ms q=3 R=5ms", st.ServiceTime, st.QueueLen, st.ResponseTime)
+	}
+
+	// A reply with only a service time (OpenSearch "took") updates only µ̄.
+	complete(p, 0, Result{Latency: 5 * ms, ServiceTime: 4 * ms, HasServiceTime: true})
+	st = statsOf(p, 0)
+	if !almostEqual(st.ServiceTime, 2600*time.Microsecond) || st.QueueLen != 3 {
+		t.Fatalf("after reply with service time 4ms: S=%s q=%v, want S=2.6ms q=3", st.ServiceTime, st.QueueLen)
+	}
+
+	// The sampler keeps feeding the same EWMAs.
+	p.ObserveServer(0, 2600*time.Microsecond, 13)
+	st = statsOf(p, 0)
+	if !almostEqual(st.ServiceTime, 2600*time.Microsecond) || math.Abs(st.QueueLen-6) > 1e-9 {
+		t.Fatalf("after second sample: S=%s q=%v, want S=2.6ms q=6", st.ServiceTime, st.QueueLen)
+	}
+	wantRank := C3Rank(5*ms, 2600*time.Microsecond, 6, 0, 1)
+	if math.Abs(st.Rank-wantRank) > 1e-12 {
+		t.Fatalf("snapshot rank = %v, want %v", st.Rank, wantRank)
+	}
+}
+
+// Each selection pulls the losers one EWMA step toward the mean of their
+// stats and the winner's (Elasticsearch adjustStats).
+func TestC3PullsLosersTowardWinner(t *testing.T) {
+	ms := time.Millisecond
+	p := newTestPolicy(t, 3, Config{Now: newFakeClock().Now})
+	complete(p, 0, okWithServer(1*ms, 1*ms, 0))
+	complete(p, 1, okWithServer(9*ms, 5*ms, 4))
+
+	// Replica 2 has no stats: it is probed first, and a probe pulls nothing.
+	if got := p.Select(nil); got[0] != 2 {
+		t.Fatalf("first Select = %v, want the new replica 2 probed first", got)
+	}
+	if st := statsOf(p, 1); !almostEqual(st.ResponseTime, 9*ms) {
+		t.Fatalf("after a probe selection, loser R = %s, want unchanged 9ms", st.ResponseTime)
+	}
+	if got := p.Select(nil); got[0] != 0 {
+		t.Fatalf("second Select = %v, want replica 0 first", got)
+	}
+	st := statsOf(p, 1)
+	// R: 9 + 0.3·((9+1)/2 − 9) = 7.8ms; S: 5 + 0.3·(3 − 5) = 4.4ms; q: 4 + 0.3·(2 − 4) = 3.4.
+	if !almostEqual(st.ResponseTime, 7800*time.Microsecond) || !almostEqual(st.ServiceTime, 4400*time.Microsecond) || math.Abs(st.QueueLen-3.4) > 1e-9 {
+		t.Errorf("loser after one selection: R=%s S=%s q=%v, want R=7.8ms S=4.4ms q=3.4", st.ResponseTime, st.ServiceTime, st.QueueLen)
+	}
+	if st := statsOf(p, 0); !almostEqual(st.ResponseTime, 1*ms) {
+		t.Errorf("winner R = %s, want unchanged 1ms", st.ResponseTime)
+	}
+	if st := statsOf(p, 2); st.HasStats {
+		t.Errorf("replica 2 without stats got stats from the pull: %+v", st)
+	}
+}
+
+// A replica without stats is tried first but gets at most ProbeLimit
+// requests in flight, however many requests arrive before its first reply.
+func TestC3ProbesNewReplicaWithoutFlooding(t *testing.T) {
+	ms := time.Millisecond
+	for _, limit := range []int{1, 2, 3} {
+		p := newTestPolicy(t, 3, Config{ProbeLimit: limit, Now: newFakeClock().Now})
+		complete(p, 0, okWithServer(5*ms, 5*ms, 0))
+		complete(p, 1, okWithServer(5*ms, 5*ms, 0))
+
+		var picks [3]int
+		order := make([]int, 0, 3)
+		for i := range 20 {
+			order = p.Select(order)
+			picks[order[0]]++
+			if i < limit && order[0] != 2 {
+				t.Fatalf("limit %d: request %d went to %d, want the new replica 2 probed first", limit, i, order[0])
+			}
+			if len(order) != 3 {
+				t.Fatalf("limit %d: Select returned %v, want all 3 replicas", limit, order)
+			}
+		}
+		if picks[2] != limit {
+			t.Errorf("limit %d: new replica got %d concurrent requests, want exactly %d (picks %v)", limit, picks[2], limit, picks)
+		}
+		if st := statsOf(p, 2); st.Outstanding != limit {
+			t.Errorf("limit %d: outstanding on new replica = %d, want %d", limit, st.Outstanding, limit)
+		}
+
+		// Once a probe answers, the replica is ranked like the others.
+		p.Done(2, okWithServer(1*ms, 1*ms, 0))
+		if st := statsOf(p, 2); !st.HasStats {
+			t.Fatalf("limit %d: replica 2 has no stats after a reply", limit)
+		}
+	}
+}
+
+// Stats lag during a burst: no reply has arrived yet, so R, µ̄ and q are the
+// same for all. The outstanding-requests term must spread the burst instead of
+// piling it onto the replica that looked best when it started.
+func TestC3SpreadsBurstAcrossEqualReplicas(t *testing.T) {
+	ms := time.Millisecond
+	newWarm := func(name PolicyName) Policy {
+		p := newTestPolicy(t, 3, Config{Policy: name, Now: newFakeClock().Now})
+		for r := range 3 {
+			complete(p, r, okWithServer(2*ms, 2*ms, 0))
+		}
+		return p
+	}
+	burst := func(p Policy) [3]int {
+		var picks [3]int
+		for range 30 {
+			picks[p.Pick()]++
+		}
+		return picks
+	}
+
+	if got := burst(newWarm(PolicyC3)); got != [3]int{10, 10, 10} {
+		t.Errorf("C3 burst of 30 over 3 equal replicas: picks %v, want [10 10 10]", got)
+	}
+	// The baseline that ranks by latency only sends the whole burst to one.
+	got := burst(newWarm(PolicyLowestPing))
+	if slices.Max(got[:]) != 30 {
+		t.Errorf("lowest-ping burst: picks %v, want all 30 on one replica (the flaw C3 avoids)", got)
+	}
+
+	// With a 3x slower replica among them, the fast two take the first
+	// requests; once they have one outstanding each ((1+1)³ = 8x their
+	// service time) the slow one is used too, and the burst spreads.
+	p := newTestPolicy(t, 3, Config{Now: newFakeClock().Now})
+	complete(p, 0, okWithServer(2*ms, 2*ms, 0))
+	complete(p, 1, okWithServer(2*ms, 2*ms, 0))
+	complete(p, 2, okWithServer(6*ms, 6*ms, 0))
+	var picks [3]int
+	for i := range 9 {
+		r := p.Pick()
+		picks[r]++
+		if i < 2 && r == 2 {
+			t.Errorf("burst with replica 2 3x slower: pick %d went to replica 2, want a fast one first", i)
+		}
+	}
+	t.Logf("burst of 9 with replica 2 3x slower: picks %v", picks)
+	if picks[2] == 0 || picks[2] > picks[0] || picks[2] > picks[1] {
+		t.Errorf("burst of 9 with replica 2 3x slower: picks %v, want replica 2 used, and not more than each fast one", picks)
+	}
+}
+
+func TestC3FailurePenalizesAndBacksOff(t *testing.T) {
+	ms := time.Millisecond
+	clock := newFakeClock()
+	p := newTestPolicy(t, 3, Config{ErrorPenalty: 200 * ms, ErrorBackoff: 100 * ms, MaxErrorBackoff: 350 * ms, Now: clock.Now})
+	complete(p, 0, ok(1*ms))
+	complete(p, 1, ok(2*ms))
+	complete(p, 2, ok(3*ms))
+
+	order := p.Select(nil)
+	if !slices.Equal(order, []int{0, 1, 2}) {
+		t.Fatalf("Select = %v, want [0 1 2]", order)
+	}
+	p.Done(0, Result{Latency: 1 * ms, Failed: true})
+
+	st := statsOf(p, 0)
+	// R: 1 + 0.3·(200 − 1) = 60.7ms (the fast error counts as ErrorPenalty).
+	if !almostEqual(st.ResponseTime, 60700*time.Microsecond) || st.Failures != 1 {
+		t.Fatalf("after failure: R=%s failures=%d, want R=60.7ms failures=1", st.ResponseTime, st.Failures)
+	}
+	if want := clock.Now().Add(100 * ms); !st.BackoffUntil.Equal(want) {
+		t.Fatalf("BackoffUntil = %v, want %v", st.BackoffUntil, want)
+	}
+
+	// The failed replica is skipped: last in the order, but still there for
+	// a caller that runs out of replicas.
+	buf := make([]int, 0, 3)
+	for _, wantFirst := range []int{1, 1, 1} {
+		buf = p.Select(buf)
+		if buf[0] != wantFirst || buf[2] != 0 {
+			t.Fatalf("during backoff Select = %v, want replica 0 last", buf)
+		}
+		p.Done(buf[0], ok(2*ms))
+	}
+
+	// Consecutive failures double the backoff up to MaxErrorBackoff.
+	for _, want := range []time.Duration{200 * ms, 350 * ms, 350 * ms} {
+		complete(p, 0, Result{Latency: 1 * ms, Failed: true})
+		if got := statsOf(p, 0).BackoffUntil.Sub(clock.Now()); got != want {
+			t.Errorf("backoff after consecutive failure = %s, want %s", got, want)
+		}
+	}
+	clock.Advance(349 * ms)
+	if order := p.Select(buf); order[2] != 0 {
+		t.Errorf("1ms before backoff ends: Select = %v, want replica 0 last", order)
+	}
+	p.Done(1, ok(2*ms))
+
+	// After the backoff, the penalty in R still keeps it behind the others.
+	clock.Advance(1 * ms)
+	if order := p.Select(buf); order[0] == 0 {
+		t.Errorf("right after backoff: Select = %v, want the penalized replica 0 not first", order)
+	} else {
+		p.Done(order[0], ok(2*ms))
+	}
+
+	// A success clears the backoff and the failure streak.
+	complete(p, 0, ok(1*ms))
+	complete(p, 0, Result{Latency: 1 * ms, Failed: true})
+	if got := statsOf(p, 0).BackoffUntil.Sub(clock.Now()); got != 100*ms {
+		t.Errorf("backoff after a success then a failure = %s, want the base 100ms", got)
+	}
+}
+
+// The wrapper's retry loop: replica 0 (the best) fails, the caller falls
+// through to the next-best, and the counters balance.
+func TestSelectOrderSupportsRetry(t *testing.T) {
+	ms := time.Millisecond
+	clock := newFakeClock()
+	p := newTestPolicy(t, 3, Config{Now: clock.Now})
+	complete(p, 0, ok(1*ms))
+	complete(p, 1, ok(2*ms))
+	complete(p, 2, ok(3*ms))
+
+	down := map[int]bool{0: true}
+	var served []int
+	buf := make([]int, 0, 3)
+	for range 5 {
+		order := p.Select(buf)
+		for i, r := range order {
+			if i > 0 {
+				p.Start(r)
+			}
+			if down[r] {
+				p.Done(r, Result{Latency: 1 * ms, Failed: true})
+				continue
+			}
+			p.Done(r, ok(2*ms))
+			served = append(served, r)
+			break
+		}
+		clock.Advance(10 * ms)
+	}
+	if len(served) != 5 || slices.Contains(served, 0) {
+		t.Fatalf("served by %v, want 5 requests none on the failing replica 0", served)
+	}
+	snap := p.Snapshot(nil)
+	if snap[0].Failures != 1 {
+		t.Errorf("replica 0 failures = %d, want 1 (tried once, then skipped while backing off)", snap[0].Failures)
+	}
+	for _, st := range snap {
+		if st.Outstanding != 0 {
+			t.Errorf("replica %d outstanding = %d after all requests ended, want 0", st.Replica, st.Outstanding)
+		}
+	}
+}

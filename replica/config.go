@@ -1,0 +1,184 @@
+package replica
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// PolicyName names a replica selection policy.
+type PolicyName string
+
+// The policies. C3 is the default; the others are baselines for comparison.
+const (
+	// PolicyC3 ranks replicas by Ψ = R − S + q̂³·S (see C3Rank).
+	PolicyC3 PolicyName = "c3"
+	// PolicyRoundRobin cycles through the replicas.
+	PolicyRoundRobin PolicyName = "round-robin"
+	// PolicyRandom picks a uniformly random replica from a seeded generator.
+	PolicyRandom PolicyName = "random"
+	// PolicyLowestPing picks the replica with the lowest recent ping (or
+	// response time) EWMA, re-read every Config.PingRefresh, as Redis clients
+	// do with "route by latency".
+	PolicyLowestPing PolicyName = "lowest-ping"
+)
+
+// PolicyNames lists every policy in a stable order.
+var PolicyNames = []PolicyName{PolicyC3, PolicyRoundRobin, PolicyRandom, PolicyLowestPing}
+
+// ErrUnknownPolicy is returned (wrapped) by ParsePolicyName.
+var ErrUnknownPolicy = errors.New("replica: unknown policy")
+
+// ParsePolicyName parses a policy name such as "c3" or "round-robin".
+// The error names the allowed values.
+func ParsePolicyName(s string) (PolicyName, error) {
+	for _, name := range PolicyNames {
+		if string(name) == s {
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("%w %q, allowed: %s", ErrUnknownPolicy, s, allowedPolicyNames())
+}
+
+func allowedPolicyNames() string {
+	names := make([]string, len(PolicyNames))
+	for i, n := range PolicyNames {
+		names[i] = string(n)
+	}
+	return strings.Join(names, ", ")
+}
+
+// MarshalText implements encoding.TextMarshaler (for flag.TextVar).
+func (p PolicyName) MarshalText() ([]byte, error) { return []byte(p), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler (for flag.TextVar).
+func (p *PolicyName) UnmarshalText(text []byte) error {
+	name, err := ParsePolicyName(string(text))
+	if err != nil {
+		return err
+	}
+	*p = name
+	return nil
+}
+
+// Defaults used for zero fields of Config.
+const (
+	DefaultPolicy          = PolicyC3
+	DefaultAlpha           = 0.3 // Elasticsearch's EWMA weight
+	DefaultClients         = 1
+	DefaultProbeLimit      = 1
+	DefaultErrorPenalty    = time.Second
+	DefaultErrorBackoff    = 500 * time.Millisecond
+	DefaultMaxErrorBackoff = 30 * time.Second
+	DefaultPingRefresh     = time.Second
+)
+
+// Config tunes a Policy. Zero fields take the Default* values.
+type Config struct {
+	// Policy chooses the selection policy.
+	Policy PolicyName
+	// Alpha is the weight of a new sample in every EWMA, in (0, 1].
+	Alpha float64
+	// Clients is n in C3's q̂ = 1 + os·n + q: how many clients send to the
+	// same replicas, so one outstanding request here stands for n in total.
+	Clients int
+	// ProbeLimit caps the requests in flight to a replica that has no stats
+	// yet. Such a replica is tried first, but not flooded.
+	ProbeLimit int
+	// ErrorPenalty is the response time recorded for a failed request when
+	// the observed latency is lower (a fast error is not a fast answer).
+	ErrorPenalty time.Duration
+	// ErrorBackoff is how long a replica that just failed is ranked last;
+	// it doubles with each consecutive failure up to MaxErrorBackoff.
+	ErrorBackoff    time.Duration
+	MaxErrorBackoff time.Duration
+	// PingRefresh is how often the lowest-ping policy re-reads latencies.
+	PingRefresh time.Duration
+	// Seed seeds the random policy. Zero is a valid seed.
+	Seed uint64
+	// Now is the clock; nil means time.Now. Tests inject a fake clock.
+	Now func() time.Time
+}
+
+// WithDefaults returns c with zero fields replaced by the defaults.
+func (c Config) WithDefaults() Config {
+	if c.Policy == "" {
+		c.Policy = DefaultPolicy
+	}
+	if c.Alpha == 0 {
+		c.Alpha = DefaultAlpha
+	}
+	if c.Clients == 0 {
+		c.Clients = DefaultClients
+	}
+	if c.ProbeLimit == 0 {
+		c.ProbeLimit = DefaultProbeLimit
+	}
+	if c.ErrorPenalty == 0 {
+		c.ErrorPenalty = DefaultErrorPenalty
+	}
+	if c.ErrorBackoff == 0 {
+		c.ErrorBackoff = DefaultErrorBackoff
+	}
+	if c.MaxErrorBackoff == 0 {
+		c.MaxErrorBackoff = max(DefaultMaxErrorBackoff, c.ErrorBackoff)
+	}
+	if c.PingRefresh == 0 {
+		c.PingRefresh = DefaultPingRefresh
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate reports every invalid field by name. Zero fields are valid: they
+// take the defaults.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	var errs []error
+	if _, err := ParsePolicyName(string(c.Policy)); err != nil {
+		errs = append(errs, fmt.Errorf("replica: Policy: %w", err))
+	}
+	if math.IsNaN(c.Alpha) || c.Alpha <= 0 || c.Alpha > 1 {
+		errs = append(errs, fmt.Errorf("replica: Alpha: got %v, allowed: 0 < Alpha <= 1", c.Alpha))
+	}
+	if c.Clients < 1 {
+		errs = append(errs, fmt.Errorf("replica: Clients: got %d, must be at least 1", c.Clients))
+	}
+	if c.ProbeLimit < 1 {
+		errs = append(errs, fmt.Errorf("replica: ProbeLimit: got %d, must be at least 1", c.ProbeLimit))
+	}
+	if c.ErrorPenalty < 0 {
+		errs = append(errs, fmt.Errorf("replica: ErrorPenalty: got %s, must not be negative", c.ErrorPenalty))
+	}
+	if c.ErrorBackoff < 0 {
+		errs = append(errs, fmt.Errorf("replica: ErrorBackoff: got %s, must not be negative", c.ErrorBackoff))
+	}
+	if c.MaxErrorBackoff < c.ErrorBackoff {
+		errs = append(errs, fmt.Errorf("replica: MaxErrorBackoff: got %s, must be at least ErrorBackoff (%s)", c.MaxErrorBackoff, c.ErrorBackoff))
+	}
+	if c.PingRefresh < 0 {
+		errs = append(errs, fmt.Errorf("replica: PingRefresh: got %s, must not be negative", c.PingRefresh))
+	}
+	return errors.Join(errs...)
+}
+
+// Flags binds the configuration to command-line flags named prefix+"policy",
+// prefix+"alpha", and so on (e.g. prefix "redis-replica-").
+func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
+	d := c.WithDefaults()
+	*c = d
+	fs.TextVar(&c.Policy, prefix+"policy", d.Policy, "replica selection policy: "+allowedPolicyNames())
+	fs.Float64Var(&c.Alpha, prefix+"alpha", d.Alpha, "EWMA weight of a new sample, in (0, 1]")
+	fs.IntVar(&c.Clients, prefix+"clients", d.Clients, "number of clients sharing the replicas (n in C3's queue estimate)")
+	fs.IntVar(&c.ProbeLimit, prefix+"probe-limit", d.ProbeLimit, "max requests in flight to a replica that has no stats yet")
+	fs.DurationVar(&c.ErrorPenalty, prefix+"error-penalty", d.ErrorPenalty, "response time recorded for a failed request")
+	fs.DurationVar(&c.ErrorBackoff, prefix+"error-backoff", d.ErrorBackoff, "how long a failed replica is ranked last (doubles per consecutive failure)")
+	fs.DurationVar(&c.MaxErrorBackoff, prefix+"max-error-backoff", d.MaxErrorBackoff, "cap of the error backoff")
+	fs.DurationVar(&c.PingRefresh, prefix+"ping-refresh", d.PingRefresh, "how often the lowest-ping policy re-reads latencies")
+	fs.Uint64Var(&c.Seed, prefix+"seed", d.Seed, "seed of the random policy")
+}
