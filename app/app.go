@@ -59,6 +59,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	clients, err := backend.Open(ctx, cfg.Backends)
 	if err != nil {
 		return err

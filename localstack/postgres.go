@@ -62,6 +62,11 @@ func initPostgres(ctx context.Context, stateDir, password string) error {
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		return err
 	}
+	if cred != nil {
+		if err := checkSearchable(dir); err != nil {
+			return err
+		}
+	}
 	pwfile := filepath.Join(dir, "initdb.pw")
 	if err := os.WriteFile(pwfile, []byte(password+"\n"), 0o600); err != nil {
 		return err
@@ -153,4 +158,22 @@ func probePostgres(ctx context.Context, url string) error {
 	}
 	defer conn.Close(ctx)
 	return conn.Ping(ctx)
+}
+
+// checkSearchable makes sure the postgres user can reach dir: every ancestor
+// must be searchable by others (we run as root, the server as postgres).
+func checkSearchable(dir string) error {
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		info, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		if info.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("postgres: the postgres user cannot reach %s: %s has mode %s; use a --state-dir whose parent directories are searchable (chmod o+x)",
+				dir, d, info.Mode().Perm())
+		}
+		if filepath.Dir(d) == d {
+			return nil
+		}
+	}
 }

@@ -113,7 +113,7 @@ func freePort() (int, error) {
 }
 
 func checkPortFree(port int) error {
-	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	l, err := listenLoopback(port)
 	if err != nil {
 		return err
 	}
@@ -400,4 +400,8 @@ func (st *State) RedactedPostgresURL() string {
 		return "(unparsable)"
 	}
 	return u.Redacted()
+}
+
+func listenLoopback(port int) (net.Listener, error) {
+	return net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 }

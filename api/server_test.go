@@ -1,0 +1,140 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func newTestServer(cfg Config) *Server {
+	return New(cfg, nil, prometheus.NewRegistry())
+}
+
+func decodeProblem(t *testing.T, rec *httptest.ResponseRecorder) Problem {
+	t.Helper()
+	if ct := rec.Header().Get("Content-Type"); ct != "application/problem+json" {
+		t.Fatalf("Content-Type = %q, want application/problem+json", ct)
+	}
+	var p Problem
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+		t.Fatalf("body is not a problem: %v: %s", err, rec.Body)
+	}
+	if p.Status != rec.Code {
+		t.Fatalf("problem status %d != HTTP status %d", p.Status, rec.Code)
+	}
+	return p
+}
+
+func TestErrorsAreProblemBodies(t *testing.T) {
+	cfg := Defaults()
+	cfg.MaxBodyBytes = 1024
+	s := newTestServer(cfg)
+	s.Handle("POST /echo", func(w http.ResponseWriter, r *http.Request) error {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return err
+		}
+		if len(body) == 0 {
+			return BadRequest("body", "must not be empty")
+		}
+		w.Write(body)
+		return nil
+	})
+	s.Handle("GET /boom", func(w http.ResponseWriter, r *http.Request) error { panic("boom") })
+	s.Handle("GET /internal", func(w http.ResponseWriter, r *http.Request) error {
+		return errors.New("dial tcp 10.0.0.1:5432: secret detail")
+	})
+
+	cases := []struct {
+		method, path, body string
+		status             int
+		field              string
+	}{
+		{"POST", "/echo", "", 400, "body"},
+		{"POST", "/echo", strings.Repeat("x", 2000), 413, ""},
+		{"GET", "/nope", "", 404, ""},
+		{"GET", "/boom", "", 500, ""},
+		{"GET", "/internal", "", 500, ""},
+	}
+	for _, tc := range cases {
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, strings.NewReader(tc.body)))
+		if rec.Code != tc.status {
+			t.Errorf("%s %s: status %d, want %d (%s)", tc.method, tc.path, rec.Code, tc.status, rec.Body)
+			continue
+		}
+		p := decodeProblem(t, rec)
+		if p.Field != tc.field {
+			t.Errorf("%s %s: field %q, want %q", tc.method, tc.path, p.Field, tc.field)
+		}
+		if strings.Contains(p.Detail, "secret") {
+			t.Errorf("%s %s: internal error leaked to the client: %q", tc.method, tc.path, p.Detail)
+		}
+	}
+
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("POST", "/echo", strings.NewReader("hi")))
+	if rec.Code != 200 || rec.Body.String() != "hi" {
+		t.Errorf("a good request: %d %q", rec.Code, rec.Body)
+	}
+}
+
+func TestAdminEndpointsNeedTheToken(t *testing.T) {
+	ok := func(w http.ResponseWriter, r *http.Request) error { w.WriteHeader(204); return nil }
+	disabled := newTestServer(Defaults())
+	disabled.HandleAdmin("POST /admin/x", ok)
+	cfg := Defaults()
+	cfg.AdminToken = "0123456789abcdef-token"
+	enabled := newTestServer(cfg)
+	enabled.HandleAdmin("POST /admin/x", ok)
+
+	cases := []struct {
+		name   string
+		s      *Server
+		header string
+		status int
+	}{
+		{"no token configured", disabled, "Bearer anything", 403},
+		{"missing header", enabled, "", 401},
+		{"wrong token", enabled, "Bearer 0123456789abcdef-wrong", 401},
+		{"right token", enabled, "Bearer 0123456789abcdef-token", 204},
+	}
+	for _, tc := range cases {
+		req := httptest.NewRequest("POST", "/admin/x", nil)
+		if tc.header != "" {
+			req.Header.Set("Authorization", tc.header)
+		}
+		rec := httptest.NewRecorder()
+		tc.s.ServeHTTP(rec, req)
+		if rec.Code != tc.status {
+			t.Errorf("%s: status %d, want %d", tc.name, rec.Code, tc.status)
+		}
+	}
+}
+
+func TestConfigValidateNamesTheField(t *testing.T) {
+	cases := map[string]func(*Config){
+		"addr":             func(c *Config) { c.Addr = "localhost" },
+		"max-body-bytes":   func(c *Config) { c.MaxBodyBytes = 10 },
+		"write-timeout":    func(c *Config) { c.WriteTimeout = 0 },
+		"admin-token":      func(c *Config) { c.AdminToken = "short" },
+		"shutdown-timeout": func(c *Config) { c.ShutdownTimeout = -1 },
+	}
+	for field, edit := range cases {
+		cfg := Defaults()
+		edit(&cfg)
+		if err := cfg.Validate(); err == nil || !strings.HasPrefix(err.Error(), field+":") {
+			t.Errorf("%s: Validate() = %v, want an error naming the field", field, err)
+		}
+	}
+	d := Defaults()
+	if err := d.Validate(); err != nil || !d.IsLoopback() {
+		t.Errorf("defaults must be valid and loopback: %v", err)
+	}
+}

@@ -1,0 +1,72 @@
+package localstack
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigValidateNamesTheField(t *testing.T) {
+	cases := []struct {
+		name  string
+		edit  func(*Config)
+		field string
+	}{
+		{"empty state dir", func(c *Config) { c.StateDir = "" }, "state-dir"},
+		{"privileged port base", func(c *Config) { c.PortBase = 80 }, "port-base"},
+		{"two nodes", func(c *Config) { c.OpenSearchNodes = 2 }, "opensearch-nodes"},
+		{"heap without unit", func(c *Config) { c.OpenSearchHeap = "512" }, "opensearch-heap"},
+		{"too many replicas", func(c *Config) { c.RedisReplicas = 9 }, "redis-replicas"},
+		{"tiny timeout", func(c *Config) { c.StartTimeout = time.Second }, "start-timeout"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Defaults()
+			tc.edit(&cfg)
+			err := cfg.Validate()
+			if err == nil || !strings.HasPrefix(err.Error(), tc.field+":") {
+				t.Fatalf("Validate() = %v, want an error starting with %q", err, tc.field+":")
+			}
+		})
+	}
+	good := Defaults()
+	if err := good.Validate(); err != nil {
+		t.Fatalf("defaults are invalid: %v", err)
+	}
+}
+
+func TestPlanPortsRefusesAPortInUse(t *testing.T) {
+	taken, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Hold the port that the redis offset (379) lands on.
+	base := taken - 379
+	if base < 1024 {
+		t.Skip("kernel gave a port too low to use as an offset target")
+	}
+	l, err := listenLoopback(taken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, err = planPorts(base, 1, 0)
+	if err == nil || !strings.Contains(err.Error(), "(redis)") {
+		t.Fatalf("planPorts = %v, want an error naming the redis port", err)
+	}
+}
+
+func TestRedisConfigKeepsAcceptedWrites(t *testing.T) {
+	conf := redisConfig(1234, "/d", 0)
+	for _, want := range []string{"bind 127.0.0.1", "appendonly yes", "appendfsync everysec", "port 1234"} {
+		if !strings.Contains(conf, want+"\n") {
+			t.Errorf("redis.conf lacks %q", want)
+		}
+	}
+	if strings.Contains(conf, "replicaof") {
+		t.Error("a primary must not have replicaof")
+	}
+	if !strings.Contains(redisConfig(1, "/d", 99), "replicaof 127.0.0.1 99\n") {
+		t.Error("a replica must follow its primary")
+	}
+}

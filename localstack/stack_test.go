@@ -1,0 +1,125 @@
+package localstack
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/baedal/baedal/internal/testenv"
+)
+
+// TestStackStartsHealthyAndStopsExactlyItsProcesses starts a stack of its own
+// (not the shared test stack) because starting and stopping is what it tests.
+func TestStackStartsHealthyAndStopsExactlyItsProcesses(t *testing.T) {
+	dir := t.TempDir()
+	// PostgreSQL runs as the postgres user, which must reach the state dir.
+	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Defaults()
+	cfg.StateDir = dir
+	cfg.PortBase = 0
+	cfg.RedisReplicas = 1
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	st, err := Up(ctx, cfg, os.Stderr)
+	if err != nil {
+		testenv.Unavailable(t, err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = Down(dir, os.Stderr)
+		}
+	}()
+
+	if got := len(st.Processes); got != 4 {
+		t.Fatalf("started %d processes, want 4 (opensearch, redis, replica, postgres)", got)
+	}
+	for _, h := range st.Health(ctx) {
+		if !h.Healthy {
+			t.Errorf("%s is not healthy: %s (log %s)", h.Component, h.Error, h.Log)
+		}
+	}
+	info, err := os.Stat(filepath.Join(dir, stateFile))
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("state file must exist with mode 0600 (it holds the postgres password): %v %v", info, err)
+	}
+
+	if _, err := Up(ctx, cfg, os.Stderr); !errors.Is(err, ErrAlreadyRunning) {
+		t.Errorf("second Up = %v, want ErrAlreadyRunning", err)
+	}
+
+	// A process we did not start must survive Down.
+	bystander := exec.Command("sleep", "60")
+	if err := bystander.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer bystander.Process.Kill()
+
+	var out bytes.Buffer
+	if err := Down(dir, &out); err != nil {
+		t.Fatalf("Down: %v", err)
+	}
+	stopped = true
+	for _, p := range st.Processes {
+		if p.Alive() {
+			t.Errorf("%s (pid %d) still alive after Down", p.Component, p.PID)
+		}
+	}
+	if err := syscall.Kill(bystander.Process.Pid, 0); err != nil {
+		t.Errorf("Down killed a process it did not start: %v", err)
+	}
+	if _, err := Load(dir); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("Load after Down = %v, want ErrNotRunning", err)
+	}
+}
+
+// TestLauncherFailsLoudly checks the OpenSearch launcher refuses a missing
+// plugin class and a bad port instead of starting a crippled node.
+func TestLauncherFailsLoudly(t *testing.T) {
+	jdk, err := FindJDK(21)
+	if err != nil {
+		testenv.Unavailable(t, err)
+	}
+	dir, err := FindLauncherDir("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := BuildLauncher(context.Background(), dir, jdk, os.Stderr); err != nil {
+		testenv.Unavailable(t, err)
+	}
+	home := t.TempDir()
+	base := []string{"-cp", filepath.Join(dir, launcherJar) + ":" + filepath.Join(dir, "target", "lib", "*"), "dev.baedal.opensearch.Launcher",
+		"--node-name", "t", "--home", home, "--data-path", filepath.Join(home, "data"), "--transport-port", "0"}
+	cases := []struct {
+		name, want string
+		args       []string
+	}{
+		{"missing plugin class", "com.example.Missing", []string{"--http-port", "0", "--extra-plugin-class", "com.example.Missing"}},
+		{"bad port", "--http-port", []string{"--http-port", "abc"}},
+		{"unknown argument", "--bogus", []string{"--http-port", "0", "--bogus", "1"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, filepath.Join(jdk, "bin", "java"), append(base, tc.args...)...)
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+				t.Fatalf("launcher exited with %v, want a non-zero exit; output:\n%s", err, out)
+			}
+			if !strings.Contains(string(out), tc.want) {
+				t.Fatalf("output does not name %q:\n%s", tc.want, out)
+			}
+		})
+	}
+}

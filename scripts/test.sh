@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The whole test suite, against one real local stack started for this run.
+# It installs what is missing (Debian packages, the Maven-built OpenSearch
+# launcher) through `baedal up`, so it works on a fresh machine on its own.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mkdir -p bin
+go build -o bin/baedal ./cmd/baedal
+
+# A state dir under /tmp: PostgreSQL runs as the postgres user and must be
+# able to reach it whatever the permissions of the checkout's parents.
+state=$(mktemp -d /tmp/baedal-test-XXXXXX)
+chmod 755 "$state"
+status=1
+cleanup() {
+  bin/baedal down --state-dir "$state" || true
+  if [ "$status" -eq 0 ]; then rm -rf "$state"; else echo "test stack logs kept in $state/logs"; fi
+}
+trap cleanup EXIT
+
+bin/baedal up --stack-only --state-dir "$state" --port-base 0
+export BAEDAL_TEST_STATE_DIR="$state"
+
+go vet ./...
+go test -count=1 -timeout 30m ./...
+status=0
