@@ -1,0 +1,132 @@
+package layout
+
+import (
+	"slices"
+
+	"github.com/baedal/baedal/catalog"
+)
+
+// ShopDoc is a shop's fields as indexed (the split shop index, and the top
+// level of the nested document).
+type ShopDoc struct {
+	catalog.Shop
+	Version int64 `json:"version"`
+}
+
+// MenuDoc is one nested menu. TotalFee and ETA exist in the nested layout only.
+type MenuDoc struct {
+	ID          int64  `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	ShopName    string `json:"shop_name"`
+	Price       int    `json:"price"`
+	ExtraFee    int    `json:"extra_fee"`
+	CookMinutes int    `json:"cook_minutes"`
+	Popular     bool   `json:"popular"`
+	SoldOut     bool   `json:"sold_out"`
+	TotalFee    *int   `json:"total_fee,omitempty"`
+	ETA         *int   `json:"eta,omitempty"`
+}
+
+// NestedDoc is the baseline document: the shop and all its menus.
+type NestedDoc struct {
+	ShopDoc
+	Menus []MenuDoc `json:"menus"`
+}
+
+// MenusDoc is the split layout's menu document: one per shop, its menus
+// nested, with copies of the cold shop fields in CopiedShopFields.
+type MenusDoc struct {
+	ID               int64            `json:"id"`
+	Name             string           `json:"name"`
+	Category         string           `json:"category"`
+	Location         catalog.GeoPoint `json:"location"`
+	DeliveryRadiusKm float64          `json:"delivery_radius_km"`
+	Version          int64            `json:"version"`
+	Menus            []MenuDoc        `json:"menus"`
+}
+
+func menuDocs(st *catalog.ShopState, extended bool) []MenuDoc {
+	out := make([]MenuDoc, len(st.Menus))
+	for i, m := range st.Menus {
+		out[i] = MenuDoc{
+			ID: m.ID, Name: m.Name, Description: m.Description, ShopName: st.Shop.Name,
+			Price: m.Price, ExtraFee: m.ExtraFee, CookMinutes: m.CookMinutes, Popular: m.Popular, SoldOut: m.SoldOut,
+		}
+		if extended {
+			total := st.Shop.DeliveryFee + m.ExtraFee
+			eta := st.Shop.DeliveryMinutes + m.CookMinutes
+			out[i].TotalFee, out[i].ETA = &total, &eta
+		}
+	}
+	return out
+}
+
+// BuildNested returns the nested document of a shop at a version.
+func BuildNested(st *catalog.ShopState, version int64) NestedDoc {
+	return NestedDoc{ShopDoc: BuildShop(st, version), Menus: menuDocs(st, true)}
+}
+
+// BuildShop returns the split shop document.
+func BuildShop(st *catalog.ShopState, version int64) ShopDoc {
+	return ShopDoc{Shop: st.Shop, Version: version}
+}
+
+// BuildMenus returns the split menu document.
+func BuildMenus(st *catalog.ShopState, version int64) MenusDoc {
+	return MenusDoc{
+		ID: st.Shop.ID, Name: st.Shop.Name, Category: st.Shop.Category, Location: st.Shop.Location,
+		DeliveryRadiusKm: st.Shop.DeliveryRadiusKm, Version: version, Menus: menuDocs(st, false),
+	}
+}
+
+// StateFromNested rebuilds the aggregate from its nested document.
+func StateFromNested(d NestedDoc) catalog.ShopState {
+	st := catalog.ShopState{Shop: d.Shop, Version: d.Version}
+	st.Menus = menusFromDocs(d.ID, d.Menus)
+	return st
+}
+
+// StateFromShop rebuilds the shop part of the aggregate from its split shop
+// document; menus are left empty.
+func StateFromShop(d ShopDoc) catalog.ShopState {
+	return catalog.ShopState{Shop: d.Shop, Version: d.Version}
+}
+
+// StateFromMenus rebuilds the menu part (and the copied shop fields) of the
+// aggregate from its split menu document.
+func StateFromMenus(d MenusDoc) catalog.ShopState {
+	st := catalog.ShopState{Version: d.Version}
+	st.Shop.ID, st.Shop.Name, st.Shop.Category = d.ID, d.Name, d.Category
+	st.Shop.Location, st.Shop.DeliveryRadiusKm = d.Location, d.DeliveryRadiusKm
+	st.Menus = menusFromDocs(d.ID, d.Menus)
+	return st
+}
+
+func menusFromDocs(shopID int64, docs []MenuDoc) []catalog.Menu {
+	out := make([]catalog.Menu, len(docs))
+	for i, m := range docs {
+		out[i] = catalog.Menu{ID: m.ID, ShopID: shopID, Name: m.Name, Description: m.Description, Price: m.Price,
+			ExtraFee: m.ExtraFee, CookMinutes: m.CookMinutes, Popular: m.Popular, SoldOut: m.SoldOut}
+	}
+	return out
+}
+
+// SplitTouches says which split documents an event rewrites: a hot shop field
+// touches only the shop document; menus, and the copied cold shop fields,
+// touch the menu document; creating or deleting a shop touches both.
+func SplitTouches(ev catalog.Event) (shopDoc, menusDoc bool) {
+	if ev.Type == catalog.EntityMenu {
+		return false, true
+	}
+	if ev.Op == catalog.OpDelete || ev.Menus != nil {
+		return true, true
+	}
+	copied := CopiedShopFields()
+	for _, f := range ev.ChangedFields() {
+		if slices.Contains(copied, f) {
+			return true, true
+		}
+	}
+	return true, false
+}

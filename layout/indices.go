@@ -1,0 +1,58 @@
+package layout
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/baedal/baedal/internal/osapi"
+)
+
+// EnsureIndices creates, for every alias of the layout that does not exist
+// yet, the index <alias>_v1 and points the alias at it. Existing aliases are
+// left alone (a reindex may have moved them to a later generation).
+func (c *Config) EnsureIndices(ctx context.Context, os *osapi.Client, k Kind) error {
+	for _, role := range roles(k) {
+		alias := c.Alias(role)
+		if err := os.Do(ctx, http.MethodHead, "/_alias/"+alias, nil, nil); err == nil {
+			continue
+		} else if !osapi.IsStatus(err, http.StatusNotFound) {
+			return fmt.Errorf("layout: check alias %s: %w", alias, err)
+		}
+		body, err := c.IndexBody(role)
+		if err != nil {
+			return err
+		}
+		var withAlias map[string]any
+		if err := json.Unmarshal(body, &withAlias); err != nil {
+			return err
+		}
+		withAlias["aliases"] = map[string]any{alias: map[string]any{"is_write_index": true}}
+		body, _ = json.Marshal(withAlias)
+		index := alias + "_v1"
+		if err := os.Do(ctx, http.MethodPut, "/"+index, body, nil); err != nil {
+			return fmt.Errorf("layout: create index %s for alias %s: %w", index, alias, err)
+		}
+	}
+	return nil
+}
+
+// DeleteIndices removes every index behind the layout's aliases (tests and
+// benchmarks start from scratch with it).
+func (c *Config) DeleteIndices(ctx context.Context, os *osapi.Client, k Kind) error {
+	for _, role := range roles(k) {
+		pattern := c.Alias(role) + "_v*"
+		if err := os.Do(ctx, http.MethodDelete, "/"+pattern+"?expand_wildcards=all&allow_no_indices=true", nil, nil); err != nil && !osapi.IsStatus(err, http.StatusNotFound) {
+			return fmt.Errorf("layout: delete %s: %w", pattern, err)
+		}
+	}
+	return nil
+}
+
+func roles(k Kind) []string {
+	if k == Nested {
+		return []string{RoleNested}
+	}
+	return []string{RoleShops, RoleMenus}
+}

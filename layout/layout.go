@@ -1,0 +1,120 @@
+// Package layout defines how the catalog is laid out in OpenSearch: the
+// baseline "nested" layout (one document per shop, menus nested) and the
+// "split" layout (a shop index with every shop field, and a menu index with one
+// document per shop holding its menus nested plus copies of the few cold shop
+// fields that menu-side predicates need). It builds the index bodies and the
+// documents from a catalog.ShopState.
+//
+// Invariant: no hot shop field is ever copied into the split menu index, so a
+// hot shop update rewrites exactly one small document (the shop document) and
+// never the shop's menus. TestCopiedFieldsAreCold enforces it.
+package layout
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+)
+
+// Kind names a layout.
+type Kind string
+
+// The two layouts.
+const (
+	Nested Kind = "nested"
+	Split  Kind = "split"
+)
+
+// ParseKind parses a layout name.
+func ParseKind(s string) (Kind, error) {
+	switch Kind(s) {
+	case Nested, Split:
+		return Kind(s), nil
+	}
+	return "", fmt.Errorf("layout: got %q, allowed: nested, split", s)
+}
+
+// IndexSettings are the per-index settings a deployment tunes.
+type IndexSettings struct {
+	Shards          int
+	Replicas        int
+	RefreshInterval string // e.g. "1s"; "-1" disables refresh
+}
+
+// Validate names the first invalid field; prefix is the index role.
+func (s IndexSettings) Validate(prefix string) error {
+	if s.Shards < 1 || s.Shards > 64 {
+		return fmt.Errorf("%s-shards: got %d, allowed: 1..64", prefix, s.Shards)
+	}
+	if s.Replicas < 0 || s.Replicas > 8 {
+		return fmt.Errorf("%s-replicas: got %d, allowed: 0..8", prefix, s.Replicas)
+	}
+	if s.RefreshInterval == "" {
+		return fmt.Errorf("%s-refresh-interval: must not be empty (e.g. 1s, or -1 to disable)", prefix)
+	}
+	return nil
+}
+
+// Config names the indices (through aliases) and their settings.
+type Config struct {
+	// Prefix is put before every alias and index name, e.g. "baedal_".
+	Prefix string
+	Nested IndexSettings
+	Shops  IndexSettings
+	Menus  IndexSettings
+}
+
+// Defaults returns one shard, no replica (a single local node) and a 1 s
+// refresh for every index.
+func Defaults() Config {
+	one := IndexSettings{Shards: 1, Replicas: 0, RefreshInterval: "1s"}
+	return Config{Prefix: "baedal_", Nested: one, Shops: one, Menus: one}
+}
+
+// Flags binds the configuration to command-line flags.
+func (c *Config) Flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Prefix, "index-prefix", c.Prefix, "prefix of every index and alias name")
+	for _, s := range []struct {
+		name string
+		set  *IndexSettings
+	}{{"nested", &c.Nested}, {"shops", &c.Shops}, {"menus", &c.Menus}} {
+		fs.IntVar(&s.set.Shards, s.name+"-shards", s.set.Shards, "primary shards of the "+s.name+" index")
+		fs.IntVar(&s.set.Replicas, s.name+"-replicas", s.set.Replicas, "replicas of the "+s.name+" index")
+		fs.StringVar(&s.set.RefreshInterval, s.name+"-refresh-interval", s.set.RefreshInterval, "refresh interval of the "+s.name+" index")
+	}
+}
+
+// Validate checks every index's settings.
+func (c *Config) Validate() error {
+	return errors.Join(c.Nested.Validate("nested"), c.Shops.Validate("shops"), c.Menus.Validate("menus"))
+}
+
+// Index roles. The alias is what readers and writers use; the concrete
+// index behind it is Alias + "_v" + generation, so a reindex can swap it.
+const (
+	RoleNested = "shops_nested"
+	RoleShops  = "shops"
+	RoleMenus  = "menus"
+)
+
+// Alias returns the alias of a role.
+func (c *Config) Alias(role string) string { return c.Prefix + role }
+
+// Aliases returns the aliases a layout writes to.
+func (c *Config) Aliases(k Kind) []string {
+	if k == Nested {
+		return []string{c.Alias(RoleNested)}
+	}
+	return []string{c.Alias(RoleShops), c.Alias(RoleMenus)}
+}
+
+// Settings returns the settings of a role.
+func (c *Config) Settings(role string) IndexSettings {
+	switch role {
+	case RoleNested:
+		return c.Nested
+	case RoleShops:
+		return c.Shops
+	}
+	return c.Menus
+}
