@@ -1,0 +1,174 @@
+package query
+
+import (
+	"net/url"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseRequestRejectsBadInputNamingTheField(t *testing.T) {
+	cases := []struct {
+		query, field string
+		allowed      bool
+	}{
+		{"sort=cheapest", "sort", true},
+		{"category=햄버거집", "category", true},
+		{"lat=37.5", "lat", false},
+		{"lat=91&lon=127", "lat", false},
+		{"lon=abc&lat=37", "lon", false},
+		{"size=101", "size", false},
+		{"page=0", "page", false},
+		{"page=200&size=100", "page", false},
+		{"min_price=5000&max_price=1000", "min_price", false},
+		{"open_now=yes", "open_now", true},
+		{"sort=distance", "sort", false},
+		{"min_rating=6", "min_rating", false},
+		{"colour=red", "colour", true},
+		{"q=" + strings.Repeat("가", 101), "q", false},
+	}
+	for _, tc := range cases {
+		v, _ := url.ParseQuery(tc.query)
+		_, err := ParseRequest(v)
+		fe, ok := err.(*FieldError)
+		if !ok {
+			t.Errorf("%s: err = %v, want a *FieldError", tc.query, err)
+			continue
+		}
+		if fe.Field != tc.field {
+			t.Errorf("%s: field %q, want %q", tc.query, fe.Field, tc.field)
+		}
+		if tc.allowed && len(fe.Allowed) == 0 {
+			t.Errorf("%s: the error should list the allowed values", tc.query)
+		}
+	}
+}
+
+func TestParseRequestRoundTrip(t *testing.T) {
+	raw := "q=%EC%B9%98%ED%82%A8&lat=37.5&lon=127.03&open_now=true&category=%EC%B9%98%ED%82%A8&max_delivery_fee=3000&min_rating=4.5&min_price=10000&max_price=30000&max_total_fee=4000&sort=eta&page=3&size=10&explain=true"
+	v, _ := url.ParseQuery(raw)
+	r, err := ParseRequest(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Q != "치킨" || *r.Lat != 37.5 || !r.OpenNow || *r.MaxTotalFee != 4000 || r.Sort != SortETA || r.From() != 20 {
+		t.Fatalf("parsed %+v", r)
+	}
+	again, err := ParseRequest(r.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(r, again) {
+		t.Fatalf("Encode/Parse changed the request:\n%+v\n%+v", r, again)
+	}
+}
+
+func names(p Plan) []string {
+	var out []string
+	for _, s := range p.Steps {
+		out = append(out, s.Name())
+	}
+	return out
+}
+
+func TestPlanSteps(t *testing.T) {
+	f := func(n float64) *float64 { return &n }
+	i := func(n int) *int { return &n }
+	cases := []struct {
+		name    string
+		req     Request
+		steps   []string
+		carries []Carry
+	}{
+		{
+			name:  "no menu predicate: menu query dropped, shop phases merged",
+			req:   Request{Lat: f(37.5), Lon: f(127), OpenNow: true, Sort: SortRating},
+			steps: []string{"shops:query+decision+fetch", "menus:fetch"},
+		},
+		{
+			name:    "text search: menu query first, as in the write-up",
+			req:     Request{Q: "피자", Lat: f(37.5), Lon: f(127), Sort: SortRelevance},
+			steps:   []string{"menus:query", "shops:query+decision+fetch", "menus:fetch"},
+			carries: []Carry{CarryIDs, CarryScore},
+		},
+		{
+			name:    "text with a non-relevance sort carries no score",
+			req:     Request{Q: "피자", Sort: SortDeliveryFee},
+			steps:   []string{"menus:query", "shops:query+decision+fetch", "menus:fetch"},
+			carries: []Carry{CarryIDs},
+		},
+		{
+			name:    "inseparable filter and sort carry the menu minimums",
+			req:     Request{Q: "치킨", MaxTotalFee: i(3000), Sort: SortETA},
+			steps:   []string{"menus:query", "shops:query+decision+fetch", "menus:fetch"},
+			carries: []Carry{CarryIDs, CarryMinExtraFee, CarryMinCookMinutes},
+		},
+		{
+			name:    "eta sort with very selective shop filters: shop query first",
+			req:     Request{OpenNow: true, MaxDeliveryFee: i(0), MinRating: f(4.8), Sort: SortETA},
+			steps:   []string{"shops:query", "menus:query", "shops:decision+fetch", "menus:fetch"},
+			carries: []Carry{CarryIDs, CarryMinCookMinutes},
+		},
+		{
+			name:  "price range alone is a menu predicate",
+			req:   Request{MaxPrice: i(10000), Sort: SortRelevance},
+			steps: []string{"menus:query", "shops:query+decision+fetch", "menus:fetch"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := PlanSteps(tc.req)
+			if got := names(p); !slices.Equal(got, tc.steps) {
+				t.Fatalf("steps %v, want %v (reasons %v)", got, tc.steps, p.Reasons)
+			}
+			if tc.carries != nil {
+				var got []Carry
+				for _, s := range p.Steps {
+					if s.Index == IndexMenus && s.Has(PhaseQuery) {
+						got = s.Carries
+					}
+				}
+				if !slices.Equal(got, tc.carries) {
+					t.Errorf("menu query carries %v, want %v", got, tc.carries)
+				}
+			}
+			for i, s := range p.Steps {
+				if i > 0 && !s.Restricted && s.Index != p.Steps[0].Index {
+					t.Errorf("step %s after the first must be restricted to earlier candidates", s.Name())
+				}
+				if i > 0 && p.Steps[i-1].Index == s.Index {
+					t.Errorf("consecutive steps %s and %s on one index were not merged", p.Steps[i-1].Name(), s.Name())
+				}
+				if s.Index == IndexMenus && s.Has(PhaseDecision) {
+					t.Errorf("menu decision should be dropped")
+				}
+			}
+		})
+	}
+	if got := names(PlanNested()); !slices.Equal(got, []string{"nested:query+decision+fetch"}) {
+		t.Errorf("nested plan %v", got)
+	}
+}
+
+func FuzzParseRequest(f *testing.F) {
+	f.Add("q=치킨&lat=37.5&lon=127&sort=eta&page=2")
+	f.Add("max_total_fee=-1&size=0")
+	f.Add("%zz=1")
+	f.Fuzz(func(t *testing.T, raw string) {
+		v, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		r, err := ParseRequest(v)
+		if err != nil {
+			if _, ok := err.(*FieldError); !ok {
+				t.Fatalf("non-field error %T %v", err, err)
+			}
+			return
+		}
+		if r.Size > MaxSize || r.Page < 1 || r.Page*r.Size > MaxWindow {
+			t.Fatalf("accepted out-of-range paging %+v", r)
+		}
+	})
+}
