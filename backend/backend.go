@@ -174,19 +174,9 @@ func Open(ctx context.Context, cfg Config) (*Clients, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	os, err := opensearch.NewClient(opensearch.Config{
-		Addresses:      cfg.OpenSearch.URLs,
-		Username:       cfg.OpenSearch.Username,
-		Password:       cfg.OpenSearch.Password,
-		RequestTimeout: cfg.OpenSearch.RequestTimeout,
-		Transport: &http.Transport{
-			MaxIdleConnsPerHost:   64,
-			ResponseHeaderTimeout: cfg.OpenSearch.RequestTimeout,
-			IdleConnTimeout:       90 * time.Second,
-		},
-	})
+	os, err := OpenOpenSearch(cfg.OpenSearch)
 	if err != nil {
-		return nil, fmt.Errorf("backend: opensearch client for %v: %w", cfg.OpenSearch.URLs, err)
+		return nil, err
 	}
 	c := &Clients{OpenSearch: os, OpenSearchURL: cfg.OpenSearch.URLs}
 	c.Redis = newRedis(cfg.Redis, cfg.Redis.Addr)
@@ -324,4 +314,27 @@ func redactedError(err error, rawURL string) string {
 		}
 	}
 	return msg
+}
+
+// OpenOpenSearch builds only the OpenSearch client (tools and tests that need
+// no Redis or PostgreSQL).
+func OpenOpenSearch(cfg OpenSearchConfig) (*opensearch.Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c, err := opensearch.NewClient(opensearch.Config{
+		Addresses:      cfg.URLs,
+		Username:       cfg.Username,
+		Password:       cfg.Password,
+		RequestTimeout: cfg.RequestTimeout,
+		Transport: &http.Transport{
+			MaxIdleConnsPerHost:   64,
+			ResponseHeaderTimeout: cfg.RequestTimeout,
+			IdleConnTimeout:       90 * time.Second,
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("backend: opensearch client for %v: %w", cfg.URLs, err)
+	}
+	return c, nil
 }

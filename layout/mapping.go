@@ -131,6 +131,8 @@ func (c *Config) IndexBody(role string) ([]byte, error) {
 				"refresh_interval":   s.RefreshInterval,
 				// A shop has up to ~150 menus; the default nested limit is 10,000.
 				"mapping.nested_objects.limit": 10000,
+				// Candidates travel between steps as a terms filter on ids.
+				"max_terms_count": 1000000,
 			},
 			"analysis": analysis(),
 		},

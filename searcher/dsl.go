@@ -1,0 +1,139 @@
+package searcher
+
+import (
+	"github.com/baedal/baedal/layout"
+	"github.com/baedal/baedal/query"
+)
+
+// obj and arr keep the query DSL readable.
+type obj = map[string]any
+type arr = []any
+
+// textQuery matches the query text against a menu, its description and the
+// shop name copied into every menu, plus n-grams for partial words.
+func textQuery(q string) obj {
+	match := func(field string, boost float64, extra obj) obj {
+		m := obj{"query": q, "boost": boost}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return obj{"match": obj{field: m}}
+	}
+	partial := obj{"minimum_should_match": "75%"}
+	return obj{"bool": obj{
+		"should": arr{
+			match("menus.name", 3, nil),
+			match("menus.shop_name", 2, nil),
+			match("menus.description", 1, nil),
+			match("menus.name.ngram", 0.5, partial),
+			match("menus.shop_name.ngram", 0.5, partial),
+		},
+		"minimum_should_match": 1,
+	}}
+}
+
+// menuPredicate is the bool query a menu must satisfy to be "matched": the
+// text (if any) and the price range (if any). withTotalFee adds the nested
+// layout's per-menu total_fee bound. scoring keeps the text in a scoring
+// clause; otherwise everything is a filter.
+func menuPredicate(r *query.Request, scoring bool, maxTotalFee *int) obj {
+	var filter, must arr
+	if r.HasPriceRange() {
+		rng := obj{}
+		if r.MinPrice != nil {
+			rng["gte"] = *r.MinPrice
+		}
+		if r.MaxPrice != nil {
+			rng["lte"] = *r.MaxPrice
+		}
+		filter = append(filter, obj{"range": obj{"menus.price": rng}})
+	}
+	if maxTotalFee != nil {
+		filter = append(filter, obj{"range": obj{"menus.total_fee": obj{"lte": *maxTotalFee}}})
+	}
+	if r.Q != "" {
+		if scoring {
+			must = append(must, textQuery(r.Q))
+		} else {
+			filter = append(filter, textQuery(r.Q))
+		}
+	}
+	b := obj{}
+	if len(filter) > 0 {
+		b["filter"] = filter
+	}
+	if len(must) > 0 {
+		b["must"] = must
+	}
+	if len(b) == 0 {
+		return obj{"match_all": obj{}}
+	}
+	return obj{"bool": b}
+}
+
+// nestedMenus wraps a menu predicate; scoreMode "max" scores a shop by its
+// best matched menu.
+func nestedMenus(pred obj, innerHits obj) obj {
+	n := obj{"path": "menus", "query": pred, "score_mode": "max"}
+	if innerHits != nil {
+		n["inner_hits"] = innerHits
+	}
+	return obj{"nested": n}
+}
+
+// matchedMenusInnerHits returns up to 3 matched menus with highlights.
+func matchedMenusInnerHits() obj {
+	return obj{
+		"name": "matched",
+		"size": 3,
+		"_source": obj{"includes": arr{"menus.id", "menus.name", "menus.description", "menus.price", "menus.extra_fee",
+			"menus.cook_minutes", "menus.popular", "menus.sold_out"}},
+		"highlight": obj{
+			"pre_tags": arr{"<em>"}, "post_tags": arr{"</em>"},
+			"fields": obj{"menus.name": obj{}, "menus.description": obj{}},
+		},
+	}
+}
+
+// coldShopFilters are the filters on cold shop fields, present in both split
+// indices (copied into the menu index): category and the delivery area.
+func coldShopFilters(r *query.Request) arr {
+	var f arr
+	if r.Category != "" {
+		f = append(f, obj{"term": obj{"category": r.Category}})
+	}
+	if r.HasLocation() {
+		point := obj{"lat": *r.Lat, "lon": *r.Lon}
+		f = append(f,
+			// A cheap prefilter on the largest possible radius, then the
+			// per-shop radius.
+			obj{"geo_distance": obj{"distance": formatKm(layout.MaxDeliveryRadiusKm), "location": point}},
+			obj{"script": obj{"script": obj{
+				"source": "doc['location'].arcDistance(params.lat, params.lon) <= doc['delivery_radius_km'].value * 1000",
+				"params": point,
+			}}},
+		)
+	}
+	return f
+}
+
+// hotShopFilters are the filters on hot shop fields: only in the shop index.
+func hotShopFilters(r *query.Request) arr {
+	var f arr
+	if r.OpenNow {
+		f = append(f, obj{"term": obj{"open": true}})
+	}
+	if r.MaxDeliveryFee != nil {
+		f = append(f, obj{"range": obj{"delivery_fee": obj{"lte": *r.MaxDeliveryFee}}})
+	}
+	if r.MinRating != nil {
+		f = append(f, obj{"range": obj{"rating": obj{"gte": *r.MinRating}}})
+	}
+	return f
+}
+
+func idAsc() obj { return obj{"id": obj{"order": "asc"}} }
+
+func formatKm(km float64) string {
+	return trimFloat(km) + "km"
+}

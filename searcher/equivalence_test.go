@@ -1,0 +1,299 @@
+package searcher
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/baedal/baedal/backend"
+	"github.com/baedal/baedal/catalog"
+	"github.com/baedal/baedal/internal/osapi"
+	"github.com/baedal/baedal/internal/stacktest"
+	"github.com/baedal/baedal/layout"
+	"github.com/baedal/baedal/query"
+)
+
+func TestMain(m *testing.M) { os.Exit(stacktest.Main(m)) }
+
+// equivalenceShops is small enough for CI; the candidate page is shrunk so
+// that paging past a full page (point in time + search_after) is exercised.
+const (
+	equivalenceShops   = 3000
+	equivalenceUpdates = 6000
+	equivalenceQueries = 600
+)
+
+// regressionSeeds are request seeds that once produced different results on
+// the two layouts; they run first, every time.
+var regressionSeeds = []uint64{}
+
+// TestSplitEqualsNested loads one generated catalog, changed by a realistic
+// event stream, into both layouts and checks that random searches return the
+// same shops in the same order, with the same totals and matched menus.
+func TestSplitEqualsNested(t *testing.T) {
+	st := stacktest.Require(t)
+	ctx := context.Background()
+	osc, idx := openIndex(t, st.OpenSearchURLs)
+	states := generateStates(equivalenceShops, equivalenceUpdates)
+	for _, k := range []layout.Kind{layout.Nested, layout.Split} {
+		if err := idx.EnsureIndices(ctx, osc, k); err != nil {
+			t.Fatal(err)
+		}
+		writeDocs(t, osc, idx, k, states)
+	}
+	cfg := Defaults()
+	cfg.CandidatePage = 250
+	s := New(osc, idx, cfg, nil)
+
+	seeds := slices.Clone(regressionSeeds)
+	for i := range equivalenceQueries {
+		seeds = append(seeds, uint64(i))
+	}
+	if only := os.Getenv("EQUIV_SEED"); only != "" {
+		n, _ := strconv.Atoi(only)
+		seeds = []uint64{uint64(n)}
+	}
+	mismatches, nonEmpty, paged := 0, 0, 0
+	for _, seed := range seeds {
+		req := randomRequest(seed)
+		nested, err := s.Search(ctx, req, layout.Nested)
+		if err != nil {
+			t.Fatalf("seed %d: nested %s: %v", seed, req.Encode().Encode(), err)
+		}
+		split, err := s.Search(ctx, req, layout.Split)
+		if err != nil {
+			t.Fatalf("seed %d: split %s: %v", seed, req.Encode().Encode(), err)
+		}
+		if diff := compare(nested, split); diff != "" {
+			mismatches++
+			if mismatches <= 5 {
+				t.Errorf("seed %d (%s): %s", seed, req.Encode().Encode(), diff)
+			}
+		}
+		if len(nested.Shops) > 0 {
+			nonEmpty++
+		}
+		for _, step := range split.Explain.Steps {
+			if step.Requests > 1 && step.Candidates > cfg.CandidatePage {
+				paged++
+				break
+			}
+		}
+	}
+	if mismatches > 0 {
+		t.Fatalf("%d of %d requests differ between layouts; add failing seeds to regressionSeeds", mismatches, len(seeds))
+	}
+	// The random requests must exercise what they claim to.
+	if nonEmpty < len(seeds)/3 {
+		t.Errorf("only %d of %d requests returned shops: the generator is too selective to test anything", nonEmpty, len(seeds))
+	}
+	if paged == 0 {
+		t.Errorf("no request paged past one candidate page: the PIT path is untested")
+	}
+	t.Logf("%d requests equal, %d non-empty, %d paged through a point in time", len(seeds), nonEmpty, paged)
+}
+
+// compare returns "" when the two responses agree on totals, order, shop
+// fields and matched menus.
+func compare(a, b *Response) string {
+	if a.Total != b.Total {
+		return fmt.Sprintf("total nested %d, split %d", a.Total, b.Total)
+	}
+	if len(a.Shops) != len(b.Shops) {
+		return fmt.Sprintf("page length nested %d, split %d", len(a.Shops), len(b.Shops))
+	}
+	for i := range a.Shops {
+		x, y := a.Shops[i], b.Shops[i]
+		if x.ID != y.ID {
+			return fmt.Sprintf("position %d: nested shop %d, split shop %d", i, x.ID, y.ID)
+		}
+		if x.DeliveryMinutes != y.DeliveryMinutes || x.Open != y.Open || x.DeliveryFee != y.DeliveryFee || x.Rating != y.Rating {
+			return fmt.Sprintf("shop %d: fields differ: %+v vs %+v", x.ID, x.Shop, y.Shop)
+		}
+		if !slices.EqualFunc(x.MatchedMenus, y.MatchedMenus, func(m, n MatchedMenu) bool { return m.ID == n.ID && m.Price == n.Price }) {
+			return fmt.Sprintf("shop %d: matched menus differ: %v vs %v", x.ID, menuIDs(x.MatchedMenus), menuIDs(y.MatchedMenus))
+		}
+		if (x.ETAMinutes == nil) != (y.ETAMinutes == nil) || (x.ETAMinutes != nil && *x.ETAMinutes != *y.ETAMinutes) {
+			return fmt.Sprintf("shop %d: eta differs", x.ID)
+		}
+	}
+	return ""
+}
+
+func menuIDs(ms []MatchedMenu) []int64 {
+	var out []int64
+	for _, m := range ms {
+		out = append(out, m.ID)
+	}
+	return out
+}
+
+// Words that match many shops, a few, or none, and mixed text.
+var queryWords = []string{"치킨", "피자", "떡볶이", "페퍼로니", "양념치킨", "짜장면", "마라탕", "초밥", "족발", "아메리카노",
+	"치즈", "김치찌개", "돈까스", "떡볶", "불고기 피자", "콜라", "없는메뉴", "pizza", "세트", "1인분"}
+
+var seoulPoints = [][2]float64{{37.4979, 127.0276}, {37.5563, 126.9236}, {37.5172, 127.0473}, {37.5700, 126.9830}, {37.6542, 127.0568}, {37.4837, 126.9300}}
+
+// randomRequest draws a request covering every filter and sort, deep pages
+// and ties (sorts on coarse fields such as delivery_fee tie often).
+func randomRequest(seed uint64) query.Request {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	r := query.Request{Sort: query.SortRelevance, Page: 1, Size: 20, Explain: true}
+	if rng.IntN(10) < 8 {
+		r.Q = queryWords[rng.IntN(len(queryWords))]
+	}
+	if rng.IntN(10) < 7 {
+		p := seoulPoints[rng.IntN(len(seoulPoints))]
+		lat, lon := p[0]+rng.NormFloat64()*0.01, p[1]+rng.NormFloat64()*0.01
+		r.Lat, r.Lon = &lat, &lon
+	}
+	r.OpenNow = rng.IntN(2) == 0
+	if rng.IntN(5) == 0 {
+		cats := catalog.Categories()
+		r.Category = cats[rng.IntN(len(cats))]
+	}
+	intp := func(n int) *int { return &n }
+	if rng.IntN(4) == 0 {
+		r.MaxDeliveryFee = intp(500 * rng.IntN(8))
+	}
+	if rng.IntN(4) == 0 {
+		m := 3.5 + float64(rng.IntN(12))/10
+		r.MinRating = &m
+	}
+	if rng.IntN(4) == 0 {
+		r.MinPrice = intp(1000 * rng.IntN(15))
+	}
+	if rng.IntN(4) == 0 {
+		r.MaxPrice = intp(10000 + 1000*rng.IntN(30))
+	}
+	if rng.IntN(4) == 0 {
+		r.MaxTotalFee = intp(500 * rng.IntN(10))
+	}
+	sorts := query.Sorts()
+	r.Sort = query.Sort(sorts[rng.IntN(len(sorts))])
+	if r.Sort == query.SortDistance && !r.HasLocation() {
+		r.Sort = query.SortRating
+	}
+	r.Size = []int{1, 5, 20, 50, 100}[rng.IntN(5)]
+	if rng.IntN(5) == 0 {
+		r.Page = 1 + rng.IntN(40)
+		if r.Page*r.Size > query.MaxWindow {
+			r.Page = 1
+		}
+	}
+	return r
+}
+
+// generateStates builds a catalog and applies a realistic event stream to it,
+// so the indices hold changed documents with versions above 1.
+func generateStates(shops, updates int) map[int64]*catalog.ShopState {
+	gen := catalog.NewGenerator(42)
+	states := map[int64]*catalog.ShopState{}
+	for i := range shops {
+		s := gen.Shop(i)
+		states[s.Shop.ID] = &s
+	}
+	stream := catalog.NewEventStream(42, shops)
+	for range updates {
+		ev := stream.Next()
+		id := ev.AggregateID()
+		st, ok := states[id]
+		if !ok {
+			st = &catalog.ShopState{}
+			states[id] = st
+		}
+		_, _ = st.Apply(ev) // events the stream makes for unknown states are skipped
+	}
+	return states
+}
+
+func openIndex(t *testing.T, urls []string) (*osapi.Client, layout.Config) {
+	t.Helper()
+	cfg := backend.Defaults()
+	cfg.OpenSearch.URLs = urls
+	clients, err := backend.OpenOpenSearch(cfg.OpenSearch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := layout.Defaults()
+	idx.Prefix = stacktest.Namespace(t) + "_"
+	osc := osapi.New(clients)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = idx.DeleteIndices(ctx, osc, layout.Nested)
+		_ = idx.DeleteIndices(ctx, osc, layout.Split)
+	})
+	return osc, idx
+}
+
+// writeDocs indexes every state directly (the indexer is tested on its own).
+func writeDocs(t *testing.T, osc *osapi.Client, idx layout.Config, k layout.Kind, states map[int64]*catalog.ShopState) {
+	t.Helper()
+	var buf bytes.Buffer
+	flush := func() {
+		if buf.Len() == 0 {
+			return
+		}
+		var out struct {
+			Errors bool `json:"errors"`
+			Items  []map[string]struct {
+				Error json.RawMessage `json:"error"`
+			} `json:"items"`
+		}
+		if err := osc.DoContentType(context.Background(), http.MethodPost, "/_bulk", "application/x-ndjson", buf.Bytes(), &out); err != nil {
+			t.Fatal(err)
+		}
+		if out.Errors {
+			for _, it := range out.Items {
+				for _, r := range it {
+					if r.Error != nil {
+						t.Fatalf("bulk item failed: %s", r.Error)
+					}
+				}
+			}
+		}
+		buf.Reset()
+	}
+	add := func(alias string, id int64, doc any) {
+		meta, _ := json.Marshal(map[string]any{"index": map[string]any{"_index": alias, "_id": strconv.FormatInt(id, 10)}})
+		src, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf.Write(meta)
+		buf.WriteByte('\n')
+		buf.Write(src)
+		buf.WriteByte('\n')
+	}
+	n := 0
+	for id, st := range states {
+		if st.Deleted || st.Version == 0 {
+			continue
+		}
+		if k == layout.Nested {
+			add(idx.Alias(layout.RoleNested), id, layout.BuildNested(st, st.Version))
+		} else {
+			add(idx.Alias(layout.RoleShops), id, layout.BuildShop(st, st.Version))
+			add(idx.Alias(layout.RoleMenus), id, layout.BuildMenus(st, st.Version))
+		}
+		if n++; n%300 == 0 {
+			flush()
+		}
+	}
+	flush()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, alias := range idx.Aliases(k) {
+		if err := osc.Do(ctx, http.MethodPost, "/"+alias+"/_refresh", nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,43 @@
+package searcher
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/baedal/baedal/api"
+	"github.com/baedal/baedal/layout"
+	"github.com/baedal/baedal/query"
+)
+
+// RegisterRoutes serves GET /v1/search. The layout parameter picks split (the
+// default) or the nested baseline, for comparison.
+func RegisterRoutes(s *api.Server, srch *Searcher) {
+	s.Handle("GET /v1/search", func(w http.ResponseWriter, r *http.Request) error {
+		params := r.URL.Query()
+		kind := layout.Split
+		if l := params.Get("layout"); l != "" {
+			k, err := layout.ParseKind(l)
+			if err != nil {
+				return api.BadRequest("layout", "unknown layout "+l, string(layout.Split), string(layout.Nested))
+			}
+			kind = k
+		}
+		req, err := query.ParseRequest(params)
+		if err != nil {
+			var fe *query.FieldError
+			if errors.As(err, &fe) {
+				return api.BadRequest(fe.Field, fe.Detail, fe.Allowed...)
+			}
+			return err
+		}
+		resp, err := srch.Search(r.Context(), req, kind)
+		if errors.Is(err, ErrTimeout) {
+			return api.NewProblem(http.StatusGatewayTimeout, err.Error())
+		}
+		if err != nil {
+			return err
+		}
+		api.WriteJSON(w, http.StatusOK, resp)
+		return nil
+	})
+}

@@ -1,0 +1,285 @@
+// Package searcher executes search plans on OpenSearch: the split layout as
+// planned steps that carry candidate ids and per-shop values between indices,
+// and the nested baseline as one request. Both return the same Response shape.
+//
+// Invariant: the split and nested layouts return the same shops, in the same
+// order, with the same totals, for any request (tested differentially); the
+// split path never truncates candidates (it pages past 10,000 with a point in
+// time and search_after).
+package searcher
+
+import (
+	"os"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/baedal/baedal/catalog"
+	"github.com/baedal/baedal/internal/osapi"
+	"github.com/baedal/baedal/layout"
+	"github.com/baedal/baedal/query"
+)
+
+// Config tunes the executor.
+type Config struct {
+	// Timeout bounds one whole search.
+	Timeout time.Duration
+	// CandidatePage is how many candidates one request of a query step reads.
+	CandidatePage int
+}
+
+// Defaults returns a 5 s timeout and pages of 10,000 candidates.
+func Defaults() Config { return Config{Timeout: 5 * time.Second, CandidatePage: 10000} }
+
+// Flags binds the configuration.
+func (c *Config) Flags(fs *flag.FlagSet) {
+	fs.DurationVar(&c.Timeout, "search-timeout", c.Timeout, "timeout of one search")
+	fs.IntVar(&c.CandidatePage, "search-candidate-page", c.CandidatePage, "candidates read per request of a query step (at most 10000)")
+}
+
+// Validate names the first invalid field.
+func (c *Config) Validate() error {
+	if c.Timeout <= 0 {
+		return fmt.Errorf("search-timeout: got %s, must be > 0", c.Timeout)
+	}
+	if c.CandidatePage < 1 || c.CandidatePage > 10000 {
+		return fmt.Errorf("search-candidate-page: got %d, allowed: 1..10000", c.CandidatePage)
+	}
+	return nil
+}
+
+// Searcher runs searches on one layout configuration.
+type Searcher struct {
+	os       *osapi.Client
+	idx      layout.Config
+	cfg      Config
+	stepTime *prometheus.HistogramVec
+	total    *prometheus.HistogramVec
+}
+
+// New builds a searcher; reg may be nil.
+func New(os *osapi.Client, idx layout.Config, cfg Config, reg prometheus.Registerer) *Searcher {
+	s := &Searcher{
+		os: os, idx: idx, cfg: cfg,
+		stepTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "baedal_search_step_seconds", Help: "Time of one search step, by layout and step.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}, []string{"layout", "step"}),
+		total: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "baedal_search_seconds", Help: "Time of a whole search, by layout.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}, []string{"layout"}),
+	}
+	if reg != nil {
+		reg.MustRegister(s.stepTime, s.total)
+	}
+	return s
+}
+
+// MatchedMenu is a menu that satisfied the search's menu predicate.
+type MatchedMenu struct {
+	ID          int64               `json:"id"`
+	Name        string              `json:"name"`
+	Description string              `json:"description"`
+	Price       int                 `json:"price"`
+	ExtraFee    int                 `json:"extra_fee"`
+	CookMinutes int                 `json:"cook_minutes"`
+	Popular     bool                `json:"popular"`
+	SoldOut     bool                `json:"sold_out"`
+	Highlight   map[string][]string `json:"highlight,omitempty"`
+}
+
+// ShopHit is one shop of the result page.
+type ShopHit struct {
+	catalog.Shop
+	Version      int64         `json:"version"`
+	DistanceM    *float64      `json:"distance_m,omitempty"`
+	ETAMinutes   *int          `json:"eta_minutes,omitempty"`
+	MatchedMenus []MatchedMenu `json:"matched_menus"`
+}
+
+// StepStats is what explain reports for one step.
+type StepStats struct {
+	Name         string  `json:"name"`
+	Index        string  `json:"index"`
+	Requests     int     `json:"requests"`
+	Candidates   int     `json:"candidates"`
+	TookMs       float64 `json:"took_ms"`
+	ServerTookMs int     `json:"server_took_ms"`
+}
+
+// Explain is the executed plan.
+type Explain struct {
+	Plan    []string    `json:"plan"`
+	Reasons []string    `json:"reasons"`
+	Steps   []StepStats `json:"steps"`
+}
+
+// Response is a page of results.
+type Response struct {
+	Layout  string    `json:"layout"`
+	Total   int       `json:"total"`
+	Page    int       `json:"page"`
+	Size    int       `json:"size"`
+	TookMs  float64   `json:"took_ms"`
+	Shops   []ShopHit `json:"shops"`
+	Explain *Explain  `json:"explain,omitempty"`
+}
+
+// ErrTimeout is returned when a search exceeds its deadline.
+var ErrTimeout = errors.New("searcher: search timed out")
+
+// Search runs req on the given layout.
+func (s *Searcher) Search(ctx context.Context, req query.Request, kind layout.Kind) (*Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	start := time.Now()
+	run := &execution{s: s, req: &req, kind: kind}
+	var resp *Response
+	var err error
+	if kind == layout.Nested {
+		run.plan = query.PlanNested()
+		resp, err = run.nested(ctx)
+	} else {
+		run.plan = query.PlanSteps(req)
+		resp, err = run.split(ctx)
+	}
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("%w after %s: %v", ErrTimeout, s.cfg.Timeout, err)
+		}
+		return nil, err
+	}
+	took := time.Since(start)
+	s.total.WithLabelValues(string(kind)).Observe(took.Seconds())
+	resp.Layout, resp.Page, resp.Size = string(kind), req.Page, req.Size
+	resp.TookMs = ms(took)
+	if req.Explain {
+		ex := &Explain{Reasons: run.plan.Reasons, Steps: run.stats}
+		for _, st := range run.plan.Steps {
+			ex.Plan = append(ex.Plan, st.Name())
+		}
+		resp.Explain = ex
+	}
+	decorate(resp, &req)
+	return resp, nil
+}
+
+// execution is the state of one search.
+type execution struct {
+	s     *Searcher
+	req   *query.Request
+	kind  layout.Kind
+	plan  query.Plan
+	stats []StepStats
+}
+
+// searchResponse is the part of an OpenSearch search response we read.
+type searchResponse struct {
+	Took  int    `json:"took"`
+	PitID string `json:"pit_id"`
+	Hits  struct {
+		Total struct {
+			Value int `json:"value"`
+		} `json:"total"`
+		Hits []hit `json:"hits"`
+	} `json:"hits"`
+}
+
+type hit struct {
+	ID        string            `json:"_id"`
+	Score     *float64          `json:"_score"`
+	Source    json.RawMessage   `json:"_source"`
+	Sort      []json.RawMessage `json:"sort"`
+	InnerHits map[string]struct {
+		Hits struct {
+			Hits []struct {
+				Source    MatchedMenu         `json:"_source"`
+				Highlight map[string][]string `json:"highlight"`
+			} `json:"hits"`
+		} `json:"hits"`
+	} `json:"inner_hits"`
+}
+
+// search sends one request and records it in the step's stats.
+func (e *execution) search(ctx context.Context, step *StepStats, path string, body obj) (*searchResponse, error) {
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	var out searchResponse
+	start := time.Now()
+	err = e.s.os.Do(ctx, http.MethodPost, path, raw, &out)
+	step.TookMs += ms(time.Since(start))
+	step.Requests++
+	if err != nil {
+		if os.Getenv("DEBUGQ") != "" {
+			fmt.Fprintf(os.Stderr, "BODY %s %s\n", path, raw)
+		}
+		return nil, fmt.Errorf("searcher: step %s: %w", step.Name, err)
+	}
+	step.ServerTookMs += out.Took
+	return &out, nil
+}
+
+func (e *execution) finishStep(st StepStats) {
+	e.s.stepTime.WithLabelValues(string(e.kind), st.Name).Observe(st.TookMs / 1000)
+	e.stats = append(e.stats, st)
+}
+
+// matchedMenus reads the inner hits of one shop.
+func matchedMenus(h hit) []MatchedMenu {
+	out := []MatchedMenu{}
+	for _, ih := range h.InnerHits["matched"].Hits.Hits {
+		m := ih.Source
+		if len(ih.Highlight) > 0 {
+			m.Highlight = map[string][]string{}
+			for k, v := range ih.Highlight {
+				m.Highlight[trimPrefix(k, "menus.")] = v
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// decorate adds the display-only distance and ETA.
+func decorate(resp *Response, r *query.Request) {
+	for i := range resp.Shops {
+		sh := &resp.Shops[i]
+		if r.HasLocation() {
+			d := haversineMeters(*r.Lat, *r.Lon, sh.Location.Lat, sh.Location.Lon)
+			sh.DistanceM = &d
+		}
+	}
+}
+
+func haversineMeters(lat1, lon1, lat2, lon2 float64) float64 {
+	const r = 6371008.7714
+	toRad := math.Pi / 180
+	dLat, dLon := (lat2-lat1)*toRad, (lon2-lon1)*toRad
+	a := math.Sin(dLat/2)*math.Sin(dLat/2) + math.Cos(lat1*toRad)*math.Cos(lat2*toRad)*math.Sin(dLon/2)*math.Sin(dLon/2)
+	return math.Round(2*r*math.Asin(math.Sqrt(a))*10) / 10
+}
+
+func ms(d time.Duration) float64 { return math.Round(float64(d.Microseconds())) / 1000 }
+
+func trimPrefix(s, p string) string {
+	if len(s) >= len(p) && s[:len(p)] == p {
+		return s[len(p):]
+	}
+	return s
+}
+
+func trimFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+func idKey(id int64) string { return strconv.FormatInt(id, 10) }
+

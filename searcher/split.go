@@ -1,0 +1,315 @@
+package searcher
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/baedal/baedal/layout"
+	"github.com/baedal/baedal/query"
+)
+
+// candidates are the shops a query step let through, with carried values.
+type candidates struct {
+	ids      []int64
+	score    map[string]float64
+	minExtra map[string]int64
+	minCook  map[string]int64
+}
+
+// split runs the planned steps on the split layout.
+func (e *execution) split(ctx context.Context) (*Response, error) {
+	var cands *candidates
+	resp := &Response{Shops: []ShopHit{}}
+	for _, step := range e.plan.Steps {
+		switch {
+		case step.Index == query.IndexMenus && step.Has(query.PhaseQuery):
+			c, err := e.menuQuery(ctx, step, cands)
+			if err != nil {
+				return nil, err
+			}
+			cands = c
+		case step.Index == query.IndexShops && !step.Has(query.PhaseDecision):
+			c, err := e.shopCandidates(ctx, step)
+			if err != nil {
+				return nil, err
+			}
+			cands = c
+		case step.Index == query.IndexShops:
+			if err := e.shopDecision(ctx, step, cands, resp); err != nil {
+				return nil, err
+			}
+		case step.Index == query.IndexMenus && step.Has(query.PhaseFetch):
+			if err := e.menuFetch(ctx, step, resp); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("searcher: no executor for step %s", step.Name())
+		}
+		if cands != nil && len(cands.ids) == 0 {
+			return resp, nil // nothing can match any more
+		}
+	}
+	return resp, nil
+}
+
+func has(cs []query.Carry, c query.Carry) bool {
+	for _, x := range cs {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// menuQuery collects every shop with a matched menu, and the carried values.
+func (e *execution) menuQuery(ctx context.Context, step query.Step, restrict *candidates) (*candidates, error) {
+	r := e.req
+	scoring := has(step.Carries, query.CarryScore)
+	filter := coldShopFilters(r)
+	if step.Restricted && restrict != nil {
+		filter = append(filter, obj{"terms": obj{"id": restrict.ids}})
+	}
+	clause := nestedMenus(menuPredicate(r, scoring, nil), nil)
+	b := obj{}
+	if scoring {
+		b["must"] = arr{clause}
+	} else {
+		filter = append(filter, clause)
+	}
+	b["filter"] = filter
+	// The menu minimums come back as nested sort values, read from doc
+	// values: no stored field or _source is touched. The id comes first: it
+	// is unique, so it alone orders the pages, and a nested sort as the
+	// primary key breaks search_after (Lucene's competitive-doc skipping calls
+	// advance() on nested doc values, which OpenSearch 3.8 does not support).
+	sorts := arr{idAsc()}
+	minOf := func(field string) obj {
+		return obj{field: obj{"order": "asc", "mode": "min", "nested": obj{"path": "menus", "filter": menuPredicate(r, false, nil)}}}
+	}
+	wantExtra, wantCook := has(step.Carries, query.CarryMinExtraFee), has(step.Carries, query.CarryMinCookMinutes)
+	if wantExtra {
+		sorts = append(sorts, minOf("menus.extra_fee"))
+	}
+	if wantCook {
+		sorts = append(sorts, minOf("menus.cook_minutes"))
+	}
+	body := obj{"query": obj{"bool": b}, "sort": sorts, "_source": false, "track_total_hits": false}
+	if scoring {
+		body["track_scores"] = true
+	}
+	c := &candidates{}
+	if scoring {
+		c.score = map[string]float64{}
+	}
+	if wantExtra {
+		c.minExtra = map[string]int64{}
+	}
+	if wantCook {
+		c.minCook = map[string]int64{}
+	}
+	stats := StepStats{Name: step.Name(), Index: e.s.idx.Alias(layout.RoleMenus)}
+	err := e.collect(ctx, &stats, body, func(h hit) error {
+		vals, err := sortInts(h.Sort)
+		if err != nil {
+			return err
+		}
+		id := vals[0]
+		key := idKey(id)
+		c.ids = append(c.ids, id)
+		i := 1
+		if wantExtra {
+			c.minExtra[key] = vals[i]
+			i++
+		}
+		if wantCook {
+			c.minCook[key] = vals[i]
+		}
+		if scoring && h.Score != nil {
+			c.score[key] = *h.Score
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	stats.Candidates = len(c.ids)
+	e.finishStep(stats)
+	return c, nil
+}
+
+// shopCandidates is the shop-first plan's first step: shop predicates only.
+func (e *execution) shopCandidates(ctx context.Context, step query.Step) (*candidates, error) {
+	r := e.req
+	filter := append(coldShopFilters(r), hotShopFilters(r)...)
+	body := obj{"query": obj{"bool": obj{"filter": filter}}, "sort": arr{idAsc()}, "_source": false, "track_total_hits": false}
+	stats := StepStats{Name: step.Name(), Index: e.s.idx.Alias(layout.RoleShops)}
+	c := &candidates{}
+	err := e.collect(ctx, &stats, body, func(h hit) error {
+		vals, err := sortInts(h.Sort)
+		if err != nil {
+			return err
+		}
+		c.ids = append(c.ids, vals[0])
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	stats.Candidates = len(c.ids)
+	e.finishStep(stats)
+	return c, nil
+}
+
+// shopDecision sorts and pages the candidates on the shop index (which holds
+// the hot fields) and fetches the page's shop fields.
+func (e *execution) shopDecision(ctx context.Context, step query.Step, cands *candidates, resp *Response) error {
+	r := e.req
+	filter := hotShopFilters(r)
+	if step.Restricted && cands != nil {
+		filter = append(filter, obj{"terms": obj{"id": cands.ids}})
+	} else {
+		filter = append(filter, coldShopFilters(r)...)
+	}
+	if r.MaxTotalFee != nil {
+		filter = append(filter, obj{"script": obj{"script": obj{
+			"source": "doc['delivery_fee'].value + params.e[String.valueOf(doc['id'].value)] <= params.max",
+			"params": obj{"e": cands.minExtra, "max": *r.MaxTotalFee},
+		}}})
+	}
+	carried := cands
+	if carried == nil {
+		carried = &candidates{} // a plan without a menu query sorts on shop fields only
+	}
+	body := obj{
+		"query":            obj{"bool": obj{"filter": filter}},
+		"sort":             sortClauses(r, carried),
+		"from":             r.From(),
+		"size":             r.Size,
+		"track_total_hits": true,
+	}
+	stats := StepStats{Name: step.Name(), Index: e.s.idx.Alias(layout.RoleShops)}
+	out, err := e.search(ctx, &stats, "/"+stats.Index+"/_search", body)
+	if err != nil {
+		return err
+	}
+	stats.Candidates = out.Hits.Total.Value
+	e.finishStep(stats)
+	resp.Total = out.Hits.Total.Value
+	for _, h := range out.Hits.Hits {
+		sh, err := shopHit(h, r)
+		if err != nil {
+			return err
+		}
+		resp.Shops = append(resp.Shops, sh)
+	}
+	return nil
+}
+
+// menuFetch reads the matched menus (with highlights) of the final page.
+func (e *execution) menuFetch(ctx context.Context, step query.Step, resp *Response) error {
+	if len(resp.Shops) == 0 {
+		return nil
+	}
+	r := e.req
+	ids := make([]int64, len(resp.Shops))
+	for i, sh := range resp.Shops {
+		ids[i] = sh.ID
+	}
+	matched := nestedMenus(menuPredicate(r, r.Q != "", nil), matchedMenusInnerHits())
+	b := obj{"filter": arr{obj{"terms": obj{"id": ids}}}}
+	if r.Q != "" {
+		b["must"] = arr{matched}
+	} else {
+		b["filter"] = append(b["filter"].(arr), matched)
+	}
+	body := obj{"query": obj{"bool": b}, "size": len(ids), "_source": false, "docvalue_fields": arr{"id"}}
+	stats := StepStats{Name: step.Name(), Index: e.s.idx.Alias(layout.RoleMenus)}
+	out, err := e.search(ctx, &stats, "/"+stats.Index+"/_search", body)
+	if err != nil {
+		return err
+	}
+	stats.Candidates = len(out.Hits.Hits)
+	e.finishStep(stats)
+	byID := map[string][]MatchedMenu{}
+	for _, h := range out.Hits.Hits {
+		byID[h.ID] = matchedMenus(h)
+	}
+	for i := range resp.Shops {
+		if m, ok := byID[idKey(resp.Shops[i].ID)]; ok {
+			resp.Shops[i].MatchedMenus = m
+		}
+	}
+	return nil
+}
+
+// collect reads every hit of a query step. The first page is a plain search;
+// if it is full, the rest is read from a point in time with search_after, so
+// more than 10,000 candidates are never truncated.
+func (e *execution) collect(ctx context.Context, stats *StepStats, body obj, onHit func(hit) error) error {
+	page := e.s.cfg.CandidatePage
+	body["size"] = page
+	out, err := e.search(ctx, stats, "/"+stats.Index+"/_search", body)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	emit := func(hits []hit) error {
+		for _, h := range hits {
+			if seen[h.ID] {
+				continue
+			}
+			seen[h.ID] = true
+			if err := onHit(h); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := emit(out.Hits.Hits); err != nil {
+		return err
+	}
+	if len(out.Hits.Hits) < page {
+		return nil
+	}
+	var pit struct {
+		PitID string `json:"pit_id"`
+	}
+	if err := e.s.os.Do(ctx, http.MethodPost, "/"+stats.Index+"/_search/point_in_time?keep_alive=1m", nil, &pit); err != nil {
+		return fmt.Errorf("searcher: open point in time on %s: %w", stats.Index, err)
+	}
+	defer func() {
+		raw, _ := json.Marshal(obj{"pit_id": arr{pit.PitID}})
+		_ = e.s.os.Do(context.WithoutCancel(ctx), http.MethodDelete, "/_search/point_in_time", raw, nil)
+	}()
+	last := out.Hits.Hits[len(out.Hits.Hits)-1].Sort
+	for {
+		body["pit"] = obj{"id": pit.PitID, "keep_alive": "1m"}
+		body["search_after"] = last
+		out, err = e.search(ctx, stats, "/_search", body)
+		if err != nil {
+			return err
+		}
+		if err := emit(out.Hits.Hits); err != nil {
+			return err
+		}
+		if out.PitID != "" {
+			pit.PitID = out.PitID
+		}
+		if len(out.Hits.Hits) < page {
+			return nil
+		}
+		last = out.Hits.Hits[len(out.Hits.Hits)-1].Sort
+	}
+}
+
+func sortInts(raw []json.RawMessage) ([]int64, error) {
+	out := make([]int64, len(raw))
+	for i, r := range raw {
+		if err := json.Unmarshal(r, &out[i]); err != nil {
+			return nil, fmt.Errorf("searcher: sort value %s is not an integer: %w", r, err)
+		}
+	}
+	return out, nil
+}
