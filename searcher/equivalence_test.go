@@ -28,7 +28,7 @@ func TestMain(m *testing.M) { os.Exit(stacktest.Main(m)) }
 const (
 	equivalenceShops   = 3000
 	equivalenceUpdates = 6000
-	equivalenceQueries = 600
+	equivalenceQueries = 500
 )
 
 // regressionSeeds are request seeds that once produced different results on

@@ -9,7 +9,6 @@
 package searcher
 
 import (
-	"os"
 	"context"
 	"encoding/json"
 	"errors"
@@ -221,9 +220,6 @@ func (e *execution) search(ctx context.Context, step *StepStats, path string, bo
 	step.TookMs += ms(time.Since(start))
 	step.Requests++
 	if err != nil {
-		if os.Getenv("DEBUGQ") != "" {
-			fmt.Fprintf(os.Stderr, "BODY %s %s\n", path, raw)
-		}
 		return nil, fmt.Errorf("searcher: step %s: %w", step.Name, err)
 	}
 	step.ServerTookMs += out.Took

@@ -27,6 +27,7 @@ func commands() map[string]command {
 		"down":   {"stop every process of the local stack", runDown},
 		"status": {"show the local stack's processes and their health", runStatus},
 		"serve":  {"run the HTTP API and workers against configured backends", runServe},
+		"search": {"run one search on the split layout or the nested baseline", runSearch},
 	}
 }
 
