@@ -15,11 +15,12 @@ const (
 	CodecProtoBrotli   = "proto+brotli"
 	CodecProtoZstd     = "proto+zstd"
 	CodecProtoZstdDict = "proto+zstd+dict"
+	CodecProtoS2Dict   = "proto+s2+dict"
 )
 
 // CodecNames lists every codec name, baseline first.
 func CodecNames() []string {
-	return []string{CodecJSONRaw, CodecJSON, CodecProto, CodecProtoBrotli, CodecProtoZstd, CodecProtoZstdDict}
+	return []string{CodecJSONRaw, CodecJSON, CodecProto, CodecProtoBrotli, CodecProtoZstd, CodecProtoZstdDict, CodecProtoS2Dict}
 }
 
 // Codec turns a Record into a stored value and back.
@@ -134,6 +135,11 @@ func NewCodec(name string, opts Options, dicts *Dictionaries) (Codec, error) {
 			return nil, fmt.Errorf("%w: codec %s needs at least one dictionary (train one with TrainDictionary)", ErrInvalidDictionary, name)
 		}
 		return newZstdDictCodec(opts, dicts), nil
+	case CodecProtoS2Dict:
+		if dicts == nil || dicts.Len() == 0 {
+			return nil, fmt.Errorf("%w: codec %s needs at least one dictionary (train one with TrainDictionary)", ErrInvalidDictionary, name)
+		}
+		return newS2DictCodec(opts, dicts), nil
 	}
 	return nil, fmt.Errorf("%w %q (allowed: %s)", ErrUnknownCodec, name, strings.Join(CodecNames(), ", "))
 }
@@ -143,7 +149,7 @@ func NewCodec(name string, opts Options, dicts *Dictionaries) (Codec, error) {
 // during a migration, when old and new formats coexist.
 type Codecs struct {
 	rawJSON Codec
-	byFmt   [FormatProtoZstdDict + 1]Codec
+	byFmt   [lastFormat + 1]Codec
 }
 
 // NewCodecs builds every codec. dicts may be nil or empty; then
@@ -166,6 +172,7 @@ func NewCodecs(opts Options, dicts *Dictionaries) (*Codecs, error) {
 	c.byFmt[FormatProtoBrotli] = newBrotliCodec(opts)
 	c.byFmt[FormatProtoZstd] = zstdCodec
 	c.byFmt[FormatProtoZstdDict] = newZstdDictCodec(opts, dicts)
+	c.byFmt[FormatProtoS2Dict] = newS2DictCodec(opts, dicts)
 	return c, nil
 }
 

@@ -34,6 +34,7 @@ func benchCases() []benchCase {
 		{"codec=proto+zstd+dict/level=1", Options{ZstdLevel: 1}},
 		{"codec=proto+zstd+dict/level=3", Options{ZstdLevel: 3}},
 		{"codec=proto+zstd+dict/level=19", Options{ZstdLevel: 19}},
+		{"codec=proto+s2+dict", Options{}},
 	}
 }
 

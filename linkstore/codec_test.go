@@ -162,6 +162,7 @@ func TestHeaderBytesPerCodec(t *testing.T) {
 		CodecProtoBrotli:   {3, 0, 0},
 		CodecProtoZstd:     {4, 0, 0},
 		CodecProtoZstdDict: {5, 1, 0},
+		CodecProtoS2Dict:   {6, 1, 0},
 	}
 	for name, c := range allCodecs(t) {
 		if name == CodecJSONRaw {

@@ -67,6 +67,7 @@ func FuzzDecodeProto(f *testing.F)         { fuzzDecode(f, CodecProto) }
 func FuzzDecodeProtoBrotli(f *testing.F)   { fuzzDecode(f, CodecProtoBrotli) }
 func FuzzDecodeProtoZstd(f *testing.F)     { fuzzDecode(f, CodecProtoZstd) }
 func FuzzDecodeProtoZstdDict(f *testing.F) { fuzzDecode(f, CodecProtoZstdDict) }
+func FuzzDecodeProtoS2Dict(f *testing.F)   { fuzzDecode(f, CodecProtoS2Dict) }
 
 // FuzzParseKey checks that ParseKey never panics and that a parsed key
 // formats back to the same bytes (the text form up to hex case).

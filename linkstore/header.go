@@ -14,6 +14,9 @@ const (
 	FormatProtoBrotli   Format = 3 // protobuf, brotli stream
 	FormatProtoZstd     Format = 4 // protobuf, zstd frame without its 4-byte magic
 	FormatProtoZstdDict Format = 5 // as FormatProtoZstd, with the dictionary named by byte 1
+	FormatProtoS2Dict   Format = 6 // protobuf, s2 block with the dictionary named by byte 1
+
+	lastFormat = FormatProtoS2Dict
 )
 
 // Header layout. The header is never compressed, so the store can change the
@@ -64,11 +67,16 @@ func (f Format) String() string {
 		return CodecProtoZstd
 	case FormatProtoZstdDict:
 		return CodecProtoZstdDict
+	case FormatProtoS2Dict:
+		return CodecProtoS2Dict
 	}
 	return fmt.Sprintf("format(%d)", uint8(f))
 }
 
-func (f Format) valid() bool { return f >= FormatJSON && f <= FormatProtoZstdDict }
+func (f Format) valid() bool { return f >= FormatJSON && f <= lastFormat }
+
+// usesDictionary reports whether byte 1 of the header names a dictionary.
+func (f Format) usesDictionary() bool { return f == FormatProtoZstdDict || f == FormatProtoS2Dict }
 
 // ParseHeader reads the fixed header of a stored value. It checks only the
 // header: the format byte must be known, and the dictionary version must be
@@ -88,9 +96,9 @@ func ParseHeader(value []byte) (Header, error) {
 		return Header{}, fmt.Errorf("%w: value starts with '{': raw JSON without header", ErrWrongFormat)
 	}
 	if !h.Format.valid() {
-		return Header{}, fmt.Errorf("%w: unknown format byte 0x%02x (known 1..%d)", ErrCorrupt, value[FormatOffset], FormatProtoZstdDict)
+		return Header{}, fmt.Errorf("%w: unknown format byte 0x%02x (known 1..%d)", ErrCorrupt, value[FormatOffset], lastFormat)
 	}
-	usesDict := h.Format == FormatProtoZstdDict
+	usesDict := h.Format.usesDictionary()
 	if usesDict && h.DictionaryVersion == 0 {
 		return Header{}, fmt.Errorf("%w: format %s with dictionary version 0", ErrCorrupt, h.Format)
 	}

@@ -62,9 +62,11 @@ func (s *protoScratch) resetMessage() {
 
 var deterministicMarshal = proto.MarshalOptions{Deterministic: true}
 
-// appendProto appends the protobuf encoding of rec to dst. Map entries are
-// sorted (deterministic marshaling), so equal records give equal bytes.
-func appendProto(dst []byte, rec *Record, s *protoScratch) ([]byte, error) {
+// appendProtoGenerated appends the protobuf encoding of rec to dst with the
+// generated linkpb code (deterministic marshaling: map entries sorted). It is
+// the reference the hand-written wire encoder (appendProto, protowire.go) is
+// tested against byte for byte; the codecs use appendProto.
+func appendProtoGenerated(dst []byte, rec *Record, s *protoScratch) ([]byte, error) {
 	s.resetMessage()
 	m := &s.msg
 	if rec.ClickID != (ClickID{}) {
@@ -153,9 +155,10 @@ func fillNamedID(dst *linkpb.NamedID, v NamedID) *linkpb.NamedID {
 	return dst
 }
 
-// decodeProto decodes a protobuf payload. The strings of the returned
-// Record are fresh allocations; payload is not retained.
-func decodeProto(payload []byte) (*Record, error) {
+// decodeProtoGenerated decodes a protobuf payload with the generated linkpb
+// code. It is the reference the hand-written wire decoder (decodeProto,
+// protowire.go) is tested against; the codecs use decodeProto.
+func decodeProtoGenerated(payload []byte) (*Record, error) {
 	var m linkpb.ClickRecord
 	if err := proto.Unmarshal(payload, &m); err != nil {
 		return nil, fmt.Errorf("%w: protobuf payload of %d bytes: %v", ErrCorrupt, len(payload), err)

@@ -64,10 +64,19 @@ func (c3Strategy) fillKeys(s *selector, _ time.Time) {
 // mean of its stats and the winner's. A replica that once looked slow thus
 // drifts back into contention and is retried, so a recovered replica gets its
 // traffic back. A winner without stats (a probe) pulls nothing.
+//
+// With Config.PullInterval > 0 the pull happens at most once per interval.
 func (c3Strategy) selected(s *selector, winner int) {
 	w := &s.replicas[winner]
 	if !w.hasStats() {
 		return
+	}
+	if s.cfg.PullInterval > 0 {
+		now := s.cfg.Now()
+		if now.Sub(s.lastPull) < s.cfg.PullInterval {
+			return
+		}
+		s.lastPull = now
 	}
 	alpha := s.cfg.Alpha
 	for r := range s.replicas {

@@ -3,6 +3,7 @@ package replica
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -341,5 +342,42 @@ func TestSelectOrderSupportsRetry(t *testing.T) {
 		if st.Outstanding != 0 {
 			t.Errorf("replica %d outstanding = %d after all requests ended, want 0", st.Replica, st.Outstanding)
 		}
+	}
+}
+
+// With PullInterval, losers are pulled on the first selection and then not
+// again until the interval has passed on the clock.
+func TestC3PullIntervalSpacesPulls(t *testing.T) {
+	ms := time.Millisecond
+	clock := newFakeClock()
+	p := newTestPolicy(t, 2, Config{PullInterval: 100 * ms, Now: clock.Now})
+	complete(p, 0, okWithServer(1*ms, 1*ms, 0))
+	complete(p, 1, okWithServer(9*ms, 5*ms, 0))
+	pick := func() {
+		r := p.Pick()
+		if r != 0 {
+			t.Fatalf("Pick = %d, want the fast replica 0", r)
+		}
+		p.Done(r, okWithServer(1*ms, 1*ms, 0))
+	}
+	pick() // pulls: R of replica 1 = 9 + 0.3·(5 − 9) = 7.8ms
+	if st := statsOf(p, 1); !almostEqual(st.ResponseTime, 7800*time.Microsecond) {
+		t.Fatalf("after the first selection loser R = %s, want 7.8ms", st.ResponseTime)
+	}
+	for range 50 {
+		pick()
+	}
+	clock.Advance(99 * ms)
+	pick()
+	if st := statsOf(p, 1); !almostEqual(st.ResponseTime, 7800*time.Microsecond) {
+		t.Fatalf("51 selections within 99ms: loser R = %s, want still 7.8ms", st.ResponseTime)
+	}
+	clock.Advance(1 * ms)
+	pick() // 100ms after the first pull: R = 7.8 + 0.3·((7.8+1)/2 − 7.8) = 6.78ms
+	if st := statsOf(p, 1); !almostEqual(st.ResponseTime, 6780*time.Microsecond) {
+		t.Fatalf("after the interval loser R = %s, want 6.78ms", st.ResponseTime)
+	}
+	if err := (Config{PullInterval: -ms}).Validate(); err == nil || !strings.Contains(err.Error(), "PullInterval") {
+		t.Fatalf("negative PullInterval: %v, want an error naming PullInterval", err)
 	}
 }

@@ -97,6 +97,13 @@ type Config struct {
 	MaxErrorBackoff time.Duration
 	// PingRefresh is how often the lowest-ping policy re-reads latencies.
 	PingRefresh time.Duration
+	// PullInterval spaces C3's pulls of the losers' stats toward the
+	// winner's: zero pulls on every selection (Elasticsearch), a positive
+	// interval pulls at most once per interval. A client whose replies do
+	// not carry server stats (Redis: they are sampled a few times a second)
+	// needs it, or thousands of selections a second erase a slow replica's
+	// stats within milliseconds of each sample.
+	PullInterval time.Duration
 	// Seed seeds the random policy. Zero is a valid seed.
 	Seed uint64
 	// Now is the clock; nil means time.Now. Tests inject a fake clock.
@@ -161,6 +168,9 @@ func (c Config) Validate() error {
 	if c.MaxErrorBackoff < c.ErrorBackoff {
 		errs = append(errs, fmt.Errorf("replica: MaxErrorBackoff: got %s, must be at least ErrorBackoff (%s)", c.MaxErrorBackoff, c.ErrorBackoff))
 	}
+	if c.PullInterval < 0 {
+		errs = append(errs, fmt.Errorf("replica: PullInterval: got %s, must not be negative", c.PullInterval))
+	}
 	if c.PingRefresh < 0 {
 		errs = append(errs, fmt.Errorf("replica: PingRefresh: got %s, must not be negative", c.PingRefresh))
 	}
@@ -180,5 +190,6 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 	fs.DurationVar(&c.ErrorBackoff, prefix+"error-backoff", d.ErrorBackoff, "how long a failed replica is ranked last (doubles per consecutive failure)")
 	fs.DurationVar(&c.MaxErrorBackoff, prefix+"max-error-backoff", d.MaxErrorBackoff, "cap of the error backoff")
 	fs.DurationVar(&c.PingRefresh, prefix+"ping-refresh", d.PingRefresh, "how often the lowest-ping policy re-reads latencies")
+	fs.DurationVar(&c.PullInterval, prefix+"pull-interval", d.PullInterval, "C3: pull losers' stats toward the winner at most once per interval (0: every selection)")
 	fs.Uint64Var(&c.Seed, prefix+"seed", d.Seed, "seed of the random policy")
 }

@@ -184,6 +184,7 @@ type selector struct {
 	replicas []replicaState
 	keys     []sortKey // scratch, indexed by replica
 	order    []int     // scratch for Pick
+	lastPull time.Time // C3: when losers were last pulled (PullInterval)
 }
 
 func (s *selector) Name() PolicyName { return s.cfg.Policy }

@@ -278,4 +278,3 @@ func trimPrefix(s, p string) string {
 func trimFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 func idKey(id int64) string { return strconv.FormatInt(id, 10) }
-
