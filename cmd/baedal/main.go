@@ -28,6 +28,7 @@ func commands() map[string]command {
 		"status": {"show the local stack's processes and their health", runStatus},
 		"serve":  {"run the HTTP API and workers against configured backends", runServe},
 		"search": {"run one search on the split layout or the nested baseline", runSearch},
+		"bench":  {"run a benchmark: baseline and ours interleaved, HTML report, JSON summary", runBench},
 	}
 }
 

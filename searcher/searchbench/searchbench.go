@@ -1,0 +1,523 @@
+// Package searchbench is `baedal bench search`: the same delivery-app query
+// mix on the nested baseline and on the split layout, idle and while hot shop
+// updates are applied to both at the same fixed rate, in one run on one
+// machine.
+//
+// Invariant: both layouts hold the same data (the same catalog and the same
+// event stream, applied through the production indexer) and every query runs
+// on both, back to back, in alternating order; figures are ratios and
+// percentiles of that run, and `equivalent` is true only if every idle result
+// page matched.
+package searchbench
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/baedal/baedal/backend"
+	"github.com/baedal/baedal/bench"
+	"github.com/baedal/baedal/catalog"
+	"github.com/baedal/baedal/indexer"
+	"github.com/baedal/baedal/internal/osapi"
+	"github.com/baedal/baedal/layout"
+	"github.com/baedal/baedal/localstack"
+	"github.com/baedal/baedal/query"
+	"github.com/baedal/baedal/searcher"
+)
+
+// Config sizes the run.
+type Config struct {
+	Bench bench.Config
+	// Shops in the catalog; 0 picks by profile (quick 20,000, full 200,000).
+	Shops int
+	// Queries per phase; 0 picks by profile (quick 300, full 2,000).
+	Queries int
+	// Deadline of one search; slower searches count as timeouts.
+	Deadline time.Duration
+	// UpdateRate is the hot updates per second applied to EACH layout under
+	// load; 0 means half the nested layout's maximum measured in this run.
+	UpdateRate float64
+	// MaxRateSeconds is how long the nested maximum is measured.
+	MaxRateSeconds int
+	// StateDir is the local stack to use; if none runs there, a temporary
+	// stack is started and stopped.
+	StateDir string
+}
+
+// Defaults returns the quick profile's configuration.
+func Defaults() Config {
+	return Config{Deadline: 500 * time.Millisecond, MaxRateSeconds: 15, StateDir: localstack.Defaults().StateDir}
+}
+
+// Flags binds the configuration.
+func (c *Config) Flags(fs *flag.FlagSet) {
+	c.Bench.Flags(fs)
+	fs.IntVar(&c.Shops, "shops", c.Shops, "shops in the catalog (0: quick 20000, full 200000)")
+	fs.IntVar(&c.Queries, "queries", c.Queries, "queries per phase (0: quick 300, full 2000)")
+	fs.DurationVar(&c.Deadline, "deadline", c.Deadline, "deadline of one search; slower ones count as timeouts")
+	fs.Float64Var(&c.UpdateRate, "update-rate", c.UpdateRate, "hot updates/s applied to each layout under load (0: half the nested maximum measured in this run)")
+	fs.IntVar(&c.MaxRateSeconds, "max-rate-seconds", c.MaxRateSeconds, "seconds spent measuring the nested layout's maximum update rate")
+	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "local stack to use; a temporary one is started if none runs there")
+}
+
+// Validate names the first invalid field.
+func (c *Config) Validate() error {
+	if err := c.Bench.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case c.Shops < 0 || c.Shops > 5_000_000:
+		return fmt.Errorf("shops: got %d, allowed: 0..5000000", c.Shops)
+	case c.Queries < 0 || c.Queries > 1_000_000:
+		return fmt.Errorf("queries: got %d, allowed: 0..1000000", c.Queries)
+	case c.Deadline <= 0:
+		return fmt.Errorf("deadline: got %s, must be > 0", c.Deadline)
+	case c.UpdateRate < 0:
+		return fmt.Errorf("update-rate: got %g, must be >= 0", c.UpdateRate)
+	case c.MaxRateSeconds < 1:
+		return fmt.Errorf("max-rate-seconds: got %d, must be >= 1", c.MaxRateSeconds)
+	}
+	return nil
+}
+
+// PhaseFigures are one phase's latencies on both layouts.
+type PhaseFigures struct {
+	NestedP50Ms    float64 `json:"nested_p50_ms"`
+	NestedP99Ms    float64 `json:"nested_p99_ms"`
+	SplitP50Ms     float64 `json:"split_p50_ms"`
+	SplitP99Ms     float64 `json:"split_p99_ms"`
+	TimeoutsNested int     `json:"timeouts_nested"`
+	TimeoutsSplit  int     `json:"timeouts_split"`
+	P50Ratio       float64 `json:"p50_ratio"`
+	P99Ratio       float64 `json:"p99_ratio"`
+	// Update rates actually achieved during the phase (0 when idle).
+	NestedUpdatesPerS float64 `json:"nested_updates_per_s"`
+	SplitUpdatesPerS  float64 `json:"split_updates_per_s"`
+}
+
+// Summary is the JSON line.
+type Summary struct {
+	Bench                string       `json:"bench"`
+	Profile              string       `json:"profile"`
+	Shops                int          `json:"shops"`
+	Queries              int          `json:"queries"`
+	Equivalent           bool         `json:"equivalent"`
+	Mismatches           int          `json:"mismatches"`
+	DeadlineMs           float64      `json:"deadline_ms"`
+	NestedMaxUpdatesPerS float64      `json:"nested_max_updates_per_s"`
+	UpdateRate           float64      `json:"update_rate"`
+	Idle                 PhaseFigures `json:"idle"`
+	UnderLoad            PhaseFigures `json:"under_load"`
+	P50RatioUnderLoad    float64      `json:"p50_ratio_under_load"`
+	P99RatioUnderLoad    float64      `json:"p99_ratio_under_load"`
+	Report               string       `json:"report"`
+}
+
+// run holds the state of one benchmark run.
+type run struct {
+	cfg      Config
+	log      *slog.Logger
+	progress io.Writer
+	osc      *osapi.Client
+	idx      layout.Config
+	nested   *indexer.Indexer
+	split    *indexer.Indexer
+	srch     *searcher.Searcher
+	// One event stream per layout, same seed: identical sequences.
+	streams map[layout.Kind]*catalog.EventStream
+}
+
+// Run executes the benchmark; progress goes to progress, the report to
+// cfg.Bench.ReportDir.
+func Run(ctx context.Context, cfg Config, log *slog.Logger, progress io.Writer) (Summary, error) {
+	cfg.Bench = cfg.Bench.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return Summary{}, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := cfg.Bench.Profile
+	if cfg.Shops == 0 {
+		cfg.Shops = bench.Pick(p, 20_000, 200_000)
+	}
+	if cfg.Queries == 0 {
+		cfg.Queries = bench.Pick(p, 300, 2000)
+	}
+	st, stop, err := stack(ctx, cfg.StateDir, progress)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer stop()
+	osCfg := backend.Defaults().OpenSearch
+	osCfg.URLs = st.OpenSearchURLs
+	client, err := backend.OpenOpenSearch(osCfg)
+	if err != nil {
+		return Summary{}, err
+	}
+	r := &run{cfg: cfg, log: log, progress: progress, osc: osapi.New(client), idx: layout.Defaults()}
+	r.idx.Prefix = "bench_search_"
+	if err := r.setup(ctx); err != nil {
+		return Summary{}, err
+	}
+	defer func() {
+		_ = r.idx.DeleteIndices(context.WithoutCancel(ctx), r.osc, layout.Nested)
+		_ = r.idx.DeleteIndices(context.WithoutCancel(ctx), r.osc, layout.Split)
+	}()
+	return r.measure(ctx)
+}
+
+// stack returns a running local stack, starting a temporary one if needed.
+func stack(ctx context.Context, stateDir string, progress io.Writer) (*localstack.State, func(), error) {
+	if st, err := localstack.Load(stateDir); err == nil {
+		return st, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "baedal-bench-")
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	cfg := localstack.Defaults()
+	cfg.StateDir, cfg.PortBase = dir, 0
+	st, err := localstack.Up(ctx, cfg, progress)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, func() {
+		_ = localstack.Down(dir, progress)
+		os.RemoveAll(dir)
+	}, nil
+}
+
+// setup creates fresh indices and loads the catalog into both layouts.
+func (r *run) setup(ctx context.Context) error {
+	icfg := indexer.Defaults()
+	icfg.Layout = r.idx
+	var err error
+	if r.nested, err = indexer.New(icfg, layout.Nested, r.osc, r.log, nil); err != nil {
+		return err
+	}
+	if r.split, err = indexer.New(icfg, layout.Split, r.osc, r.log, nil); err != nil {
+		return err
+	}
+	r.srch = searcher.New(r.osc, r.idx, searcher.Config{Timeout: r.cfg.Deadline, CandidatePage: 10000}, nil)
+	seed := uint64(r.cfg.Bench.Seed)
+	r.streams = map[layout.Kind]*catalog.EventStream{
+		layout.Nested: catalog.NewEventStream(seed, r.cfg.Shops),
+		layout.Split:  catalog.NewEventStream(seed, r.cfg.Shops),
+	}
+	gen := catalog.NewGenerator(seed)
+	prog := bench.NewProgress(r.progress, "load catalog into both layouts", int64(r.cfg.Shops))
+	for _, k := range []layout.Kind{layout.Nested, layout.Split} {
+		if err := r.idx.DeleteIndices(ctx, r.osc, k); err != nil {
+			return err
+		}
+		if err := r.idx.EnsureIndices(ctx, r.osc, k); err != nil {
+			return err
+		}
+	}
+	const batch = 500
+	events := make([]catalog.Event, 0, batch)
+	for i := 0; i < r.cfg.Shops; i++ {
+		s := gen.Shop(i)
+		events = append(events, s.UpsertEvent())
+		if len(events) == batch || i == r.cfg.Shops-1 {
+			for _, ix := range []*indexer.Indexer{r.nested, r.split} {
+				if _, err := ix.Apply(ctx, events); err != nil {
+					return fmt.Errorf("searchbench: load catalog into %s: %w", ix.Kind(), err)
+				}
+			}
+			prog.Add(int64(len(events)))
+			events = events[:0]
+		}
+	}
+	prog.Done()
+	return r.refresh(ctx)
+}
+
+func (r *run) refresh(ctx context.Context) error {
+	for _, k := range []layout.Kind{layout.Nested, layout.Split} {
+		for _, alias := range r.idx.Aliases(k) {
+			if err := r.osc.Do(ctx, http.MethodPost, "/"+alias+"/_refresh", nil, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// applyNext applies the next n events of a layout's stream.
+func (r *run) applyNext(ctx context.Context, k layout.Kind, n int) error {
+	events := make([]catalog.Event, n)
+	s := r.streams[k]
+	for i := range events {
+		events[i] = s.Next()
+	}
+	ix := r.nested
+	if k == layout.Split {
+		ix = r.split
+	}
+	_, err := ix.Apply(ctx, events)
+	return err
+}
+
+// updateBatch is how many events one indexer batch applies: a 50 ms batch
+// window at a few thousand events per second.
+const updateBatch = 100
+
+// maxRateBatch is the batch of the maximum-rate measurement: the indexer's
+// full batch, so the maximum is not understated.
+const maxRateBatch = 1000
+
+// measureNestedMax applies updates to the nested layout as fast as it takes
+// them, then the same events to split (unmeasured) so both hold equal data.
+func (r *run) measureNestedMax(ctx context.Context) (float64, error) {
+	deadline := time.Now().Add(time.Duration(r.cfg.MaxRateSeconds) * time.Second)
+	start, applied := time.Now(), 0
+	for time.Now().Before(deadline) {
+		if err := r.applyNext(ctx, layout.Nested, maxRateBatch); err != nil {
+			return 0, err
+		}
+		applied += maxRateBatch
+	}
+	rate := float64(applied) / time.Since(start).Seconds()
+	for done := 0; done < applied; done += maxRateBatch {
+		if err := r.applyNext(ctx, layout.Split, maxRateBatch); err != nil {
+			return 0, err
+		}
+	}
+	return rate, r.refresh(ctx)
+}
+
+// phase runs every query on both layouts, alternating which goes first.
+func (r *run) phase(ctx context.Context, name string, queries []query.Request, compare bool) (nested, split *bench.LatencyRecorder, timeouts [2]int, mismatches int, err error) {
+	nested, split = bench.NewLatencyRecorder(), bench.NewLatencyRecorder()
+	prog := bench.NewProgress(r.progress, name, int64(len(queries)))
+	defer prog.Done()
+	for i, q := range queries {
+		order := []layout.Kind{layout.Nested, layout.Split}
+		if i%2 == 1 {
+			order = []layout.Kind{layout.Split, layout.Nested}
+		}
+		var got [2]*searcher.Response
+		for _, k := range order {
+			start := time.Now()
+			resp, err := r.srch.Search(ctx, q, k)
+			took := time.Since(start)
+			slot, rec := 0, nested
+			if k == layout.Split {
+				slot, rec = 1, split
+			}
+			rec.Record(took)
+			if errors.Is(err, searcher.ErrTimeout) {
+				timeouts[slot]++
+				continue
+			}
+			if err != nil {
+				return nil, nil, timeouts, 0, fmt.Errorf("searchbench: %s query %d (%s) on %s: %w", name, i, q.Encode().Encode(), k, err)
+			}
+			got[slot] = resp
+		}
+		if compare && got[0] != nil && got[1] != nil && !samePage(got[0], got[1]) {
+			mismatches++
+			r.log.Warn("layouts disagree", "query", q.Encode().Encode())
+		}
+		prog.Add(1)
+	}
+	return nested, split, timeouts, mismatches, nil
+}
+
+func samePage(a, b *searcher.Response) bool {
+	if a.Total != b.Total || len(a.Shops) != len(b.Shops) {
+		return false
+	}
+	for i := range a.Shops {
+		if a.Shops[i].ID != b.Shops[i].ID {
+			return false
+		}
+	}
+	return true
+}
+
+// underLoad applies updates to both layouts at rate each while the queries run.
+func (r *run) underLoad(ctx context.Context, rate float64, queries []query.Request) (nested, split *bench.LatencyRecorder, timeouts [2]int, rates [2]float64, err error) {
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	var applied [2]atomic.Int64
+	var loadErr [2]error
+	done := make(chan struct{}, 2)
+	start := time.Now()
+	for slot, k := range []layout.Kind{layout.Nested, layout.Split} {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			bench.RunAtRate(loadCtx, rate/updateBatch, 1, func(ctx context.Context, _ int64) error {
+				if err := r.applyNext(ctx, k, updateBatch); err != nil {
+					if ctx.Err() == nil {
+						loadErr[slot] = err
+					}
+					return err
+				}
+				applied[slot].Add(updateBatch)
+				return nil
+			})
+		}()
+	}
+	nested, split, timeouts, _, err = r.phase(ctx, "search under load", queries, false)
+	elapsed := time.Since(start).Seconds()
+	stopLoad()
+	<-done
+	<-done
+	for i := range rates {
+		rates[i] = float64(applied[i].Load()) / elapsed
+	}
+	if err == nil {
+		err = errors.Join(loadErr[0], loadErr[1])
+	}
+	return nested, split, timeouts, rates, err
+}
+
+func (r *run) measure(ctx context.Context) (Summary, error) {
+	cfg := r.cfg
+	s := Summary{Bench: "search", Profile: string(cfg.Bench.Profile), Shops: cfg.Shops, Queries: cfg.Queries,
+		DeadlineMs: bench.Ms(cfg.Deadline)}
+	fmt.Fprintf(r.progress, "measuring the nested layout's maximum update rate for %ds\n", cfg.MaxRateSeconds)
+	maxRate, err := r.measureNestedMax(ctx)
+	if err != nil {
+		return s, err
+	}
+	s.NestedMaxUpdatesPerS = round(maxRate)
+	s.UpdateRate = cfg.UpdateRate
+	if s.UpdateRate == 0 {
+		s.UpdateRate = round(maxRate / 2)
+	}
+	queries := QueryMix(uint64(cfg.Bench.Seed), cfg.Queries)
+
+	idleN, idleS, idleT, mismatches, err := r.phase(ctx, "search idle", queries, true)
+	if err != nil {
+		return s, err
+	}
+	s.Mismatches, s.Equivalent = mismatches, mismatches == 0
+	s.Idle = figures(idleN, idleS, idleT, [2]float64{})
+
+	fmt.Fprintf(r.progress, "applying %.0f hot updates/s to each layout while searching\n", s.UpdateRate)
+	loadN, loadS, loadT, rates, err := r.underLoad(ctx, s.UpdateRate, queries)
+	if err != nil {
+		return s, err
+	}
+	s.UnderLoad = figures(loadN, loadS, loadT, rates)
+	s.P50RatioUnderLoad, s.P99RatioUnderLoad = s.UnderLoad.P50Ratio, s.UnderLoad.P99Ratio
+
+	path, err := r.report(s, idleN, idleS, loadN, loadS)
+	if err != nil {
+		return s, err
+	}
+	s.Report = path
+	return s, nil
+}
+
+func figures(n, sp *bench.LatencyRecorder, t [2]int, rates [2]float64) PhaseFigures {
+	ns, ss := n.Summary(), sp.Summary()
+	return PhaseFigures{
+		NestedP50Ms: ns.P50Ms, NestedP99Ms: ns.P99Ms, SplitP50Ms: ss.P50Ms, SplitP99Ms: ss.P99Ms,
+		TimeoutsNested: t[0], TimeoutsSplit: t[1],
+		P50Ratio: bench.Ratio(ss.P50Ms, ns.P50Ms), P99Ratio: bench.Ratio(ss.P99Ms, ns.P99Ms),
+		NestedUpdatesPerS: round(rates[0]), SplitUpdatesPerS: round(rates[1]),
+	}
+}
+
+func round(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
+
+func (r *run) report(s Summary, idleN, idleS, loadN, loadS *bench.LatencyRecorder) (string, error) {
+	rep := bench.NewReport("search", "Search latency: split layout vs nested baseline", bench.CommandLine())
+	rep.Add(bench.Section{
+		Title: "Setup",
+		Text: fmt.Sprintf("%d shops (~30 menus each), %d queries per phase, each run on both layouts back to back in alternating order. "+
+			"Under load, %.0f hot shop updates/s are applied to EACH layout through the production indexer (the nested layout's maximum measured in this run was %.0f/s). "+
+			"Searches slower than %.0f ms count as timeouts. Equivalent: %v (%d idle pages differed).",
+			s.Shops, s.Queries, s.UpdateRate, s.NestedMaxUpdatesPerS, s.DeadlineMs, s.Equivalent, s.Mismatches),
+	})
+	idleTable := bench.CompareLatency("nested", idleN, "split", idleS)
+	loadTable := bench.CompareLatency("nested", loadN, "split", loadS)
+	rep.Add(bench.Section{Title: "Idle", Table: &idleTable, Charts: []bench.Chart{bench.LatencyCDF("Idle search latency", []string{"nested", "split"}, []*bench.LatencyRecorder{idleN, idleS})}})
+	rep.Add(bench.Section{Title: "Under hot-update load", Table: &loadTable, Charts: []bench.Chart{bench.LatencyCDF("Search latency under load", []string{"nested", "split"}, []*bench.LatencyRecorder{loadN, loadS})}})
+	rep.SetSummary(s)
+	return rep.WriteHTML(r.cfg.Bench.ReportDir)
+}
+
+// Word weights of the query mix: common dishes dominate, as in a delivery app.
+var mixWords = []struct {
+	word   string
+	weight int
+}{
+	{"치킨", 20}, {"피자", 15}, {"떡볶이", 10}, {"족발", 6}, {"짜장면", 6}, {"초밥", 5}, {"마라탕", 5}, {"커피", 5},
+	{"양념치킨", 4}, {"페퍼로니피자", 3}, {"김치찌개", 3}, {"돈까스", 3}, {"햄버거", 3}, {"보쌈", 3}, {"치즈", 2},
+	{"떡볶", 2}, {"아메리카노", 2}, {"냉면", 2}, {"삼겹살", 1},
+}
+
+// QueryMix draws n realistic delivery-app searches: every one has a user
+// location, most have text, some filters, mostly relevance order.
+func QueryMix(seed uint64, n int) []query.Request {
+	rng := rand.New(rand.NewPCG(seed, 0x9e3779b9))
+	total := 0
+	for _, w := range mixWords {
+		total += w.weight
+	}
+	centres := [][2]float64{{37.4979, 127.0276}, {37.5563, 126.9236}, {37.5172, 127.0473}, {37.5700, 126.9830},
+		{37.6542, 127.0568}, {37.4837, 126.9300}, {37.5145, 127.1059}, {37.5387, 127.0823}}
+	out := make([]query.Request, n)
+	for i := range out {
+		c := centres[rng.IntN(len(centres))]
+		lat, lon := c[0]+rng.NormFloat64()*0.01, c[1]+rng.NormFloat64()*0.01
+		q := query.Request{Lat: &lat, Lon: &lon, Sort: query.SortRelevance, Page: 1, Size: 20}
+		if rng.IntN(100) < 85 {
+			pick := rng.IntN(total)
+			for _, w := range mixWords {
+				if pick -= w.weight; pick < 0 {
+					q.Q = w.word
+					break
+				}
+			}
+		}
+		q.OpenNow = rng.IntN(100) < 60
+		if rng.IntN(100) < 10 {
+			fee := 1000 * rng.IntN(4)
+			q.MaxDeliveryFee = &fee
+		}
+		if rng.IntN(100) < 10 {
+			m := 4.0 + float64(rng.IntN(6))/10
+			q.MinRating = &m
+		}
+		if rng.IntN(100) < 5 {
+			total := 2000 + 500*rng.IntN(6)
+			q.MaxTotalFee = &total
+		}
+		switch x := rng.IntN(100); {
+		case x < 50:
+		case x < 65:
+			q.Sort = query.SortDistance
+		case x < 80:
+			q.Sort = query.SortDeliveryMinutes
+		case x < 90:
+			q.Sort = query.SortETA
+		case x < 95:
+			q.Sort = query.SortRating
+		default:
+			q.Sort = query.SortDeliveryFee
+		}
+		if rng.IntN(100) < 5 {
+			q.Page = 2 + rng.IntN(4)
+		}
+		out[i] = q
+	}
+	return out
+}
