@@ -1,0 +1,241 @@
+package eventlog
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baedal/baedal/api"
+	"github.com/baedal/baedal/catalog"
+	"github.com/baedal/baedal/internal/stacktest"
+)
+
+func TestMain(m *testing.M) { os.Exit(stacktest.Main(m)) }
+
+func newTestLog(t testing.TB) *Log {
+	t.Helper()
+	st := stacktest.Require(t)
+	rdb := redis.NewClient(&redis.Options{Addr: st.RedisAddr})
+	cfg := Defaults()
+	cfg.Prefix = stacktest.Namespace(t) + ":"
+	cfg.Partitions = 3
+	l, err := New(cfg, rdb, nil, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if keys, err := rdb.Keys(ctx, cfg.Prefix+"*").Result(); err == nil && len(keys) > 0 {
+			rdb.Del(ctx, keys...)
+		}
+		rdb.Close()
+	})
+	return l
+}
+
+func TestAppendPartitionsByShopInOrder(t *testing.T) {
+	l := newTestLog(t)
+	ctx := context.Background()
+	var events []catalog.Event
+	for v := int64(2); v <= 6; v++ {
+		for shop := int64(1); shop <= 4; shop++ {
+			m := int(10 + v)
+			events = append(events, catalog.ShopUpsertEvent(shop, v, &catalog.ShopFields{DeliveryMinutes: &m}))
+		}
+	}
+	ids, err := l.Append(ctx, events)
+	if err != nil || len(ids) != len(events) {
+		t.Fatalf("append: %d ids, %v", len(ids), err)
+	}
+	for p := range 3 {
+		c := l.Consumer("g", p)
+		if err := c.EnsureGroup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.ReadNew(ctx, 100, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := map[int64]int64{}
+		for _, e := range got {
+			if e.Err != nil {
+				t.Fatal(e.Err)
+			}
+			shop := e.Event.AggregateID()
+			if int(shop%3) != p {
+				t.Errorf("shop %d in partition %d", shop, p)
+			}
+			if e.Event.Version <= last[shop] {
+				t.Errorf("shop %d: version %d after %d", shop, e.Event.Version, last[shop])
+			}
+			last[shop] = e.Event.Version
+			if e.AppendedAt.IsZero() {
+				t.Errorf("entry %s has no append time", e.ID)
+			}
+		}
+		for shop, v := range last {
+			if v != 6 {
+				t.Errorf("shop %d: last version %d, want 6", shop, v)
+			}
+		}
+	}
+}
+
+func TestPendingIsRereadWithDeliveryCountsUntilAcked(t *testing.T) {
+	l := newTestLog(t)
+	ctx := context.Background()
+	m := 30
+	if _, err := l.Append(ctx, []catalog.Event{catalog.ShopUpsertEvent(3, 2, &catalog.ShopFields{DeliveryMinutes: &m})}); err != nil {
+		t.Fatal(err)
+	}
+	c := l.Consumer("g", 0)
+	if err := c.EnsureGroup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first, err := c.ReadNew(ctx, 10, 0)
+	if err != nil || len(first) != 1 || first[0].Deliveries != 1 {
+		t.Fatalf("first read: %+v %v", first, err)
+	}
+	// A restarted worker under the same consumer name sees it again.
+	again, err := l.Consumer("g", 0).ReadPending(ctx, 10)
+	if err != nil || len(again) != 1 || again[0].ID != first[0].ID || again[0].Deliveries != 2 {
+		t.Fatalf("re-read: %+v %v", again, err)
+	}
+	if lag, pending, err := c.Lag(ctx); err != nil || lag != 0 || pending != 1 {
+		t.Fatalf("lag %d pending %d err %v, want 0 1", lag, pending, err)
+	}
+	if err := c.DeadLetter(ctx, []DeadLetter{{Entry: again[0], Reason: "test reason"}}); err != nil {
+		t.Fatal(err)
+	}
+	if rest, err := c.ReadPending(ctx, 10); err != nil || len(rest) != 0 {
+		t.Fatalf("pending after dead-letter: %+v %v", rest, err)
+	}
+	letters, err := l.DeadLetters(ctx, 10)
+	if err != nil || len(letters) != 1 || letters[0].Reason != "test reason" || letters[0].Attempts != 2 || letters[0].EntryID != first[0].ID {
+		t.Fatalf("dead letters: %+v %v", letters, err)
+	}
+}
+
+func newTestServer(t testing.TB, l *Log) *api.Server {
+	cfg := api.Defaults()
+	cfg.MaxBodyBytes = 64 << 10
+	s := api.New(cfg, nil, prometheus.NewRegistry())
+	RegisterRoutes(s, l)
+	return s
+}
+
+func post(s *api.Server, body string) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/events", strings.NewReader(body)))
+	return rec
+}
+
+func totalLength(t testing.TB, l *Log) int64 {
+	var n int64
+	for p := range l.cfg.Partitions {
+		k, err := l.Length(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += k
+	}
+	return n
+}
+
+func TestPostEvents(t *testing.T) {
+	l := newTestLog(t)
+	s := newTestServer(t, l)
+	good := `{"type":"shop","id":5,"version":2,"op":"upsert","fields":{"delivery_minutes":35}}`
+	rec := post(s, good+"\n"+`{"type":"shop","id":6,"version":9,"op":"delete"}`)
+	if rec.Code != http.StatusAccepted {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	var resp AppendResponse
+	if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil || resp.Accepted != 2 || len(resp.IDs) != 2 {
+		t.Fatalf("response %s: %v", rec.Body, err)
+	}
+	if n := totalLength(t, l); n != 2 {
+		t.Fatalf("%d entries in the log, want 2", n)
+	}
+
+	cases := []struct {
+		name, body, field string
+		allowed           string
+	}{
+		{"bad enum in the second event", "[" + good + `,{"type":"shoop","id":1,"version":1,"op":"delete"}]`, "[1].type", "shop"},
+		{"bad op", `{"type":"shop","id":1,"version":1,"op":"merge"}`, "[0].op", "upsert"},
+		{"malformed", `{"type":`, "[0]", ""},
+		{"empty", "  ", "body", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := post(s, tc.body)
+			if rec.Code != http.StatusBadRequest || rec.Header().Get("Content-Type") != "application/problem+json" {
+				t.Fatalf("status %d %s: %s", rec.Code, rec.Header().Get("Content-Type"), rec.Body)
+			}
+			var p api.Problem
+			json.Unmarshal(rec.Body.Bytes(), &p)
+			if p.Field != tc.field {
+				t.Errorf("problem field %q, want %q (%s)", p.Field, tc.field, rec.Body)
+			}
+			if tc.allowed != "" && !strings.Contains(strings.Join(p.Allowed, ","), tc.allowed) {
+				t.Errorf("problem allowed %v lacks %q", p.Allowed, tc.allowed)
+			}
+		})
+	}
+	if n := totalLength(t, l); n != 2 {
+		t.Fatalf("%d entries in the log after rejected requests, want still 2", n)
+	}
+	big := post(s, "["+strings.Repeat(good+",", 1000)+good+"]")
+	if big.Code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("oversized body: status %d", big.Code)
+	}
+}
+
+// FuzzPostEvents: whatever the body, the handler answers 202 with one id per
+// event and appends exactly those, or a 4xx problem and appends nothing.
+//
+//	go test ./eventlog -run '^$' -fuzz FuzzPostEvents -fuzztime 30s
+func FuzzPostEvents(f *testing.F) {
+	for _, seed := range []string{
+		`{"type":"shop","id":5,"version":2,"op":"upsert","fields":{"delivery_minutes":35}}`,
+		`[{"type":"menu","id":5001,"shop_id":5,"version":3,"op":"upsert","fields":{"price":12000}}]`,
+		`{"type":"shop","id":6,"version":9,"op":"delete"}` + "\n\n" + `{"type":"shop","id":7,"version":1,"op":"delete"}`,
+		`[{"type":"shop","id":-1,"version":0,"op":"upsert"}]`, `[`, `{}`, `null`, "\x00", `[{"type":"shop","id":1e400}]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	l := newTestLog(f)
+	s := newTestServer(f, l)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		before := totalLength(t, l)
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/events", bytes.NewReader(body)))
+		after := totalLength(t, l)
+		switch {
+		case rec.Code == http.StatusAccepted:
+			var resp AppendResponse
+			if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil || resp.Accepted != len(resp.IDs) || int64(resp.Accepted) != after-before {
+				t.Fatalf("202 body %s (%v) but %d entries appended", rec.Body, err, after-before)
+			}
+		case rec.Code >= 400 && rec.Code < 500:
+			var p api.Problem
+			if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || p.Status != rec.Code || p.Field == "" && rec.Code == http.StatusBadRequest {
+				t.Fatalf("status %d with body %s (%v)", rec.Code, rec.Body, err)
+			}
+			if after != before {
+				t.Fatalf("rejected with %d but %d entries appended", rec.Code, after-before)
+			}
+		default:
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+	})
+}

@@ -1,0 +1,75 @@
+package indexer
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are labelled by layout; several Indexers share them through the
+// registry (registerOrReuse).
+type metrics struct {
+	events       *prometheus.CounterVec
+	docs         *prometheus.CounterVec
+	conflicts    *prometheus.CounterVec
+	retries      *prometheus.CounterVec
+	deadLettered *prometheus.CounterVec
+	bulkSeconds  *prometheus.HistogramVec
+	freshness    *prometheus.HistogramVec
+	lag          *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baedal_indexer_events_total", Help: "Events processed by the indexer (applied, stale or rejected).",
+		}, []string{"layout"}),
+		docs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baedal_indexer_docs_written_total", Help: "Documents written (index or delete actions accepted, version conflicts included).",
+		}, []string{"layout"}),
+		conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baedal_indexer_version_conflicts_total", Help: "Bulk actions answered 409: a newer version was already indexed.",
+		}, []string{"layout"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baedal_indexer_bulk_retries_total", Help: "Bulk requests re-sent for 429/5xx items or transport errors.",
+		}, []string{"layout"}),
+		deadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baedal_indexer_dead_lettered_total", Help: "Events moved to the dead-letter stream.",
+		}, []string{"layout"}),
+		bulkSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "baedal_indexer_bulk_seconds", Help: "Latency of one bulk request.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}, []string{"layout"}),
+		freshness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "baedal_indexer_freshness_seconds", Help: "Time from an event's append to its visibility in search (sampled).",
+			Buckets: prometheus.ExponentialBuckets(0.01, 1.6, 20),
+		}, []string{"layout"}),
+		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "baedal_indexer_consumer_lag", Help: "Entries appended but not yet delivered to the layout's group, per partition.",
+		}, []string{"layout", "partition"}),
+	}
+	if reg != nil {
+		m.events = registerOrReuse(reg, m.events)
+		m.docs = registerOrReuse(reg, m.docs)
+		m.conflicts = registerOrReuse(reg, m.conflicts)
+		m.retries = registerOrReuse(reg, m.retries)
+		m.deadLettered = registerOrReuse(reg, m.deadLettered)
+		m.bulkSeconds = registerOrReuse(reg, m.bulkSeconds)
+		m.freshness = registerOrReuse(reg, m.freshness)
+		m.lag = registerOrReuse(reg, m.lag)
+	}
+	return m
+}
+
+func registerOrReuse[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic(err)
+	}
+	return c
+}

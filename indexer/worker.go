@@ -1,0 +1,333 @@
+package indexer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/baedal/baedal/backend"
+	"github.com/baedal/baedal/catalog"
+	"github.com/baedal/baedal/eventlog"
+	"github.com/baedal/baedal/internal/osapi"
+	"github.com/baedal/baedal/layout"
+)
+
+// Run is the indexer worker of `baedal serve`: for every configured layout it
+// makes sure the indices exist and consumes every owned partition (one
+// goroutine per layout and partition) until ctx is cancelled. It returns nil
+// on cancellation, or the first error that stops a partition.
+func Run(ctx context.Context, cfg Config, clients *backend.Clients, log *slog.Logger, reg prometheus.Registerer) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	evlog, err := eventlog.New(cfg.Log, clients.Redis, log, reg)
+	if err != nil {
+		return err
+	}
+	os := osapi.New(clients.OpenSearch)
+	var workers []*Worker
+	for _, k := range cfg.Layouts {
+		w, err := NewWorker(cfg, k, evlog, os, log, reg)
+		if err != nil {
+			return err
+		}
+		workers = append(workers, w)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(workers))
+	for _, w := range workers {
+		go func() { errs <- w.Run(ctx) }()
+	}
+	var first error
+	for range workers {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			cancel()
+		}
+	}
+	return first
+}
+
+// Worker feeds one layout from the event log: the owned partitions, one
+// goroutine each, all sharing one Indexer (partitions hold disjoint shops).
+type Worker struct {
+	cfg     Config
+	kind    layout.Kind
+	log     *slog.Logger
+	evlog   *eventlog.Log
+	os      *osapi.Client
+	Indexer *Indexer
+	m       *metrics
+	// OnFreshness, if set, also receives every freshness sample (benchmarks).
+	OnFreshness func(time.Duration)
+	// OnBatch, if set, is called after each batch was written and acknowledged.
+	OnBatch func(partition int, st Stats)
+}
+
+// NewWorker returns the worker of one layout. reg may be nil.
+func NewWorker(cfg Config, kind layout.Kind, evlog *eventlog.Log, os *osapi.Client, log *slog.Logger, reg prometheus.Registerer) (*Worker, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ix, err := New(cfg, kind, os, log, reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Worker{cfg: cfg, kind: kind, log: log.With("layout", string(kind)), evlog: evlog, os: os, Indexer: ix, m: ix.m}, nil
+}
+
+// Run ensures the layout's indices and consumes the owned partitions until
+// ctx is cancelled (then it returns nil).
+func (w *Worker) Run(ctx context.Context) error {
+	if err := w.cfg.Layout.EnsureIndices(ctx, w.os, w.kind); err != nil {
+		return err
+	}
+	parts := w.cfg.OwnedPartitions()
+	consumers := make([]*eventlog.Consumer, len(parts))
+	for i, p := range parts {
+		consumers[i] = w.evlog.Consumer(GroupName(w.kind), p)
+		if err := consumers[i].EnsureGroup(ctx); err != nil {
+			return err
+		}
+	}
+	w.log.Info("indexer started", "partitions", parts, "batch_size", w.cfg.BatchSize, "batch_wait", w.cfg.BatchWait)
+	var wg sync.WaitGroup
+	errs := make(chan error, len(consumers)+1)
+	for _, c := range consumers {
+		wg.Go(func() { errs <- w.consume(ctx, c) })
+	}
+	wg.Go(func() { w.sampleLag(ctx, consumers) })
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil && ctx.Err() == nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// consume is the loop of one partition: first its own pending entries (a
+// previous run's unacknowledged batch), then entries idle at other consumer
+// names, then new entries. A batch that fails is kept in memory and tried
+// again after a backoff, so an OpenSearch outage does not count deliveries.
+func (w *Worker) consume(ctx context.Context, c *eventlog.Consumer) error {
+	log := w.log.With("stream", c.Stream())
+	pendingMode := true
+	var lastClaim time.Time
+	var carry []eventlog.Entry
+	failures := 0
+	fresh := &freshnessProbe{w: w}
+	for ctx.Err() == nil {
+		entries := carry
+		var err error
+		if entries == nil && pendingMode {
+			if entries, err = c.ReadPending(ctx, w.cfg.BatchSize); err == nil && len(entries) == 0 {
+				pendingMode = false
+			}
+		}
+		if err == nil && entries == nil && time.Since(lastClaim) > w.cfg.ClaimIdle/2 {
+			lastClaim = time.Now()
+			entries, err = c.Claim(ctx, w.cfg.ClaimIdle, w.cfg.BatchSize)
+			if len(entries) > 0 {
+				log.Info("claimed idle pending entries", "entries", len(entries))
+			}
+		}
+		if err == nil && entries == nil {
+			entries, err = w.readBatch(ctx, c)
+		}
+		if err == nil && len(entries) > 0 {
+			err = w.process(ctx, c, entries, fresh)
+		}
+		if err == nil {
+			carry, failures = nil, 0
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		carry = entries
+		failures++
+		d := backoff(failures, w.cfg.RetryBase, w.cfg.RetryMax)
+		log.Error("batch failed; keeping it and retrying", "entries", len(entries), "failures", failures, "backoff", d, "err", err)
+		if sleepCtx(ctx, d) != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+// readBatch reads up to BatchSize new entries, waiting up to a second for
+// the first and then at most BatchWait for the rest.
+func (w *Worker) readBatch(ctx context.Context, c *eventlog.Consumer) ([]eventlog.Entry, error) {
+	entries, err := c.ReadNew(ctx, w.cfg.BatchSize, time.Second)
+	if err != nil || len(entries) == 0 {
+		return nil, err
+	}
+	deadline := time.Now().Add(w.cfg.BatchWait)
+	for len(entries) < w.cfg.BatchSize {
+		left := time.Until(deadline)
+		if left < time.Millisecond {
+			break
+		}
+		more, err := c.ReadNew(ctx, w.cfg.BatchSize-len(entries), left)
+		if err != nil {
+			return entries, nil // the first part is pending under our name; process it
+		}
+		entries = append(entries, more...)
+	}
+	return entries, nil
+}
+
+// process applies one batch and then acknowledges or dead-letters every
+// entry of it.
+func (w *Worker) process(ctx context.Context, c *eventlog.Consumer, entries []eventlog.Entry, fresh *freshnessProbe) error {
+	var dead []eventlog.DeadLetter
+	events := make([]catalog.Event, 0, len(entries))
+	eventEntry := make([]int, 0, len(entries))
+	for i, e := range entries {
+		switch {
+		case e.Err != nil:
+			dead = append(dead, eventlog.DeadLetter{Entry: e, Reason: "invalid event: " + e.Err.Error()})
+		case e.Deliveries > int64(w.cfg.MaxAttempts):
+			dead = append(dead, eventlog.DeadLetter{Entry: e, Reason: fmt.Sprintf("delivered %d times, more than max-attempts %d", e.Deliveries, w.cfg.MaxAttempts)})
+		default:
+			events = append(events, e.Event)
+			eventEntry = append(eventEntry, i)
+		}
+	}
+	st, err := w.Indexer.Apply(ctx, events)
+	if err != nil {
+		return err
+	}
+	rejected := make(map[int]bool, len(st.Rejected))
+	for _, r := range st.Rejected {
+		i := eventEntry[r.Event]
+		if !rejected[i] {
+			rejected[i] = true
+			dead = append(dead, eventlog.DeadLetter{Entry: entries[i], Reason: r.Reason})
+		}
+	}
+	var ack []string
+	deadIDs := make(map[string]bool, len(dead))
+	for _, d := range dead {
+		deadIDs[d.Entry.ID] = true
+	}
+	for _, e := range entries {
+		if !deadIDs[e.ID] {
+			ack = append(ack, e.ID)
+		}
+	}
+	if err := c.DeadLetter(ctx, dead); err != nil {
+		return err
+	}
+	w.m.deadLettered.WithLabelValues(string(w.kind)).Add(float64(len(dead)))
+	if err := c.Ack(ctx, ack...); err != nil {
+		return err
+	}
+	if w.OnBatch != nil {
+		w.OnBatch(c.Partition(), st)
+	}
+	// Sample the batch's last applied, non-delete event for freshness.
+	for j := len(events) - 1; j >= 0; j-- {
+		e := entries[eventEntry[j]]
+		if !rejected[eventEntry[j]] && e.Event.Op == catalog.OpUpsert && !e.AppendedAt.IsZero() {
+			fresh.start(ctx, e)
+			break
+		}
+	}
+	return nil
+}
+
+// sampleLag sets the lag gauge of every partition every LagEvery.
+func (w *Worker) sampleLag(ctx context.Context, consumers []*eventlog.Consumer) {
+	t := time.NewTicker(w.cfg.LagEvery)
+	defer t.Stop()
+	for {
+		for _, c := range consumers {
+			lag, _, err := c.Lag(ctx)
+			if err == nil {
+				w.m.lag.WithLabelValues(string(w.kind), strconv.Itoa(c.Partition())).Set(float64(lag))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// freshnessProbe measures, for at most one sampled event at a time, the time
+// from its append to its visibility in search: it polls _search on the alias
+// of the document the event touched for the shop id at a version >= the
+// event's until a hit appears.
+type freshnessProbe struct {
+	w       *Worker
+	running atomic.Bool
+}
+
+func (f *freshnessProbe) start(ctx context.Context, e eventlog.Entry) {
+	if !f.running.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer f.running.Store(false)
+		d, err := f.w.WaitVisible(ctx, e.Event, e.AppendedAt)
+		if err != nil {
+			if ctx.Err() == nil {
+				f.w.log.Debug("freshness probe gave up", "shop", e.Event.AggregateID(), "version", e.Event.Version, "err", err)
+			}
+			return
+		}
+		f.w.m.freshness.WithLabelValues(string(f.w.kind)).Observe(d.Seconds())
+		if f.w.OnFreshness != nil {
+			f.w.OnFreshness(d)
+		}
+	}()
+}
+
+// WaitVisible polls search until the event's shop is visible at a version >=
+// the event's in the index the event touched, and returns the time since
+// appendedAt.
+func (w *Worker) WaitVisible(ctx context.Context, ev catalog.Event, appendedAt time.Time) (time.Duration, error) {
+	parts := TouchedParts(w.kind, ev)
+	if len(parts) == 0 {
+		return 0, errors.New("event touches no document")
+	}
+	alias := w.cfg.Layout.Alias(parts[len(parts)-1].Role())
+	body := fmt.Appendf(nil, `{"size":0,"terminate_after":1,"track_total_hits":true,"query":{"bool":{"filter":[{"term":{"id":%d}},{"range":{"version":{"gte":%d}}}]}}}`,
+		ev.AggregateID(), ev.Version)
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.FreshnessTimeout)
+	defer cancel()
+	for {
+		var resp struct {
+			Hits struct {
+				Total struct {
+					Value int `json:"value"`
+				} `json:"total"`
+			} `json:"hits"`
+		}
+		if err := w.os.Do(ctx, http.MethodPost, "/"+alias+"/_search", body, &resp); err != nil {
+			return 0, err
+		}
+		if resp.Hits.Total.Value > 0 {
+			return time.Since(appendedAt), nil
+		}
+		if err := sleepCtx(ctx, w.cfg.FreshnessPoll); err != nil {
+			return 0, err
+		}
+	}
+}
