@@ -1,0 +1,671 @@
+// Package feedbench is the workload of `baedal bench feed` (SPEC §S5, issue
+// 7): the write-up's experiment run against the pull, push and hybrid
+// strategies in one process, interleaved, over real HTTP on loopback.
+//
+//  1. Feed-read latency of users A (follows 10,000 users and the celebrity)
+//     and B (follows user 1 and the celebrity), with 1 client and with 50
+//     concurrent clients, through GET /api/v1/feeds?user-id=N.
+//  2. Consistency: users 1 and N poll their feeds while the celebrity posts
+//     at 1/6 of the duration; a poll is consistent when both feeds agree on
+//     every post accepted (POST returned 201) before the poll started.
+//  3. Fan-out (push): time from POST /api/v1/tweets by the celebrity
+//     (10,002 followers) until its fan-out finished, checked afterwards in
+//     every follower's timeline.
+//
+// Invariant: the three strategies run on identical data (one database each,
+// seeded with the same seed and clock) and take turns round by round, so
+// their ratios survive a noisy machine. Run quick with
+//
+//	baedal bench feed --profile quick
+package feedbench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baedal/baedal/api"
+	"github.com/baedal/baedal/bench"
+	"github.com/baedal/baedal/feed"
+)
+
+// Config is the benchmark's configuration. Zero sizes take the profile's
+// values (see EnsureDefaults).
+type Config struct {
+	Profile bench.Profile
+	// PostgresURL is a URL with the right to create databases; the
+	// benchmark creates <DatabasePrefix>_<strategy> and drops them after.
+	PostgresURL string
+	// RedisAddr is the Redis primary; keys start with KeyPrefix.
+	RedisAddr      string
+	DatabasePrefix string
+	KeyPrefix      string
+	// Users is the experiment's N (ordinary users; default 10,000).
+	Users int
+	// Clients is the concurrency of the second read run (default 50).
+	Clients int
+	// Rounds: each strategy's read time is split into this many turns.
+	Rounds int
+	// ReadDuration is each strategy's total read time per user and
+	// concurrency, over all rounds.
+	ReadDuration time.Duration
+	// ConsistencyDuration is each strategy's consistency run.
+	ConsistencyDuration time.Duration
+	// FanoutRuns is the number of timed celebrity posts under push.
+	FanoutRuns int
+	// ReportDir receives feed.html and feed.json ("" = no report).
+	ReportDir string
+	// Command is written into the report.
+	Command string
+	// Keep leaves the databases and Redis keys in place.
+	Keep bool
+}
+
+// Defaults returns the quick profile against no servers.
+func Defaults() Config {
+	return Config{Profile: bench.ProfileQuick, DatabasePrefix: "baedal_feedbench", KeyPrefix: "feedbench:", ReportDir: "reports"}
+}
+
+// Flags binds the benchmark's own flags (backends come from the caller).
+func (c *Config) Flags(fs *flag.FlagSet) {
+	fs.Var(&c.Profile, "profile", "run size: quick or full")
+	fs.IntVar(&c.Users, "users", c.Users, "experiment size N (0: 10000)")
+	fs.IntVar(&c.Clients, "clients", c.Clients, "concurrent clients of the second read run (0: 50)")
+	fs.StringVar(&c.ReportDir, "report-dir", c.ReportDir, "directory of the HTML report")
+	fs.BoolVar(&c.Keep, "keep", c.Keep, "keep the benchmark databases and Redis keys")
+}
+
+// EnsureDefaults fills zero fields from the profile.
+func (c *Config) EnsureDefaults() {
+	if c.Profile == "" {
+		c.Profile = bench.ProfileQuick
+	}
+	p := c.Profile
+	if c.DatabasePrefix == "" {
+		c.DatabasePrefix = "baedal_feedbench"
+	}
+	if c.KeyPrefix == "" {
+		c.KeyPrefix = "feedbench:"
+	}
+	if c.Users == 0 {
+		c.Users = 10_000
+	}
+	if c.Clients == 0 {
+		c.Clients = 50
+	}
+	if c.Rounds == 0 {
+		c.Rounds = bench.Pick(p, 2, 6)
+	}
+	if c.ReadDuration == 0 {
+		c.ReadDuration = bench.Pick(p, 2*time.Second, 18*time.Second)
+	}
+	if c.ConsistencyDuration == 0 {
+		c.ConsistencyDuration = bench.Pick(p, 6*time.Second, 30*time.Second)
+	}
+	if c.FanoutRuns == 0 {
+		c.FanoutRuns = bench.Pick(p, 3, 10)
+	}
+}
+
+// Validate names the first invalid field.
+func (c *Config) Validate() error {
+	if _, err := bench.ParseProfile(string(c.Profile)); err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	switch {
+	case c.PostgresURL == "":
+		return errors.New("postgres-url: required")
+	case c.RedisAddr == "":
+		return errors.New("redis-addr: required")
+	case c.Users < 10 || c.Users > 1_000_000:
+		return fmt.Errorf("users: got %d, allowed: 10..1000000", c.Users)
+	case c.Clients < 1 || c.Clients > 1000:
+		return fmt.Errorf("clients: got %d, allowed: 1..1000", c.Clients)
+	case c.Rounds < 1 || c.Rounds > 100:
+		return fmt.Errorf("rounds: got %d, allowed: 1..100", c.Rounds)
+	case c.ReadDuration < 10*time.Millisecond || c.ConsistencyDuration < 60*time.Millisecond:
+		return fmt.Errorf("durations: read %s (min 10ms), consistency %s (min 60ms)", c.ReadDuration, c.ConsistencyDuration)
+	case c.FanoutRuns < 1 || c.FanoutRuns > 1000:
+		return fmt.Errorf("fanout runs: got %d, allowed: 1..1000", c.FanoutRuns)
+	}
+	for _, r := range c.DatabasePrefix {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+			return fmt.Errorf("database prefix: got %q, allowed characters: a-z 0-9 _", c.DatabasePrefix)
+		}
+	}
+	return nil
+}
+
+// Summary is the last stdout line of the benchmark.
+type Summary struct {
+	Bench   string `json:"bench"`
+	Profile string `json:"profile"`
+	Users   int    `json:"users"`
+	Clients int    `json:"clients"`
+	// Feed reads of user A with one client, per strategy.
+	ReadP50Ms map[string]float64 `json:"read_p50_ms"`
+	ReadP99Ms map[string]float64 `json:"read_p99_ms"`
+	// The same with Clients concurrent clients.
+	ReadP50MsConcurrent map[string]float64 `json:"read_p50_ms_concurrent"`
+	ReadP99MsConcurrent map[string]float64 `json:"read_p99_ms_concurrent"`
+	ThroughputUserA     map[string]float64 `json:"read_throughput_user_a_concurrent"`
+	// User B, one client.
+	ReadP50MsUserB             map[string]float64 `json:"read_p50_ms_user_b"`
+	ReadP99MsUserB             map[string]float64 `json:"read_p99_ms_user_b"`
+	SpeedupHybridVsPullUserA   float64            `json:"read_speedup_hybrid_vs_pull_user_a"`
+	HybridP99MsUserAConcurrent float64            `json:"hybrid_p99_ms_user_a_concurrent"`
+	ReadErrors                 int64              `json:"read_errors"`
+	// Share of consistent polls per strategy, and the number of polls.
+	Consistency      map[string]float64 `json:"consistency"`
+	ConsistencyPolls map[string]int     `json:"consistency_polls"`
+	// Push fan-out of a post by an author with FanoutFollowers followers.
+	FanoutMs        float64   `json:"fanout_10k_ms"`
+	FanoutRunsMs    []float64 `json:"fanout_runs_ms"`
+	FanoutFollowers int       `json:"fanout_followers"`
+	FanoutVerified  bool      `json:"fanout_verified"`
+	Report          string    `json:"report,omitempty"`
+}
+
+// deployment is one strategy's service, served over loopback HTTP.
+type deployment struct {
+	strategy feed.Strategy
+	svc      *feed.Service
+	db       *pgxpool.Pool
+	dbName   string
+	base     string // http://127.0.0.1:port
+	stop     func()
+}
+
+// Run runs the benchmark, writes progress to progress, the HTML report to
+// cfg.ReportDir and the summary as the last line of out.
+func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, error) {
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
+		return Summary{}, err
+	}
+	if progress == nil {
+		progress = io.Discard
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, DialTimeout: 2 * time.Second,
+		ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, PoolSize: 128})
+	defer rdb.Close()
+
+	seed := feed.SeedConfig{Preset: feed.PresetExperiment, Users: cfg.Users, Seed: 1, Now: time.Now(), Reset: true}
+	var deps []*deployment
+	defer func() {
+		for _, d := range deps {
+			d.close(cfg, rdb)
+		}
+	}()
+	var ids feed.SeedResult
+	for _, st := range feed.Strategies() {
+		d, res, err := startDeployment(ctx, cfg, st, seed, rdb, progress)
+		if d != nil {
+			deps = append(deps, d)
+		}
+		if err != nil {
+			return Summary{}, err
+		}
+		ids = res
+	}
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: 30 * time.Second,
+		DialContext: (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
+	}}
+	defer client.CloseIdleConnections()
+
+	sum := Summary{Bench: "feed", Profile: string(cfg.Profile), Users: cfg.Users, Clients: cfg.Clients}
+	report := bench.NewReport("feed", "Follow feed: pull vs push vs hybrid", cfg.Command)
+
+	// 1. Reads.
+	type readKey struct {
+		strategy feed.Strategy
+		user     string
+		clients  int
+	}
+	reads := map[readKey]*bench.LoadResult{}
+	users := []struct {
+		name string
+		id   int64
+	}{{"A", ids.UserA}, {"B", ids.UserB}}
+	concurrencies := []int{1, cfg.Clients}
+	slice := cfg.ReadDuration / time.Duration(cfg.Rounds)
+	prog := bench.NewProgress(progress, "feed reads", int64(cfg.Rounds*len(deps)))
+	var sides []bench.Side
+	for _, d := range deps {
+		sides = append(sides, bench.Side{Name: string(d.strategy), Run: func(round int) error {
+			for _, u := range users {
+				for _, c := range concurrencies {
+					path := d.base + "/api/v1/feeds?user-id=" + strconv.FormatInt(u.id, 10)
+					res := bench.RunClosedLoop(ctx, c, slice, func(ctx context.Context, _ int) error {
+						return getJSON(ctx, client, path, nil)
+					})
+					k := readKey{d.strategy, u.name, c}
+					if reads[k] == nil {
+						reads[k] = &bench.LoadResult{}
+					}
+					reads[k].Merge(res)
+				}
+			}
+			prog.Add(1)
+			return ctx.Err()
+		}})
+	}
+	if err := bench.Interleave(cfg.Rounds, sides...); err != nil {
+		return sum, err
+	}
+	prog.Done()
+
+	sum.ReadP50Ms, sum.ReadP99Ms = map[string]float64{}, map[string]float64{}
+	sum.ReadP50MsConcurrent, sum.ReadP99MsConcurrent = map[string]float64{}, map[string]float64{}
+	sum.ReadP50MsUserB, sum.ReadP99MsUserB = map[string]float64{}, map[string]float64{}
+	sum.ThroughputUserA = map[string]float64{}
+	readTable := &bench.Table{Header: []string{"strategy · user · clients", "requests", "errors", "req/s", "p50 ms", "p99 ms", "max ms"}}
+	var cdfNames []string
+	var cdfRecs []*bench.LatencyRecorder
+	for _, d := range deps {
+		name := string(d.strategy)
+		for _, u := range users {
+			for _, c := range concurrencies {
+				r := reads[readKey{d.strategy, u.name, c}]
+				s := r.Summary()
+				sum.ReadErrors += r.Errors
+				readTable.Rows = append(readTable.Rows, []string{fmt.Sprintf("%s · %s · %d", name, u.name, c),
+					strconv.FormatInt(s.Ops, 10), strconv.FormatInt(s.Errors, 10), fmt.Sprintf("%.0f", s.ThroughputOps),
+					fmt.Sprintf("%.3f", s.Latency.P50Ms), fmt.Sprintf("%.3f", s.Latency.P99Ms), fmt.Sprintf("%.3f", s.Latency.MaxMs)})
+				switch {
+				case u.name == "A" && c == 1:
+					sum.ReadP50Ms[name], sum.ReadP99Ms[name] = s.Latency.P50Ms, s.Latency.P99Ms
+					cdfNames, cdfRecs = append(cdfNames, name), append(cdfRecs, r.Latency)
+				case u.name == "A":
+					sum.ReadP50MsConcurrent[name], sum.ReadP99MsConcurrent[name] = s.Latency.P50Ms, s.Latency.P99Ms
+					sum.ThroughputUserA[name] = s.ThroughputOps
+				case c == 1:
+					sum.ReadP50MsUserB[name], sum.ReadP99MsUserB[name] = s.Latency.P50Ms, s.Latency.P99Ms
+				}
+			}
+		}
+	}
+	sum.SpeedupHybridVsPullUserA = bench.Ratio(sum.ReadP50Ms["pull"], sum.ReadP50Ms["hybrid"])
+	sum.HybridP99MsUserAConcurrent = sum.ReadP99MsConcurrent["hybrid"]
+	report.Add(bench.Section{
+		Title: "1. Feed reads (GET /api/v1/feeds over loopback HTTP)",
+		Text: fmt.Sprintf("User A follows %d users and the celebrity; user B follows user 1 and the celebrity. "+
+			"Each strategy read for %s per user and concurrency, in %d interleaved rounds. "+
+			"Speedup hybrid vs pull for user A (p50, 1 client): %.1fx.", cfg.Users, cfg.ReadDuration, cfg.Rounds, sum.SpeedupHybridVsPullUserA),
+		Table: readTable,
+		Charts: []bench.Chart{
+			{Title: "User A, 1 client: latency by percentile", Kind: bench.CDFChart, YLabel: "ms", LogY: true, Series: cdfSeries(cdfNames, cdfRecs)},
+			barChart("User A, p50 ms by strategy (1 client and concurrent)", deps, sum.ReadP50Ms, sum.ReadP50MsConcurrent, cfg.Clients),
+		},
+	})
+
+	// 2. Consistency.
+	sum.Consistency, sum.ConsistencyPolls = map[string]float64{}, map[string]int{}
+	consTable := &bench.Table{Header: []string{"strategy", "polls", "consistent", "share"}}
+	var consSides []bench.Side
+	for _, d := range deps {
+		consSides = append(consSides, bench.Side{Name: string(d.strategy), Run: func(int) error {
+			polls, good, err := consistencyRun(ctx, client, d, ids.Celebrity, 1, int64(cfg.Users), cfg.ConsistencyDuration)
+			if err != nil {
+				return err
+			}
+			share := 0.0
+			if polls > 0 {
+				share = float64(good) / float64(polls)
+			}
+			sum.Consistency[string(d.strategy)] = round4(share)
+			sum.ConsistencyPolls[string(d.strategy)] = polls
+			consTable.Rows = append(consTable.Rows, []string{string(d.strategy), strconv.Itoa(polls), strconv.Itoa(good), fmt.Sprintf("%.4f", share)})
+			fmt.Fprintf(progress, "consistency %s: %d/%d polls\n", d.strategy, good, polls)
+			return nil
+		}})
+	}
+	if err := bench.Interleave(1, consSides...); err != nil {
+		return sum, err
+	}
+	report.Add(bench.Section{
+		Title: "2. Consistency while the celebrity posts",
+		Text: fmt.Sprintf("Users 1 and %d (both follow only the celebrity) poll GET /v1/users/{id}/feed concurrently for %s; the celebrity posts at 1/6 of it. "+
+			"A poll is consistent when both feeds agree on every post whose POST had returned before the poll started. The write-up saw push 71.67%%, pull and hybrid 100%%.",
+			cfg.Users, cfg.ConsistencyDuration),
+		Table: consTable,
+	})
+
+	// 3. Fan-out under push.
+	var push *deployment
+	for _, d := range deps {
+		if d.strategy == feed.StrategyPush {
+			push = d
+		}
+	}
+	runs, verified, followers, err := fanoutRuns(ctx, client, push, ids.Celebrity, cfg.FanoutRuns, rdb, cfg)
+	if err != nil {
+		return sum, err
+	}
+	sum.FanoutRunsMs, sum.FanoutVerified, sum.FanoutFollowers = runs, verified, followers
+	sorted := slices.Clone(runs)
+	slices.Sort(sorted)
+	sum.FanoutMs = sorted[len(sorted)/2]
+	report.Add(bench.Section{
+		Title: "3. Push fan-out of one post to every follower",
+		Text: fmt.Sprintf("The celebrity (%d followers) posts through POST /api/v1/tweets; the time runs until its fan-out job finished (outbox row gone), "+
+			"and afterwards every follower's timeline was checked (verified: %v). Median of %d runs: %.1f ms.", followers, verified, len(runs), sum.FanoutMs),
+		Charts: []bench.Chart{{Title: "Fan-out time per run", Kind: bench.BarChart, YLabel: "ms",
+			Series: []bench.Series{{Name: "push", Y: runs, Labels: runLabels(len(runs))}}}},
+	})
+
+	report.Add(bench.Section{Title: "Targets", Table: &bench.Table{
+		Header: []string{"target", "value", "met"},
+		Rows: [][]string{
+			{"hybrid consistency = 1.0", fmt.Sprintf("%.4f", sum.Consistency["hybrid"]), yes(sum.Consistency["hybrid"] == 1)},
+			{"read speedup hybrid vs pull, user A ≥ 10", fmt.Sprintf("%.1f", sum.SpeedupHybridVsPullUserA), yes(sum.SpeedupHybridVsPullUserA >= 10)},
+			{fmt.Sprintf("hybrid p99 user A, %d clients ≤ 5 ms", cfg.Clients), fmt.Sprintf("%.3f", sum.HybridP99MsUserAConcurrent), yes(sum.HybridP99MsUserAConcurrent <= 5)},
+			{"fanout_10k_ms ≤ 200", fmt.Sprintf("%.1f", sum.FanoutMs), yes(sum.FanoutMs <= 200)},
+		},
+	}})
+	if cfg.ReportDir != "" {
+		report.SetSummary(sum)
+		path, err := report.WriteHTML(cfg.ReportDir)
+		if err != nil {
+			return sum, err
+		}
+		sum.Report = path
+	}
+	return sum, bench.PrintSummary(out, sum)
+}
+
+func startDeployment(ctx context.Context, cfg Config, st feed.Strategy, seed feed.SeedConfig, rdb *redis.Client, progress io.Writer) (*deployment, feed.SeedResult, error) {
+	d := &deployment{strategy: st, dbName: cfg.DatabasePrefix + "_" + string(st)}
+	admin, err := pgx.Connect(ctx, cfg.PostgresURL)
+	if err != nil {
+		return nil, feed.SeedResult{}, fmt.Errorf("feedbench: connect to postgres: %w", err)
+	}
+	_, err = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+d.dbName+" WITH (FORCE)")
+	if err == nil {
+		_, err = admin.Exec(ctx, "CREATE DATABASE "+d.dbName)
+	}
+	admin.Close(ctx)
+	if err != nil {
+		return nil, feed.SeedResult{}, fmt.Errorf("feedbench: create database %s: %w", d.dbName, err)
+	}
+	u, err := url.Parse(cfg.PostgresURL)
+	if err != nil {
+		return d, feed.SeedResult{}, fmt.Errorf("feedbench: postgres url does not parse")
+	}
+	u.Path = "/" + d.dbName
+	pcfg, err := pgxpool.ParseConfig(u.String())
+	if err != nil {
+		return d, feed.SeedResult{}, fmt.Errorf("feedbench: postgres url does not parse")
+	}
+	pcfg.MaxConns = 16
+	if d.db, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
+		return d, feed.SeedResult{}, fmt.Errorf("feedbench: open %s: %w", d.dbName, err)
+	}
+	fcfg := feed.Defaults()
+	fcfg.Strategy = st
+	fcfg.KeyPrefix = cfg.KeyPrefix + string(st) + ":"
+	if d.svc, err = feed.NewService(fcfg, d.db, rdb, nil, prometheus.NewRegistry()); err != nil {
+		return d, feed.SeedResult{}, err
+	}
+	res, err := feed.SeedAndRebuild(ctx, d.svc, seed, progress)
+	if err != nil {
+		return d, res, err
+	}
+	wctx, cancelWorkers := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { d.svc.RunWorkers(wctx) })
+
+	acfg := api.Defaults()
+	acfg.Addr = "127.0.0.1:0"
+	srv := api.New(acfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	feed.RegisterRoutes(srv, d.svc)
+	sctx, cancelServer := context.WithCancel(context.WithoutCancel(ctx))
+	ready := make(chan string, 1)
+	errc := make(chan error, 1)
+	wg.Go(func() { errc <- srv.Run(sctx, func(addr string) { ready <- addr }) })
+	d.stop = func() { cancelServer(); cancelWorkers(); wg.Wait() }
+	select {
+	case addr := <-ready:
+		d.base = "http://" + addr
+	case err := <-errc:
+		return d, res, fmt.Errorf("feedbench: serve %s: %w", st, err)
+	}
+	return d, res, nil
+}
+
+func (d *deployment) close(cfg Config, rdb *redis.Client) {
+	if d.stop != nil {
+		d.stop()
+	}
+	ctx := context.Background()
+	if d.svc != nil && !cfg.Keep {
+		d.svc.DeleteRedisState(ctx)
+	}
+	if d.db != nil {
+		d.db.Close()
+	}
+	if !cfg.Keep {
+		if admin, err := pgx.Connect(ctx, cfg.PostgresURL); err == nil {
+			admin.Exec(ctx, "DROP DATABASE IF EXISTS "+d.dbName+" WITH (FORCE)")
+			admin.Close(ctx)
+		}
+	}
+}
+
+// getJSON GETs url and decodes the body into v (nil: read and discard).
+func getJSON(ctx context.Context, client *http.Client, url string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %d %.200s", url, resp.StatusCode, body)
+	}
+	if v == nil {
+		return nil
+	}
+	return json.Unmarshal(body, v)
+}
+
+func postTweet(ctx context.Context, client *http.Client, base string, sender int64, text string) (int64, error) {
+	body, _ := json.Marshal(feed.CompatTweetRequest{SenderID: sender, Text: text})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/tweets", bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var p feed.Post
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusCreated {
+		return 0, fmt.Errorf("POST /api/v1/tweets: %d %.200s", resp.StatusCode, raw)
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return 0, err
+	}
+	return p.ID, nil
+}
+
+// consistencyRun polls the feeds of users u1 and u2 concurrently until d
+// passed; the celebrity posts at d/6. It returns polls and consistent polls.
+func consistencyRun(ctx context.Context, client *http.Client, d *deployment, celebrity, u1, u2 int64, dur time.Duration) (int, int, error) {
+	var accepted atomic.Int64 // newest post id whose POST returned
+	postErr := make(chan error, 1)
+	go func() {
+		time.Sleep(dur / 6)
+		id, err := postTweet(ctx, client, d.base, celebrity, "celebrity post at "+time.Now().Format(time.RFC3339Nano))
+		if err == nil {
+			accepted.Store(id)
+		}
+		postErr <- err
+	}()
+	// Seeded posts are all accepted: any id up to now counts.
+	seededCutoff := feed.PostIDAt(time.Now(), 0)
+	deadline := time.Now().Add(dur)
+	polls, good := 0, 0
+	for time.Now().Before(deadline) {
+		cutoff := max(seededCutoff, accepted.Load())
+		var p1, p2 feed.Page
+		var e1, e2 error
+		var wg sync.WaitGroup
+		wg.Go(func() { e1 = getJSON(ctx, client, fmt.Sprintf("%s/v1/users/%d/feed?limit=20", d.base, u1), &p1) })
+		wg.Go(func() { e2 = getJSON(ctx, client, fmt.Sprintf("%s/v1/users/%d/feed?limit=20", d.base, u2), &p2) })
+		wg.Wait()
+		if err := errors.Join(e1, e2); err != nil {
+			return polls, good, err
+		}
+		polls++
+		if sameAcceptedFeed(p1.Posts, p2.Posts, cutoff) {
+			good++
+		}
+	}
+	if err := <-postErr; err != nil {
+		return polls, good, err
+	}
+	return polls, good, nil
+}
+
+// sameAcceptedFeed compares two feeds on the posts with id <= cutoff (posts
+// newer than the poll's start may legitimately be seen by one reader only),
+// over the length both pages cover.
+func sameAcceptedFeed(a, b []feed.Post, cutoff int64) bool {
+	filter := func(ps []feed.Post) []int64 {
+		var ids []int64
+		for _, p := range ps {
+			if p.ID <= cutoff {
+				ids = append(ids, p.ID)
+			}
+		}
+		return ids
+	}
+	x, y := filter(a), filter(b)
+	n := min(len(x), len(y))
+	if n == 0 && len(x) != len(y) {
+		return false
+	}
+	return slices.Equal(x[:n], y[:n])
+}
+
+// fanoutRuns posts as the celebrity under push and times each fan-out.
+func fanoutRuns(ctx context.Context, client *http.Client, d *deployment, celebrity int64, n int, rdb *redis.Client, cfg Config) ([]float64, bool, int, error) {
+	var runs []float64
+	var last int64
+	for i := range n {
+		start := time.Now()
+		id, err := postTweet(ctx, client, d.base, celebrity, fmt.Sprintf("fan-out run %d", i))
+		if err != nil {
+			return nil, false, 0, err
+		}
+		for {
+			done, err := d.svc.FanoutDone(ctx, id)
+			if err != nil {
+				return nil, false, 0, err
+			}
+			if done {
+				break
+			}
+			if time.Since(start) > time.Minute {
+				return nil, false, 0, fmt.Errorf("feedbench: fan-out of post %d not done after a minute", id)
+			}
+			time.Sleep(500 * time.Microsecond)
+		}
+		runs = append(runs, bench.Ms(time.Since(start)))
+		last = id
+	}
+	// Verify: every follower's timeline has the last post.
+	rows, err := d.db.Query(ctx, `SELECT follower_id FROM feed_follows WHERE followee_id = $1`, celebrity)
+	if err != nil {
+		return nil, false, 0, err
+	}
+	followers, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, false, 0, err
+	}
+	pipe := rdb.Pipeline()
+	member := strconv.FormatInt(last, 10)
+	cmds := make([]*redis.FloatCmd, len(followers))
+	for i, f := range followers {
+		cmds[i] = pipe.ZScore(ctx, cfg.KeyPrefix+string(feed.StrategyPush)+":tl:"+strconv.FormatInt(f, 10), member)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, false, 0, err
+	}
+	verified := true
+	for _, c := range cmds {
+		if c.Err() != nil {
+			verified = false
+		}
+	}
+	return runs, verified, len(followers), nil
+}
+
+func cdfSeries(names []string, recs []*bench.LatencyRecorder) []bench.Series {
+	out := make([]bench.Series, len(names))
+	for i := range names {
+		out[i] = bench.Series{Name: names[i], Latency: recs[i]}
+	}
+	return out
+}
+
+func barChart(title string, deps []*deployment, one, many map[string]float64, clients int) bench.Chart {
+	var labels []string
+	var y1, yN []float64
+	for _, d := range deps {
+		labels = append(labels, string(d.strategy))
+		y1 = append(y1, one[string(d.strategy)])
+		yN = append(yN, many[string(d.strategy)])
+	}
+	return bench.Chart{Title: title, Kind: bench.BarChart, YLabel: "ms", LogY: true, Series: []bench.Series{
+		{Name: "1 client", Y: y1, Labels: labels},
+		{Name: fmt.Sprintf("%d clients", clients), Y: yN, Labels: labels},
+	}}
+}
+
+func runLabels(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = "run " + strconv.Itoa(i+1)
+	}
+	return out
+}
+
+func yes(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "no"
+}
+
+func round4(v float64) float64 { return float64(int64(v*10000+0.5)) / 10000 }

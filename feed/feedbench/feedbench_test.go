@@ -1,0 +1,81 @@
+package feedbench
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/baedal/baedal/bench"
+	"github.com/baedal/baedal/internal/stacktest"
+)
+
+func TestMain(m *testing.M) { os.Exit(stacktest.Main(m)) }
+
+// TestSmoke runs the whole benchmark at a tiny size against the real stack
+// and checks the summary line has every key the issue asks for.
+func TestSmoke(t *testing.T) {
+	st := stacktest.Require(t)
+	ns := stacktest.Namespace(t)
+	cfg := Config{
+		Profile: bench.ProfileQuick, PostgresURL: st.PostgresURL, RedisAddr: st.RedisAddr,
+		DatabasePrefix: ns, KeyPrefix: ns + ":", Users: 50, Clients: 4, Rounds: 2,
+		ReadDuration: 100 * time.Millisecond, ConsistencyDuration: 300 * time.Millisecond, FanoutRuns: 1,
+		ReportDir: t.TempDir(), Command: "go test ./feed/feedbench -run TestSmoke",
+	}
+	var out, progress bytes.Buffer
+	sum, err := Run(context.Background(), cfg, &out, &progress)
+	if err != nil {
+		t.Fatalf("Run: %v\nprogress:\n%s", err, progress.String())
+	}
+	parsed, err := bench.ParseSummary(out.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missing := bench.MissingKeys(parsed, "bench", "read_p50_ms.pull", "read_p50_ms.push", "read_p50_ms.hybrid",
+		"read_p99_ms.pull", "read_p99_ms.push", "read_p99_ms.hybrid", "read_speedup_hybrid_vs_pull_user_a",
+		"consistency.pull", "consistency.push", "consistency.hybrid", "fanout_10k_ms", "hybrid_p99_ms_user_a_concurrent"); len(missing) > 0 {
+		t.Fatalf("summary lacks %v: %s", missing, out.String())
+	}
+	if parsed["bench"] != "feed" {
+		t.Errorf("bench = %v, want feed", parsed["bench"])
+	}
+	if sum.ReadErrors != 0 {
+		t.Errorf("%d read requests failed", sum.ReadErrors)
+	}
+	if !sum.FanoutVerified || sum.FanoutFollowers != 52 {
+		t.Errorf("fan-out verified %v to %d followers, want true and 52 (users 1..50, A and B)", sum.FanoutVerified, sum.FanoutFollowers)
+	}
+	for s, v := range sum.Consistency {
+		if v < 0 || v > 1 || sum.ConsistencyPolls[s] == 0 {
+			t.Errorf("consistency %s = %v over %d polls", s, v, sum.ConsistencyPolls[s])
+		}
+	}
+	if _, err := os.Stat(sum.Report); err != nil {
+		t.Errorf("report %q: %v", sum.Report, err)
+	}
+}
+
+// TestProfile runs a real profile when FEEDBENCH_PROFILE is set (quick or
+// full), until `baedal bench feed` is wired:
+//
+//	FEEDBENCH_PROFILE=quick FEEDBENCH_REPORT_DIR=/tmp/reports go test ./feed/feedbench -run TestProfile -v -timeout 20m
+func TestProfile(t *testing.T) {
+	name := os.Getenv("FEEDBENCH_PROFILE")
+	if name == "" {
+		t.Skip("set FEEDBENCH_PROFILE=quick|full to run the benchmark")
+	}
+	profile, err := bench.ParseProfile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := stacktest.Require(t)
+	cfg := Defaults()
+	cfg.Profile, cfg.PostgresURL, cfg.RedisAddr = profile, st.PostgresURL, st.RedisAddr
+	cfg.ReportDir = os.Getenv("FEEDBENCH_REPORT_DIR")
+	cfg.Command = "FEEDBENCH_PROFILE=" + name + " go test ./feed/feedbench -run TestProfile -v"
+	if _, err := Run(context.Background(), cfg, os.Stdout, os.Stderr); err != nil {
+		t.Fatal(err)
+	}
+}

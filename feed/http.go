@@ -1,0 +1,321 @@
+package feed
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strconv"
+	"time"
+
+	"github.com/baedal/baedal/api"
+)
+
+// maxRequestBytes caps a feed request body below the server-wide limit.
+const maxRequestBytes = 64 << 10
+
+// RegisterRoutes adds the feed API to s:
+//
+//	POST   /v1/users                         {username, profilePic} → 201 User
+//	GET    /v1/users/{id}                    → User
+//	PUT    /v1/users/{id}/follows/{target}   → 204
+//	DELETE /v1/users/{id}/follows/{target}   → 204
+//	POST   /v1/posts                         {authorId, text} → 201 Post
+//	GET    /v1/posts/{id}                    → Post
+//	GET    /v1/users/{id}/feed?limit=&before= → Page
+//
+// and the compatibility routes of the write-up's load scripts:
+//
+//	GET  /api/v1/feeds?user-id=N   → [{username, profilePic, text, timestamp}] newest first
+//	POST /api/v1/tweets            {senderId, text} → 201, Location: /v1/posts/{id}
+func RegisterRoutes(s *api.Server, svc *Service) {
+	h := handlers{svc}
+	s.Handle("POST /v1/users", h.createUser)
+	s.Handle("GET /v1/users/{id}", h.getUser)
+	s.Handle("PUT /v1/users/{id}/follows/{target}", h.follow)
+	s.Handle("DELETE /v1/users/{id}/follows/{target}", h.unfollow)
+	s.Handle("POST /v1/posts", h.createPost)
+	s.Handle("GET /v1/posts/{id}", h.getPost)
+	s.Handle("GET /v1/users/{id}/feed", h.feed)
+	s.Handle("GET /api/v1/feeds", h.compatFeed)
+	s.Handle("POST /api/v1/tweets", h.compatTweet)
+}
+
+type handlers struct{ svc *Service }
+
+// CreateUserRequest is the body of POST /v1/users.
+type CreateUserRequest struct {
+	Username   string `json:"username"`
+	ProfilePic string `json:"profilePic"`
+}
+
+// CreatePostRequest is the body of POST /v1/posts.
+type CreatePostRequest struct {
+	AuthorID int64  `json:"authorId"`
+	Text     string `json:"text"`
+}
+
+// CompatTweetRequest is the body of POST /api/v1/tweets.
+type CompatTweetRequest struct {
+	SenderID int64  `json:"senderId"`
+	Text     string `json:"text"`
+}
+
+// CompatFeedItem is one element of GET /api/v1/feeds.
+type CompatFeedItem struct {
+	Username   string    `json:"username"`
+	ProfilePic string    `json:"profilePic"`
+	Text       string    `json:"text"`
+	Timestamp  time.Time `json:"timestamp"`
+}
+
+func (h handlers) createUser(w http.ResponseWriter, r *http.Request) error {
+	var req CreateUserRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	u, err := h.svc.CreateUser(r.Context(), req.Username, req.ProfilePic)
+	if err != nil {
+		return problemFor(err)
+	}
+	w.Header().Set("Location", "/v1/users/"+strconv.FormatInt(u.ID, 10))
+	api.WriteJSON(w, http.StatusCreated, u)
+	return nil
+}
+
+func (h handlers) getUser(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	u, err := h.svc.GetUser(r.Context(), id)
+	if err != nil {
+		return problemFor(err, "id")
+	}
+	api.WriteJSON(w, http.StatusOK, u)
+	return nil
+}
+
+func (h handlers) follow(w http.ResponseWriter, r *http.Request) error {
+	return h.followEdge(w, r, h.svc.Follow)
+}
+
+func (h handlers) unfollow(w http.ResponseWriter, r *http.Request) error {
+	return h.followEdge(w, r, h.svc.Unfollow)
+}
+
+func (h handlers) followEdge(w http.ResponseWriter, r *http.Request, op func(ctx context.Context, follower, followee int64) error) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	target, err := pathID(r, "target")
+	if err != nil {
+		return err
+	}
+	if err := op(r.Context(), id, target); err != nil {
+		var unknown *UnknownUserError
+		if errors.As(err, &unknown) && unknown.ID == target {
+			return problemFor(err, "target")
+		}
+		return problemFor(err, "id")
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h handlers) createPost(w http.ResponseWriter, r *http.Request) error {
+	var req CreatePostRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	if req.AuthorID <= 0 {
+		return api.BadRequest("authorId", "must be a user id > 0")
+	}
+	p, err := h.svc.CreatePost(r.Context(), req.AuthorID, req.Text)
+	if err != nil {
+		return problemFor(err, "authorId")
+	}
+	w.Header().Set("Location", "/v1/posts/"+strconv.FormatInt(p.ID, 10))
+	api.WriteJSON(w, http.StatusCreated, p)
+	return nil
+}
+
+func (h handlers) getPost(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	p, err := h.svc.GetPost(r.Context(), id)
+	if err != nil {
+		return problemFor(err)
+	}
+	api.WriteJSON(w, http.StatusOK, p)
+	return nil
+}
+
+func (h handlers) feed(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	limit, err := queryInt(q.Get("limit"), "limit", 1, int64(h.svc.cfg.MaxPageSize))
+	if err != nil {
+		return err
+	}
+	before, err := queryInt(q.Get("before"), "before", 1, MaxPostID)
+	if err != nil {
+		return err
+	}
+	page, err := h.svc.Feed(r.Context(), id, before, int(limit))
+	if err != nil {
+		return problemFor(err, "id")
+	}
+	if page.Posts == nil {
+		page.Posts = []Post{}
+	}
+	api.WriteJSON(w, http.StatusOK, page)
+	return nil
+}
+
+func (h handlers) compatFeed(w http.ResponseWriter, r *http.Request) error {
+	raw := r.URL.Query().Get("user-id")
+	if raw == "" {
+		return api.BadRequest("user-id", "is required: a user id > 0")
+	}
+	id, err := queryInt(raw, "user-id", 1, 1<<62)
+	if err != nil {
+		return err
+	}
+	page, err := h.svc.Feed(r.Context(), id, 0, 0)
+	if err != nil {
+		return problemFor(err, "user-id")
+	}
+	items := make([]CompatFeedItem, len(page.Posts))
+	for i, p := range page.Posts {
+		items[i] = CompatFeedItem{Username: p.Username, ProfilePic: p.ProfilePic, Text: p.Text, Timestamp: p.CreatedAt}
+	}
+	api.WriteJSON(w, http.StatusOK, items)
+	return nil
+}
+
+func (h handlers) compatTweet(w http.ResponseWriter, r *http.Request) error {
+	var req CompatTweetRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	if req.SenderID <= 0 {
+		return api.BadRequest("senderId", "must be a user id > 0")
+	}
+	p, err := h.svc.CreatePost(r.Context(), req.SenderID, req.Text)
+	if err != nil {
+		return problemFor(err, "senderId")
+	}
+	w.Header().Set("Location", "/v1/posts/"+strconv.FormatInt(p.ID, 10))
+	api.WriteJSON(w, http.StatusCreated, p)
+	return nil
+}
+
+// decodeJSON reads one JSON object into v. Malformed JSON, a wrong type,
+// trailing data or a body over maxRequestBytes is a 4xx problem naming the
+// field where it can.
+func decodeJSON(r *http.Request, v any) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+	if err != nil {
+		return err // a *http.MaxBytesError becomes a 413
+	}
+	if len(body) > maxRequestBytes {
+		return api.NewProblem(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", maxRequestBytes))
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) && typeErr.Field != "" {
+			return api.BadRequest(typeErr.Field, fmt.Sprintf("must be a JSON %s, got %s", jsonKind(typeErr.Type.Kind()), typeErr.Value))
+		}
+		return api.BadRequest("body", "must be one JSON object: "+err.Error())
+	}
+	if dec.More() {
+		return api.BadRequest("body", "must be one JSON object, got trailing data")
+	}
+	return nil
+}
+
+// jsonKind names a Go kind the way a JSON client knows it.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "integer number"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Map, reflect.Struct:
+		return "object"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	}
+	return k.String()
+}
+
+func pathID(r *http.Request, name string) (int64, error) {
+	raw := r.PathValue(name)
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, api.BadRequest(name, fmt.Sprintf("must be a user id > 0, got %q", truncate(raw, 40)))
+	}
+	return id, nil
+}
+
+// queryInt parses an optional integer parameter in [lo, hi]; "" is 0.
+func queryInt(raw, name string, lo, hi int64) (int64, error) {
+	if raw == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, api.BadRequest(name, fmt.Sprintf("must be an integer in %d..%d, got %q", lo, hi, truncate(raw, 40)))
+	}
+	return n, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// problemFor maps the service's errors to problem bodies. userField, if
+// given, names the request field that carried a user id (default "id").
+func problemFor(err error, userField ...string) error {
+	var inv *InvalidError
+	var unknown *UnknownUserError
+	switch {
+	case errors.As(err, &inv):
+		return api.BadRequest(inv.Field, inv.Detail, inv.Allowed...)
+	case errors.As(err, &unknown):
+		p := api.NewProblem(http.StatusNotFound, unknown.Error())
+		if len(userField) > 0 {
+			p.Field = userField[0]
+		}
+		return p
+	case errors.Is(err, ErrSelfFollow):
+		return api.BadRequest("target", "must differ from id: a user cannot follow themselves")
+	case errors.Is(err, ErrUsernameTaken):
+		p := api.NewProblem(http.StatusConflict, err.Error())
+		p.Field = "username"
+		return p
+	case errors.Is(err, ErrUnknownPost):
+		p := api.NewProblem(http.StatusNotFound, err.Error())
+		p.Field = "id"
+		return p
+	}
+	return err
+}

@@ -1,0 +1,233 @@
+package feed
+
+import (
+	"container/heap"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Page is one page of a feed, newest first. NextBefore, when not zero, is
+// the cursor of the next (older) page.
+type Page struct {
+	Posts      []Post `json:"posts"`
+	NextBefore int64  `json:"nextBefore,omitempty"`
+}
+
+// pullChunk bounds the commands of one pull pipeline.
+const pullChunk = 2000
+
+// Feed returns up to limit posts of the user's feed older than the post id
+// before (0: from the newest), assembled by the configured strategy.
+func (s *Service) Feed(ctx context.Context, user, before int64, limit int) (Page, error) {
+	start := time.Now()
+	if limit <= 0 {
+		limit = s.cfg.DefaultPageSize
+	}
+	if limit > s.cfg.MaxPageSize {
+		return Page{}, &InvalidError{Field: "limit", Detail: fmt.Sprintf("must be 1..%d, got %d", s.cfg.MaxPageSize, limit)}
+	}
+	if before < 0 {
+		return Page{}, invalid("before", "must be a post id > 0, got %d", before)
+	}
+	ids, err := s.feedIDs(ctx, user, before, limit)
+	if err != nil {
+		return Page{}, err
+	}
+	posts, err := s.hydrate(ctx, ids)
+	if err != nil {
+		return Page{}, err
+	}
+	if len(posts) == 0 {
+		// An empty feed is the only case that needs to know whether the user
+		// exists; a non-empty one proves it.
+		if err := requireUsers(ctx, s.db, user); err != nil {
+			return Page{}, err
+		}
+	}
+	page := Page{Posts: posts}
+	if len(ids) == limit {
+		page.NextBefore = ids[len(ids)-1]
+	}
+	s.metrics.readDuration.Observe(time.Since(start).Seconds())
+	return page, nil
+}
+
+// feedIDs returns the newest post ids of the user's feed, below before.
+func (s *Service) feedIDs(ctx context.Context, user, before int64, limit int) ([]int64, error) {
+	rc := s.read()
+	rng := &redis.ZRangeBy{Min: "-inf", Max: "+inf", Count: int64(limit)}
+	if before > 0 {
+		rng.Max = "(" + strconv.FormatInt(before, 10)
+	}
+	switch s.cfg.Strategy {
+	case StrategyPush:
+		members, err := rc.ZRevRangeByScore(ctx, s.keys.timeline(user), rng).Result()
+		if err != nil {
+			return nil, fmt.Errorf("feed: read timeline of %d: %w", user, err)
+		}
+		return parseIDs(members)
+
+	case StrategyHybrid:
+		pipe := rc.Pipeline()
+		timeline := pipe.ZRevRangeByScore(ctx, s.keys.timeline(user), rng)
+		celebs := pipe.SInter(ctx, s.keys.celebrities(), s.keys.followees(user))
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, fmt.Errorf("feed: read timeline of %d: %w", user, err)
+		}
+		own, err := parseIDs(timeline.Val())
+		if err != nil {
+			return nil, err
+		}
+		if len(celebs.Val()) == 0 {
+			return own, nil
+		}
+		pulled, err := s.readAuthors(ctx, rc, celebs.Val(), rng)
+		if err != nil {
+			return nil, err
+		}
+		return mergeNewest(append(pulled, own), limit), nil
+
+	default: // pull
+		followees, err := rc.SMembers(ctx, s.keys.followees(user)).Result()
+		if err != nil {
+			return nil, fmt.Errorf("feed: read followees of %d: %w", user, err)
+		}
+		lists, err := s.readAuthors(ctx, rc, followees, rng)
+		if err != nil {
+			return nil, err
+		}
+		return mergeNewest(lists, limit), nil
+	}
+}
+
+// readAuthors reads each author's recent post ids in the range, pipelined.
+func (s *Service) readAuthors(ctx context.Context, rc redis.Cmdable, authors []string, rng *redis.ZRangeBy) ([][]int64, error) {
+	lists := make([][]int64, 0, len(authors))
+	for len(authors) > 0 {
+		chunk := authors[:min(len(authors), pullChunk)]
+		authors = authors[len(chunk):]
+		pipe := rc.Pipeline()
+		cmds := make([]*redis.StringSliceCmd, len(chunk))
+		for i, a := range chunk {
+			cmds[i] = pipe.ZRevRangeByScore(ctx, s.cfg.KeyPrefix+"au:"+a, rng)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, fmt.Errorf("feed: read recent posts of %d authors: %w", len(chunk), err)
+		}
+		for _, c := range cmds {
+			ids, err := parseIDs(c.Val())
+			if err != nil {
+				return nil, err
+			}
+			if len(ids) > 0 {
+				lists = append(lists, ids)
+			}
+		}
+	}
+	return lists, nil
+}
+
+// hydrate turns ids into posts: payloads from Redis, any missing ones from
+// PostgreSQL. Ids without a post anywhere are left out.
+func (s *Service) hydrate(ctx context.Context, ids []int64) ([]Post, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = s.keys.post(id)
+	}
+	vals, err := s.read().MGet(ctx, keys...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("feed: read %d post payloads: %w", len(ids), err)
+	}
+	posts := make([]Post, len(ids))
+	found := make([]bool, len(ids))
+	var missing []int64
+	for i, v := range vals {
+		str, ok := v.(string)
+		if ok && json.Unmarshal([]byte(str), &posts[i]) == nil && posts[i].ID == ids[i] {
+			found[i] = true
+			continue
+		}
+		missing = append(missing, ids[i])
+	}
+	if len(missing) > 0 {
+		loaded, err := s.loadPosts(ctx, missing)
+		if err != nil {
+			return nil, err
+		}
+		byID := make(map[int64]Post, len(loaded))
+		for _, p := range loaded {
+			byID[p.ID] = p
+		}
+		for i, id := range ids {
+			if p, ok := byID[id]; ok && !found[i] {
+				posts[i], found[i] = p, true
+			}
+		}
+	}
+	out := posts[:0]
+	for i := range posts {
+		if found[i] {
+			out = append(out, posts[i])
+		}
+	}
+	return out, nil
+}
+
+func parseIDs(members []string) ([]int64, error) {
+	ids := make([]int64, len(members))
+	for i, m := range members {
+		id, err := strconv.ParseInt(m, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("feed: timeline member %q is not a post id: %w", m, err)
+		}
+		ids[i] = id
+	}
+	return ids, nil
+}
+
+// mergeNewest merges lists sorted newest first into the limit newest
+// distinct ids, newest first. It costs O(limit · log(len(lists))).
+func mergeNewest(lists [][]int64, limit int) []int64 {
+	h := make(cursorHeap, 0, len(lists))
+	for _, l := range lists {
+		if len(l) > 0 {
+			h = append(h, l)
+		}
+	}
+	heap.Init(&h)
+	out := make([]int64, 0, limit)
+	for len(h) > 0 && len(out) < limit {
+		id := h[0][0]
+		if len(out) == 0 || out[len(out)-1] != id {
+			out = append(out, id)
+		}
+		if h[0] = h[0][1:]; len(h[0]) == 0 {
+			heap.Pop(&h)
+		} else {
+			heap.Fix(&h, 0)
+		}
+	}
+	return out
+}
+
+// cursorHeap is a max-heap of the heads of sorted (descending) id lists.
+type cursorHeap [][]int64
+
+func (h cursorHeap) Len() int           { return len(h) }
+func (h cursorHeap) Less(i, j int) bool { return h[i][0] > h[j][0] }
+func (h cursorHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *cursorHeap) Push(x any)        { *h = append(*h, x.([]int64)) }
+func (h *cursorHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
