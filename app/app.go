@@ -1,59 +1,85 @@
 // Package app wires baedal together: it opens the backends, builds the HTTP
-// server with every feature's routes, starts the background workers, and
-// stops all of it on cancellation. It is the only package that knows every
-// other one; the command package only parses flags and calls Run.
+// server with every feature's routes, starts the background workers (indexer,
+// feed fan-out, demo traffic), and stops all of it on cancellation. It is the
+// only package that knows every other one; the command package only parses
+// flags and calls Run.
 //
 // Invariant: Run returns only after the server has drained and every worker
-// it started has stopped.
+// it started has stopped; a worker that fails stops the whole process.
 package app
 
 import (
 	"context"
 	"errors"
 	"flag"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/baedal/baedal/api"
 	"github.com/baedal/baedal/backend"
+	"github.com/baedal/baedal/eventlog"
+	"github.com/baedal/baedal/feed"
+	"github.com/baedal/baedal/indexer"
 	"github.com/baedal/baedal/internal/osapi"
 	"github.com/baedal/baedal/layout"
 	"github.com/baedal/baedal/searcher"
+	"github.com/baedal/baedal/simulator"
 )
 
 // Config is the configuration of `baedal serve`.
 type Config struct {
 	API      api.Config
 	Backends backend.Config
-	Indices  layout.Config
-	Search   searcher.Config
+	// Indexer includes the index layout (names, shards) and the event log.
+	Indexer indexer.Config
+	Search  searcher.Config
+	Feed    feed.Config
+	// Demo is the generated catalog and live traffic; Shops 0 disables it.
+	Demo simulator.Config
+	// Workers runs the indexer and feed fan-out workers in this process.
+	Workers bool
 	// HealthTimeout bounds each backend probe of /healthz.
 	HealthTimeout time.Duration
+	// Progress receives progress bars of long start-up work (demo load).
+	Progress io.Writer
 }
 
 // Defaults returns the default configuration; backend addresses are empty
-// until filled from flags, the environment or the local stack.
+// until filled from flags, the environment or the local stack. No demo.
 func Defaults() Config {
-	return Config{API: api.Defaults(), Backends: backend.Defaults(), Indices: layout.Defaults(), Search: searcher.Defaults(), HealthTimeout: 2 * time.Second}
+	demo := simulator.Defaults()
+	demo.Shops = 0
+	return Config{
+		API: api.Defaults(), Backends: backend.Defaults(), Indexer: indexer.Defaults(),
+		Search: searcher.Defaults(), Feed: feed.Defaults(), Demo: demo,
+		Workers: true, HealthTimeout: 2 * time.Second,
+	}
 }
 
 // Flags binds every component's flags.
 func (c *Config) Flags(fs *flag.FlagSet) {
 	c.API.Flags(fs)
 	c.Backends.Flags(fs)
-	c.Indices.Flags(fs)
+	c.Indexer.Flags(fs)
+	c.Indexer.Layout.Flags(fs)
+	c.Indexer.Log.Flags(fs)
 	c.Search.Flags(fs)
+	c.Feed.Flags(fs)
+	c.Demo.Flags(fs)
+	fs.BoolVar(&c.Workers, "workers-enabled", c.Workers, "run the indexer and feed fan-out workers in this process")
 	fs.DurationVar(&c.HealthTimeout, "health-timeout", c.HealthTimeout, "timeout of each backend probe in /healthz")
 }
 
 // Validate checks every component and joins the errors.
 func (c *Config) Validate() error {
-	var errs []error
-	errs = append(errs, c.API.Validate(), c.Backends.Validate(), c.Indices.Validate(), c.Search.Validate())
+	errs := []error{c.API.Validate(), c.Backends.Validate(), c.Indexer.Validate(), c.Indexer.Layout.Validate(),
+		c.Search.Validate(), c.Feed.Validate(), c.Demo.Validate()}
 	if c.HealthTimeout <= 0 {
 		errs = append(errs, errors.New("health-timeout: must be > 0"))
 	}
@@ -69,6 +95,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
 	clients, err := backend.Open(ctx, cfg.Backends)
 	if err != nil {
 		return err
@@ -80,12 +109,46 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	srv := api.New(cfg.API, log, reg)
 	srv.Handle("GET /healthz", healthHandler(clients, cfg.HealthTimeout))
 
+	// S1: events in, search out.
 	osc := osapi.New(clients.OpenSearch)
-	go ensureIndices(ctx, cfg.Indices, osc, log)
-	searcher.RegisterRoutes(srv, searcher.New(osc, cfg.Indices, cfg.Search, reg))
+	evlog, err := eventlog.New(cfg.Indexer.Log, clients.Redis, log, reg)
+	if err != nil {
+		return err
+	}
+	eventlog.RegisterRoutes(srv, evlog)
+	searcher.RegisterRoutes(srv, searcher.New(osc, cfg.Indexer.Layout, cfg.Search, reg))
 
-	log.Info("serving", "addr", cfg.API.Addr, "opensearch", cfg.Backends.OpenSearch.URLs, "redis", cfg.Backends.Redis.Addr)
-	return srv.Run(ctx, ready)
+	// S5: the follow feed.
+	if _, err := feed.Migrate(ctx, clients.Postgres); err != nil {
+		return err
+	}
+	feedSvc, err := feed.NewService(cfg.Feed, clients.Postgres, clients.Redis, log, reg)
+	if err != nil {
+		return err
+	}
+	feed.RegisterRoutes(srv, feedSvc)
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		// The indexer starts only once the aliases exist: a bulk write to a
+		// missing alias would auto-create a concrete index in its place.
+		if !ensureIndices(gctx, cfg.Indexer.Layout, osc, log) || !cfg.Workers {
+			return nil
+		}
+		return indexer.Run(gctx, cfg.Indexer, clients, log, reg)
+	})
+	if cfg.Workers {
+		g.Go(func() error { feedSvc.RunWorkers(gctx); return nil })
+	}
+	if cfg.Demo.Shops > 0 {
+		sim := simulator.New(cfg.Demo, evlog, log, reg)
+		g.Go(func() error { return sim.Run(gctx, cfg.Progress) })
+	}
+	g.Go(func() error {
+		log.Info("serving", "addr", cfg.API.Addr, "opensearch", cfg.Backends.OpenSearch.URLs, "redis", cfg.Backends.Redis.Addr)
+		return srv.Run(gctx, ready)
+	})
+	return g.Wait()
 }
 
 // healthHandler reports each backend; the status is 503 when any is down.
@@ -104,17 +167,18 @@ func healthHandler(clients *backend.Clients, timeout time.Duration) api.HandlerF
 }
 
 // ensureIndices creates the layouts' indices, retrying while OpenSearch is
-// unreachable, so the server starts (and /healthz reports) without it.
-func ensureIndices(ctx context.Context, idx layout.Config, osc *osapi.Client, log *slog.Logger) {
+// unreachable, so the server starts (and /healthz reports) without it. It
+// returns false if ctx ended first.
+func ensureIndices(ctx context.Context, idx layout.Config, osc *osapi.Client, log *slog.Logger) bool {
 	for {
 		err := errors.Join(idx.EnsureIndices(ctx, osc, layout.Nested), idx.EnsureIndices(ctx, osc, layout.Split))
 		if err == nil {
-			return
+			return true
 		}
 		log.Warn("cannot create the search indices yet; retrying in 5s", "err", err)
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-time.After(5 * time.Second):
 		}
 	}

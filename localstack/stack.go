@@ -299,7 +299,11 @@ func Down(stateDir string, progress io.Writer) error {
 	if err := st.stopAll(progress); err != nil {
 		return err
 	}
-	return os.Remove(filepath.Join(st.StateDir, stateFile))
+	// A foreground `up` removes the file too when it sees its stack stop.
+	if err := os.Remove(filepath.Join(st.StateDir, stateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // stopAll stops the recorded processes in reverse start order, in parallel.

@@ -17,6 +17,7 @@ import (
 func benchmarks() map[string]func(ctx context.Context, args []string) error {
 	return map[string]func(ctx context.Context, args []string) error{
 		"search": benchSearch,
+		"feed":   benchFeed,
 	}
 }
 

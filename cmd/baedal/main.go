@@ -29,6 +29,9 @@ func commands() map[string]command {
 		"serve":  {"run the HTTP API and workers against configured backends", runServe},
 		"search": {"run one search on the split layout or the nested baseline", runSearch},
 		"bench":  {"run a benchmark: baseline and ours interleaved, HTML report, JSON summary", runBench},
+		"gen":    {"write the generated catalog as NDJSON change events", runGen},
+		"load":   {"append the generated catalog to the event log", runLoad},
+		"feed":   {"feed operations: seed --preset experiment|social", runFeed},
 	}
 }
 

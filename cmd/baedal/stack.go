@@ -12,6 +12,7 @@ import (
 
 	"github.com/baedal/baedal/app"
 	"github.com/baedal/baedal/localstack"
+	"github.com/baedal/baedal/simulator"
 )
 
 func runUp(ctx context.Context, args []string) error {
@@ -20,6 +21,8 @@ func runUp(ctx context.Context, args []string) error {
 	stack.Flags(fs)
 	serve := app.Defaults()
 	serve.API.Flags(fs)
+	serve.Demo = simulator.Defaults()
+	serve.Demo.Flags(fs)
 	var logs logConfig
 	logs.flags(fs)
 	stackOnly := fs.Bool("stack-only", false, "start the stack, print where it listens and return (no server)")
@@ -47,11 +50,15 @@ func runUp(ctx context.Context, args []string) error {
 		return err
 	}
 	fillFromStack(&serve, st)
+	serve.Progress = os.Stdout
 	if !apiAddrGiven {
 		serve.API.Addr = st.APIAddr
 	}
 	serveErr := app.Run(ctx, serve, log, func(addr string) {
-		fmt.Printf("baedal is serving on http://%s  (health: /healthz, metrics: /metrics); Ctrl-C stops everything\n", addr)
+		fmt.Printf("baedal is serving on http://%s/  (console: /console/, search: /v1/search?q=치킨, health: /healthz, metrics: /metrics)\n", addr)
+		if serve.Demo.Shops > 0 {
+			fmt.Printf("demo: %d generated shops loading, then %.0f live change events/s; Ctrl-C or `baedal down` stops everything\n", serve.Demo.Shops, serve.Demo.Rate)
+		}
 	})
 	fmt.Println("stopping the stack")
 	downErr := localstack.Down(st.StateDir, os.Stdout)

@@ -1,0 +1,149 @@
+// Package simulator is the demo's live traffic: it loads a generated catalog
+// into the event log once, then keeps appending realistic change events (mostly
+// hot shop fields: delivery minutes, open/closed, fees) at a fixed rate, as a
+// marketplace's shop services would.
+//
+// Invariant: the events are one deterministic stream per (seed, shops), and
+// the number appended so far is persisted in Redis; a restarted simulator
+// regenerates the stream up to that point without appending it again, so
+// versions keep growing across restarts. If the persisted count lags the real
+// one, the replayed events carry versions the indexer already has and are
+// skipped as duplicates: nothing is applied twice.
+package simulator
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baedal/baedal/catalog"
+	"github.com/baedal/baedal/eventlog"
+)
+
+// Config sizes the simulated marketplace.
+type Config struct {
+	// Shops in the generated catalog; 0 disables the simulator.
+	Shops int
+	Seed  uint64
+	// Rate is change events per second after the initial load.
+	Rate float64
+}
+
+// Defaults is the demo: 20,000 shops and 1,000 events/s.
+func Defaults() Config { return Config{Shops: 20000, Seed: 1, Rate: 1000} }
+
+// Flags binds the configuration.
+func (c *Config) Flags(fs *flag.FlagSet) {
+	fs.IntVar(&c.Shops, "demo-shops", c.Shops, "shops in the demo catalog (0: no demo data or traffic)")
+	fs.Uint64Var(&c.Seed, "demo-seed", c.Seed, "seed of the demo catalog and its change events")
+	fs.Float64Var(&c.Rate, "demo-rate", c.Rate, "live change events per second applied by the traffic simulator")
+}
+
+// Validate names the first invalid field.
+func (c *Config) Validate() error {
+	if c.Shops < 0 || c.Shops > 5_000_000 {
+		return fmt.Errorf("demo-shops: got %d, allowed: 0..5000000", c.Shops)
+	}
+	if c.Rate < 0 || c.Rate > 100_000 {
+		return fmt.Errorf("demo-rate: got %g, allowed: 0..100000", c.Rate)
+	}
+	return nil
+}
+
+// Simulator appends the demo's events.
+type Simulator struct {
+	cfg      Config
+	log      *eventlog.Log
+	rdb      *redis.Client
+	logger   *slog.Logger
+	appended prometheus.Counter
+}
+
+// New builds a simulator; reg may be nil.
+func New(cfg Config, evlog *eventlog.Log, logger *slog.Logger, reg prometheus.Registerer) *Simulator {
+	s := &Simulator{cfg: cfg, log: evlog, rdb: evlog.Redis(), logger: logger,
+		appended: prometheus.NewCounter(prometheus.CounterOpts{Name: "baedal_simulator_events_total", Help: "Change events appended by the demo traffic simulator."})}
+	if reg != nil {
+		reg.MustRegister(s.appended)
+	}
+	return s
+}
+
+func (s *Simulator) key(what string) string {
+	return fmt.Sprintf("%ssimulator:%d:%d:%s", s.log.Config().Prefix, s.cfg.Shops, s.cfg.Seed, what)
+}
+
+// tick is how often the simulator appends a batch.
+const tick = 50 * time.Millisecond
+
+// Run loads the catalog if this (shops, seed) was never loaded, then appends
+// events at the configured rate until ctx ends.
+func (s *Simulator) Run(ctx context.Context, progress io.Writer) error {
+	if err := s.cfg.Validate(); err != nil || s.cfg.Shops == 0 {
+		return err
+	}
+	loaded, err := s.rdb.Exists(ctx, s.key("loaded")).Result()
+	if err != nil {
+		return fmt.Errorf("simulator: %w", err)
+	}
+	if loaded == 0 {
+		if err := eventlog.LoadCatalog(ctx, s.log, eventlog.CatalogConfig{Shops: s.cfg.Shops, Seed: s.cfg.Seed}, progress); err != nil {
+			return err
+		}
+		if err := s.rdb.Set(ctx, s.key("loaded"), time.Now().UTC().Format(time.RFC3339), 0).Err(); err != nil {
+			return fmt.Errorf("simulator: %w", err)
+		}
+	}
+	stream := catalog.NewEventStream(s.cfg.Seed, s.cfg.Shops)
+	done, err := s.rdb.Get(ctx, s.key("appended")).Int64()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("simulator: %w", err)
+	}
+	for range done {
+		stream.Next() // replay without appending: versions continue from here
+	}
+	if s.cfg.Rate == 0 {
+		<-ctx.Done()
+		return nil
+	}
+	s.logger.Info("simulating live traffic", "events_per_s", s.cfg.Rate, "shops", s.cfg.Shops, "resumed_at", done)
+	perTick := s.cfg.Rate * tick.Seconds()
+	owed := 0.0
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	batch := make([]catalog.Event, 0, int(perTick)+1)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		owed += perTick
+		batch = batch[:0]
+		for ; owed >= 1; owed-- {
+			batch = append(batch, stream.Next())
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		if _, err := s.log.Append(ctx, batch); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("simulator: append %d events: %w", len(batch), err)
+		}
+		done += int64(len(batch))
+		s.appended.Add(float64(len(batch)))
+		if err := s.rdb.Set(ctx, s.key("appended"), strconv.FormatInt(done, 10), 0).Err(); err != nil && ctx.Err() == nil {
+			return fmt.Errorf("simulator: %w", err)
+		}
+	}
+}
