@@ -1,0 +1,603 @@
+// Package replbench is the workload of `baedal bench replicas`: it measures
+// adaptive replica selection (S3) against the selection policies Redis
+// clients offer today, on real servers degraded on the server side.
+//
+// Redis part: one primary and three read replicas on loopback (a dedicated
+// local stack), timelines of Users × EntriesPerUser entries loaded into the
+// primary and replicated, then a closed loop of Clients concurrent feed
+// reads (a pipeline of ZREVRANGE 0..19 to 0..49 of the reader's timeline and
+// two ZREVRANGEBYSCORE LIMIT 0 20 of celebrities') through replica/redisread for every
+// policy, interleaved (ABBA) in the same run: (a) all replicas healthy,
+// (b) one replica limited to DegradePercent% of one core by a cgroup-v1 CPU
+// quota on its process.
+//
+// OpenSearch part: a 3-node cluster, an index with 3 shards × 2 replicas (a
+// copy of every shard on every node), one node that neither coordinates nor
+// is the elected master limited the same way, and a search mix sent to a
+// healthy coordinating node with OpenSearch's shard-copy ARS on and off,
+// interleaved.
+//
+// Main invariant: every ratio in the Summary compares two sides measured in
+// the same process and the same rounds (C3 / round-robin, ARS on / off), and
+// every degradation this package applies is removed before Run returns.
+package replbench
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baedal/baedal/backend"
+	"github.com/baedal/baedal/bench"
+	"github.com/baedal/baedal/localstack"
+	"github.com/baedal/baedal/replica"
+	"github.com/baedal/baedal/replica/redisread"
+)
+
+// Config sizes a run. Zero fields take the profile's values (see
+// WithDefaults).
+type Config struct {
+	Profile bench.Profile
+	// StateDir, when set, is a running stack to use (it needs 3 Redis
+	// replicas, and 3 OpenSearch nodes unless SkipOpenSearch). Empty: Run
+	// starts a dedicated stack in a temporary directory and stops it.
+	StateDir string
+	// Users × EntriesPerUser timeline entries are loaded into the primary.
+	Users, EntriesPerUser int
+	// Clients is the closed loop's concurrency for Redis reads.
+	Clients int
+	// Rounds of the interleaving; each policy runs RoundDuration per round.
+	Rounds        int
+	RoundDuration time.Duration
+	// DegradePercent is the CPU quota of the degraded server, % of one core.
+	DegradePercent int
+	// Policies to compare; C3 and round-robin are always included.
+	Policies []replica.PolicyName
+	// SkipOpenSearch leaves out the OpenSearch ARS part.
+	SkipOpenSearch bool
+	// OpenSearchDocs, OpenSearchClients, OpenSearchRoundDuration and
+	// OpenSearchDegradePercent size the OpenSearch part.
+	OpenSearchDocs           int
+	OpenSearchClients        int
+	OpenSearchRoundDuration  time.Duration
+	OpenSearchDegradePercent int
+	// ReportDir receives replicas.html and replicas.json.
+	ReportDir string
+	// Seed makes the read mix reproducible.
+	Seed uint64
+}
+
+// WithDefaults fills zero fields from the profile (quick when unset).
+func (c Config) WithDefaults() Config {
+	if c.Profile == "" {
+		c.Profile = bench.ProfileQuick
+	}
+	p := c.Profile
+	setInt := func(v *int, quick, full int) {
+		if *v == 0 {
+			*v = bench.Pick(p, quick, full)
+		}
+	}
+	setDur := func(v *time.Duration, quick, full time.Duration) {
+		if *v == 0 {
+			*v = bench.Pick(p, quick, full)
+		}
+	}
+	setInt(&c.Users, 2_000, 10_000)
+	setInt(&c.EntriesPerUser, 200, 200)
+	setInt(&c.Clients, 100, 100)
+	setInt(&c.Rounds, 2, 4)
+	setDur(&c.RoundDuration, 3*time.Second, 8*time.Second)
+	setInt(&c.DegradePercent, 10, 10)
+	setInt(&c.OpenSearchDocs, 5_000, 20_000)
+	setInt(&c.OpenSearchClients, 16, 16)
+	setDur(&c.OpenSearchRoundDuration, 5*time.Second, 15*time.Second)
+	setInt(&c.OpenSearchDegradePercent, 10, 10)
+	if len(c.Policies) == 0 {
+		c.Policies = append([]replica.PolicyName(nil), replica.PolicyNames...)
+	}
+	if c.ReportDir == "" {
+		c.ReportDir = "reports"
+	}
+	return c
+}
+
+// Validate names every invalid field with its allowed values.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	var errs []error
+	if _, err := bench.ParseProfile(string(c.Profile)); err != nil {
+		errs = append(errs, fmt.Errorf("profile: %w", err))
+	}
+	positive := []struct {
+		name string
+		v    int
+	}{
+		{"users", c.Users}, {"entries-per-user", c.EntriesPerUser}, {"clients", c.Clients}, {"rounds", c.Rounds},
+		{"opensearch-docs", c.OpenSearchDocs}, {"opensearch-clients", c.OpenSearchClients},
+	}
+	for _, f := range positive {
+		if f.v < 1 {
+			errs = append(errs, fmt.Errorf("%s: got %d, must be at least 1", f.name, f.v))
+		}
+	}
+	if c.EntriesPerUser < 50 {
+		errs = append(errs, fmt.Errorf("entries-per-user: got %d, must be at least 50 (reads take up to 50)", c.EntriesPerUser))
+	}
+	if c.Clients > 1000 {
+		errs = append(errs, fmt.Errorf("clients: got %d, allowed: 1..1000", c.Clients))
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"round-duration", c.RoundDuration}, {"opensearch-round-duration", c.OpenSearchRoundDuration}} {
+		if d.v < 100*time.Millisecond || d.v > 10*time.Minute {
+			errs = append(errs, fmt.Errorf("%s: got %s, allowed: 100ms..10m", d.name, d.v))
+		}
+	}
+	for _, p := range []struct {
+		name string
+		v    int
+	}{{"degrade-percent", c.DegradePercent}, {"opensearch-degrade-percent", c.OpenSearchDegradePercent}} {
+		if p.v < 1 || p.v > 100 {
+			errs = append(errs, fmt.Errorf("%s: got %d, allowed: 1..100 (%% of one core)", p.name, p.v))
+		}
+	}
+	for _, name := range c.Policies {
+		if _, err := replica.ParsePolicyName(string(name)); err != nil {
+			errs = append(errs, fmt.Errorf("policies: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Flags binds the configuration to flags of `baedal bench replicas`.
+func (c *Config) Flags(fs *flag.FlagSet) {
+	if c.Profile == "" {
+		c.Profile = bench.ProfileQuick
+	}
+	fs.Var(&c.Profile, "profile", "run size: quick or full")
+	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "use the running stack in this directory (3 Redis replicas, 3 OpenSearch nodes) instead of starting one")
+	fs.IntVar(&c.Users, "users", c.Users, "timelines to load (0: the profile's)")
+	fs.IntVar(&c.EntriesPerUser, "entries-per-user", c.EntriesPerUser, "entries per timeline (0: 200)")
+	fs.IntVar(&c.Clients, "clients", c.Clients, "concurrent Redis readers (0: 100)")
+	fs.IntVar(&c.Rounds, "rounds", c.Rounds, "interleaved rounds (0: the profile's)")
+	fs.DurationVar(&c.RoundDuration, "round-duration", c.RoundDuration, "time per policy per round (0: the profile's)")
+	fs.IntVar(&c.DegradePercent, "degrade-percent", c.DegradePercent, "CPU quota of the degraded Redis replica, % of one core (0: 10)")
+	fs.BoolVar(&c.SkipOpenSearch, "skip-opensearch", c.SkipOpenSearch, "leave out the OpenSearch ARS part")
+	fs.IntVar(&c.OpenSearchDocs, "opensearch-docs", c.OpenSearchDocs, "documents in the OpenSearch index (0: the profile's)")
+	fs.IntVar(&c.OpenSearchClients, "opensearch-clients", c.OpenSearchClients, "concurrent OpenSearch searchers (0: 16)")
+	fs.DurationVar(&c.OpenSearchRoundDuration, "opensearch-round-duration", c.OpenSearchRoundDuration, "time per ARS side per round (0: the profile's)")
+	fs.IntVar(&c.OpenSearchDegradePercent, "opensearch-degrade-percent", c.OpenSearchDegradePercent, "CPU quota of the degraded OpenSearch node, % of one core (0: 10)")
+	fs.StringVar(&c.ReportDir, "report-dir", c.ReportDir, "directory of the HTML report")
+	fs.Func("policies", "comma-separated policies to compare (default: all): "+policyList(), func(s string) error {
+		c.Policies = nil
+		for _, part := range strings.Split(s, ",") {
+			name, err := replica.ParsePolicyName(strings.TrimSpace(part))
+			if err != nil {
+				return err
+			}
+			c.Policies = append(c.Policies, name)
+		}
+		return nil
+	})
+}
+
+func policyList() string {
+	var names []string
+	for _, n := range replica.PolicyNames {
+		names = append(names, string(n))
+	}
+	return strings.Join(names, ", ")
+}
+
+// Ratios compares ours with a baseline: throughput ours/baseline (above 1:
+// ours does more) and latency percentiles ours/baseline (below 1: ours is
+// faster).
+type Ratios struct {
+	ThroughputRatio float64 `json:"throughput_ratio"`
+	P50Ratio        float64 `json:"p50_ratio"`
+	P90Ratio        float64 `json:"p90_ratio"`
+	P99Ratio        float64 `json:"p99_ratio"`
+}
+
+func ratios(ours, base bench.LoadResult) Ratios {
+	o, b := ours.Latency.Summary(), base.Latency.Summary()
+	return Ratios{
+		ThroughputRatio: bench.Ratio(ours.Throughput(), base.Throughput()),
+		P50Ratio:        bench.Ratio(o.P50Ms, b.P50Ms),
+		P90Ratio:        bench.Ratio(o.P90Ms, b.P90Ms),
+		P99Ratio:        bench.Ratio(o.P99Ms, b.P99Ms),
+	}
+}
+
+// PolicyResult is one policy's figures in one scenario.
+type PolicyResult struct {
+	bench.LoadSummary
+	// Shares is the fraction of reads each replica served (replica order).
+	Shares []float64 `json:"replica_shares"`
+}
+
+// Scenario is the Redis comparison in one condition; the ratios are C3 /
+// round-robin.
+type Scenario struct {
+	Ratios
+	Degradation string                  `json:"degradation"`
+	Policies    map[string]PolicyResult `json:"policies"`
+}
+
+// ARSResult is the OpenSearch comparison; the ratios are ARS on / ARS off.
+type ARSResult struct {
+	Ratios
+	Skipped     string             `json:"skipped,omitempty"`
+	Degradation string             `json:"degradation,omitempty"`
+	On          *bench.LoadSummary `json:"ars_on,omitempty"`
+	Off         *bench.LoadSummary `json:"ars_off,omitempty"`
+	// DegradedNodeShare is the share of shard queries the degraded node ran
+	// (from its query_total), with ARS on and off.
+	DegradedNodeShareOn  float64 `json:"degraded_node_query_share_on"`
+	DegradedNodeShareOff float64 `json:"degraded_node_query_share_off"`
+}
+
+// Summary is the JSON object the benchmark prints as its last stdout line.
+type Summary struct {
+	Bench         string    `json:"bench"`
+	Profile       string    `json:"profile"`
+	Healthy       Scenario  `json:"healthy"`
+	Degraded      Scenario  `json:"degraded"`
+	OpenSearchARS ARSResult `json:"opensearch_ars"`
+	Clients       int       `json:"clients"`
+	Timelines     int       `json:"timelines"`
+	Entries       int       `json:"entries_per_timeline"`
+	Report        string    `json:"report"`
+}
+
+// Run runs the benchmark, writes the HTML report and prints progress to out
+// and the summary as out's last line.
+func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
+	if err := cfg.Validate(); err != nil {
+		return Summary{}, err
+	}
+	cfg = cfg.WithDefaults()
+	if !containsPolicy(cfg.Policies, replica.PolicyC3) {
+		cfg.Policies = append([]replica.PolicyName{replica.PolicyC3}, cfg.Policies...)
+	}
+	if !containsPolicy(cfg.Policies, replica.PolicyRoundRobin) {
+		cfg.Policies = append(cfg.Policies, replica.PolicyRoundRobin)
+	}
+	// Without a given stack, the Redis part runs on a stack with a single
+	// idle OpenSearch node and the OpenSearch part on a second stack with
+	// three: three JVMs beside the Redis servers would take the CPU the Redis
+	// comparison measures (2 cores).
+	st, stop, err := openStack(ctx, cfg, 1, out)
+	if err != nil {
+		return Summary{}, err
+	}
+	sum, rep, err := runRedis(ctx, cfg, st, out)
+	stop()
+	if err == nil {
+		if cfg.SkipOpenSearch {
+			sum.OpenSearchARS.Skipped = "skipped by --skip-opensearch"
+		} else {
+			osStack, stopOS := st, func() {}
+			if cfg.StateDir == "" {
+				osStack, stopOS, err = openStack(ctx, cfg, 3, out)
+			}
+			if err == nil {
+				sum.OpenSearchARS, err = runOpenSearch(ctx, cfg, osStack, rep, out)
+				stopOS()
+			}
+		}
+	}
+	if err == nil {
+		sum.Report, err = writeReport(rep, sum, cfg.ReportDir)
+	}
+	if err != nil {
+		return sum, err
+	}
+	fmt.Fprintf(out, "report: %s\n", sum.Report)
+	return sum, bench.PrintSummary(out, sum) // the last line of out
+}
+
+// runRedis runs the Redis part on a running stack and starts the report.
+func runRedis(ctx context.Context, cfg Config, st *localstack.State, out io.Writer) (Summary, *bench.Report, error) {
+	var err error
+	sum := Summary{Bench: "replicas", Profile: string(cfg.Profile), Clients: cfg.Clients, Timelines: cfg.Users, Entries: cfg.EntriesPerUser}
+	rep := bench.NewReport("replicas", "Adaptive replica selection (C3) vs Redis client policies, and OpenSearch ARS", bench.CommandLine())
+	if len(st.RedisReplicaAddrs) < 3 {
+		return sum, rep, fmt.Errorf("replbench: stack in %s has %d Redis replicas, need 3 (baedal up --redis-replicas 3)", st.StateDir, len(st.RedisReplicaAddrs))
+	}
+	rep.Add(bench.Section{Title: "Setup", Text: fmt.Sprintf(
+		"Redis: one primary and 3 read replicas on loopback; %d timelines × %d entries (sorted sets) loaded into the primary and replicated. "+
+			"A closed loop of %d concurrent clients reads feeds through replica/redisread: one pipeline of ZREVRANGE (20–50 entries of the reader's timeline) and two ZREVRANGEBYSCORE … LIMIT 0 20 (followed celebrities' posts); "+
+			"policies %v run interleaved (ABBA) for %d rounds of %s each. Degraded: one replica's process limited to %d%% of one core "+
+			"by a cgroup-v1 CPU quota (cpu.cfs_quota_us %d per %d µs period). Ratios are C3 / round-robin.",
+		cfg.Users, cfg.EntriesPerUser, cfg.Clients, cfg.Policies, cfg.Rounds, cfg.RoundDuration, cfg.DegradePercent,
+		cpuPeriodMicros*cfg.DegradePercent/100, cpuPeriodMicros)})
+
+	prefix := "tl:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
+	if err := loadTimelines(ctx, st, prefix, cfg, out); err != nil {
+		return sum, rep, err
+	}
+	rcfg := backend.Defaults().Redis
+	rcfg.Addr, rcfg.ReplicaAddrs = st.RedisAddr, st.RedisReplicaAddrs[:3]
+	rcfg.PoolSize = cfg.Clients + 16
+
+	sum.Healthy, err = runScenario(ctx, cfg, rcfg, prefix, "healthy", nil, rep, out)
+	if err != nil {
+		return sum, rep, err
+	}
+	pid, err := componentPID(st, "redis-replica-1")
+	if err != nil {
+		return sum, rep, err
+	}
+	limit, err := LimitCPU(pid, cfg.DegradePercent)
+	if err != nil {
+		return sum, rep, err
+	}
+	sum.Degraded, err = runScenario(ctx, cfg, rcfg, prefix, "degraded", limit, rep, out)
+	if rerr := limit.Remove(); rerr != nil && err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return sum, rep, err
+	}
+	return sum, rep, nil
+}
+
+// writeReport adds the targets, writes the HTML report and returns its path.
+func writeReport(rep *bench.Report, sum Summary, dir string) (string, error) {
+	rep.Add(bench.Section{Title: "Targets", Text: targetsText(sum)})
+	rep.SetSummary(sum)
+	return rep.WriteHTML(dir)
+}
+
+func containsPolicy(list []replica.PolicyName, p replica.PolicyName) bool {
+	for _, n := range list {
+		if n == p {
+			return true
+		}
+	}
+	return false
+}
+
+func targetsText(s Summary) string {
+	check := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "NOT met"
+	}
+	d, h := s.Degraded, s.Healthy
+	healthyOK := h.ThroughputRatio >= 0.97 && h.P50Ratio <= 1.03 && h.P90Ratio <= 1.03 && h.P99Ratio <= 1.03
+	return fmt.Sprintf("Degraded: throughput_ratio %.3f (target ≥ 2.5: %s), p99_ratio %.3f (target ≤ 0.3: %s).\n\n"+
+		"Healthy: throughput %.3f, p50 %.3f, p90 %.3f, p99 %.3f (target: throughput ≥ 0.97 and latencies ≤ 1.03: %s).\n\n"+
+		"OpenSearch ARS on/off with one node degraded: throughput %.3f, p50 %.3f, p90 %.3f, p99 %.3f (write-up: +113%% throughput, p90 −65%%, p99 −61%%).",
+		d.ThroughputRatio, check(d.ThroughputRatio >= 2.5), d.P99Ratio, check(d.P99Ratio > 0 && d.P99Ratio <= 0.3),
+		h.ThroughputRatio, h.P50Ratio, h.P90Ratio, h.P99Ratio, check(healthyOK),
+		s.OpenSearchARS.ThroughputRatio, s.OpenSearchARS.P50Ratio, s.OpenSearchARS.P90Ratio, s.OpenSearchARS.P99Ratio)
+}
+
+// openStack returns the stack to use and a function that stops it if Run
+// started it.
+func openStack(ctx context.Context, cfg Config, openSearchNodes int, out io.Writer) (*localstack.State, func(), error) {
+	if cfg.StateDir != "" {
+		st, err := localstack.Load(cfg.StateDir)
+		if err != nil {
+			return nil, nil, fmt.Errorf("replbench: state-dir %s: %w", cfg.StateDir, err)
+		}
+		return st, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "baedal-replbench-")
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // postgres runs as the postgres user
+		return nil, nil, err
+	}
+	lc := localstack.Defaults()
+	lc.StateDir, lc.PortBase, lc.OpenSearchNodes = dir, 0, openSearchNodes
+	lc.RedisReplicas = 3
+	lc.OpenSearchHeap = "256m"
+	if openSearchNodes > 1 {
+		lc.RedisReplicas = 0
+		lc.OpenSearchHeap = bench.Pick(cfg.Profile, "384m", "512m")
+	}
+	fmt.Fprintf(out, "starting a dedicated stack in %s\n", dir)
+	st, err := localstack.Up(ctx, lc, out)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("replbench: start the stack: %w", err)
+	}
+	return st, func() {
+		if err := localstack.Down(dir, out); err != nil {
+			fmt.Fprintf(out, "replbench: stop the stack in %s: %v\n", dir, err)
+			return
+		}
+		os.RemoveAll(dir)
+	}, nil
+}
+
+// componentPID returns the PID of a stack component such as "redis-replica-1".
+func componentPID(st *localstack.State, component string) (int, error) {
+	for _, p := range st.Processes {
+		if p.Component == component && p.Alive() {
+			return p.PID, nil
+		}
+	}
+	return 0, fmt.Errorf("replbench: stack in %s has no running %s", st.StateDir, component)
+}
+
+// loadTimelines writes Users sorted sets of EntriesPerUser post IDs scored
+// by time into the primary and waits until all 3 replicas have them.
+func loadTimelines(ctx context.Context, st *localstack.State, prefix string, cfg Config, out io.Writer) error {
+	rdb := redis.NewClient(&redis.Options{Addr: st.RedisAddr, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second})
+	defer rdb.Close()
+	progress := bench.NewProgress(out, "load timelines", int64(cfg.Users))
+	rng := rand.New(rand.NewPCG(cfg.Seed, 1))
+	now := time.Now().Unix()
+	const usersPerPipeline = 50
+	members := make([]redis.Z, cfg.EntriesPerUser)
+	for first := 0; first < cfg.Users; first += usersPerPipeline {
+		pipe := rdb.Pipeline()
+		last := min(first+usersPerPipeline, cfg.Users)
+		for u := first; u < last; u++ {
+			for i := range members {
+				// A post ID like a snowflake; scores are post times over a week.
+				members[i] = redis.Z{Score: float64(now - rng.Int64N(7*24*3600)), Member: strconv.FormatUint(rng.Uint64()>>1, 10)}
+			}
+			pipe.ZAdd(ctx, prefix+strconv.Itoa(u), members...)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return fmt.Errorf("replbench: load timelines %d..%d into %s: %w", first, last-1, st.RedisAddr, err)
+		}
+		progress.Add(int64(last - first))
+	}
+	progress.Done()
+	n, err := rdb.Wait(ctx, 3, time.Minute).Result()
+	if err != nil || n < 3 {
+		return fmt.Errorf("replbench: wait for 3 replicas to copy the timelines: %d acknowledged, err %v", n, err)
+	}
+	return nil
+}
+
+// runScenario runs every policy interleaved against the replicas and adds
+// a report section. limit, when not nil, is the degradation in force on
+// replica 0.
+func runScenario(ctx context.Context, cfg Config, rcfg backend.RedisConfig, prefix, name string, limit *CPULimit, rep *bench.Report, out io.Writer) (Scenario, error) {
+	sc := Scenario{Degradation: "none", Policies: map[string]PolicyResult{}}
+	if limit != nil {
+		sc.Degradation = fmt.Sprintf("replica 1 (%s, pid %d) limited to %d%% of one core (cgroup-v1 cpu quota)", rcfg.ReplicaAddrs[0], limit.PID, limit.Percent)
+	}
+	clients := make([]*redisread.ReadClient, len(cfg.Policies))
+	results := make([]bench.LoadResult, len(cfg.Policies))
+	defer func() {
+		for _, c := range clients {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	var sides []bench.Side
+	for i, policy := range cfg.Policies {
+		c, err := redisread.Open(rcfg, redisread.Config{Policy: replica.Config{Policy: policy, Seed: cfg.Seed}, Path: name + "-" + string(policy)}, nil, nil)
+		if err != nil {
+			return sc, err
+		}
+		clients[i] = c
+		sides = append(sides, bench.Side{Name: string(policy), Run: func(round int) error {
+			fmt.Fprintf(out, "%s: round %d: %s\n", name, round+1, policy)
+			r := bench.RunClosedLoop(ctx, cfg.Clients, cfg.RoundDuration, timelineReader(c, prefix, cfg, round))
+			results[i].Merge(r)
+			return ctx.Err()
+		}})
+	}
+	var throttledBefore uint64
+	if limit != nil {
+		throttledBefore, _ = limit.throttledTime()
+	}
+	if err := bench.Interleave(cfg.Rounds, sides...); err != nil {
+		return sc, err
+	}
+	if limit != nil {
+		after, err := limit.throttledTime()
+		if err == nil {
+			sc.Degradation += fmt.Sprintf("; the kernel throttled it for %.1f s in total", float64(after-throttledBefore)/1e9)
+		}
+	}
+	var c3, rr bench.LoadResult
+	table := bench.Table{Header: []string{"policy", "throughput (ops/s)", "errors", "p50 (ms)", "p90 (ms)", "p99 (ms)", "p99.9 (ms)", "replica shares"}}
+	var names []string
+	var recorders []*bench.LatencyRecorder
+	var bars []bench.Series
+	for i, policy := range cfg.Policies {
+		res := results[i]
+		status := clients[i].Status()
+		shares := make([]float64, len(status.Replicas))
+		var shareText []string
+		for j, r := range status.Replicas {
+			shares[j] = round3(r.Share)
+			shareText = append(shareText, fmt.Sprintf("%.0f%%", r.Share*100))
+		}
+		sc.Policies[string(policy)] = PolicyResult{LoadSummary: res.Summary(), Shares: shares}
+		s := res.Latency.Summary()
+		table.Rows = append(table.Rows, []string{string(policy), fmt.Sprintf("%.0f", res.Throughput()), strconv.FormatInt(res.Errors, 10),
+			fmt.Sprintf("%.3f", s.P50Ms), fmt.Sprintf("%.3f", s.P90Ms), fmt.Sprintf("%.3f", s.P99Ms), fmt.Sprintf("%.3f", s.P999Ms), strings.Join(shareText, " / ")})
+		names = append(names, string(policy))
+		recorders = append(recorders, res.Latency)
+		bars = append(bars, bench.Series{Name: string(policy), X: []float64{float64(i)}, Y: []float64{res.Throughput()}, Labels: []string{string(policy)}})
+		switch policy {
+		case replica.PolicyC3:
+			c3 = res
+		case replica.PolicyRoundRobin:
+			rr = res
+		}
+	}
+	sc.Ratios = ratios(c3, rr)
+	cmp := bench.CompareLoad("round-robin", rr, "c3", c3)
+	rep.Add(bench.Section{
+		Title: "Redis timelines, " + name,
+		Text: fmt.Sprintf("Degradation: %s.\n\nC3 / round-robin: throughput %.3f, p50 %.3f, p90 %.3f, p99 %.3f. Replica shares are the fraction of reads each policy sent to replicas 1 / 2 / 3 (replica 1 is the degraded one in the degraded scenario).",
+			sc.Degradation, sc.ThroughputRatio, sc.P50Ratio, sc.P90Ratio, sc.P99Ratio),
+		Table: &table,
+		Charts: []bench.Chart{
+			bench.LatencyCDF("Timeline read latency, "+name, names, recorders),
+			{Title: "Throughput, " + name, Kind: bench.BarChart, YLabel: "reads/s", Series: bars},
+		},
+	})
+	rep.Add(bench.Section{Title: "C3 vs round-robin, " + name, Table: &cmp})
+	return sc, nil
+}
+
+// celebrities is how many timelines act as followed celebrities whose posts
+// a feed read pulls (hybrid fan-out) beside the reader's own timeline.
+const celebrities = 100
+
+// timelineReader returns the closed-loop operation, one feed read as the
+// feed service does it (hybrid fan-out): one pipeline with the newest 20–50
+// entries of a random user's home timeline (ZREVRANGE) and the newest 20
+// posts of two followed celebrities (ZREVRANGEBYSCORE … LIMIT 0 20).
+func timelineReader(c *redisread.ReadClient, prefix string, cfg Config, round int) func(ctx context.Context, client int) error {
+	rngs := make([]*rand.Rand, cfg.Clients)
+	for i := range rngs {
+		rngs[i] = rand.New(rand.NewPCG(cfg.Seed+uint64(round), uint64(i)))
+	}
+	celebs := min(celebrities, cfg.Users)
+	return func(ctx context.Context, client int) error {
+		rng := rngs[client]
+		home := prefix + strconv.Itoa(rng.IntN(cfg.Users))
+		limit := 20 + rng.IntN(31)
+		pulled := [2]string{prefix + strconv.Itoa(rng.IntN(celebs)), prefix + strconv.Itoa(rng.IntN(celebs))}
+		return c.Do(ctx, func(ctx context.Context, rdb *redis.Client) error {
+			pipe := rdb.Pipeline()
+			own := pipe.ZRevRange(ctx, home, 0, int64(limit-1))
+			var pulls [2]*redis.StringSliceCmd
+			for i, key := range pulled {
+				pulls[i] = pipe.ZRevRangeByScore(ctx, key, &redis.ZRangeBy{Min: "-inf", Max: "+inf", Count: 20})
+			}
+			if _, err := pipe.Exec(ctx); err != nil {
+				return err
+			}
+			if n := len(own.Val()); n != limit {
+				return fmt.Errorf("timeline %s on %s: got %d entries, want %d", home, rdb.Options().Addr, n, limit)
+			}
+			for i, p := range pulls {
+				if n := len(p.Val()); n != 20 {
+					return fmt.Errorf("timeline %s on %s: got %d entries, want 20", pulled[i], rdb.Options().Addr, n)
+				}
+			}
+			return nil
+		})
+	}
+}
+
+func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }

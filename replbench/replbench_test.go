@@ -1,0 +1,153 @@
+package replbench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baedal/baedal/bench"
+	"github.com/baedal/baedal/internal/testenv"
+	"github.com/baedal/baedal/replica"
+)
+
+func TestConfigValidateNamesTheFlag(t *testing.T) {
+	cases := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Profile: "huge"}, "allowed values: quick, full"},
+		{Config{Clients: 5000}, "clients: got 5000, allowed: 1..1000"},
+		{Config{EntriesPerUser: 10}, "entries-per-user: got 10"},
+		{Config{DegradePercent: 150}, "degrade-percent: got 150, allowed: 1..100"},
+		{Config{RoundDuration: time.Millisecond}, "round-duration: got 1ms, allowed: 100ms..10m"},
+		{Config{Policies: []replica.PolicyName{"fastest"}}, "allowed: c3, round-robin, random, lowest-ping"},
+	}
+	for _, c := range cases {
+		err := c.cfg.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Validate(%+v) = %v, want an error containing %q", c.cfg, err, c.want)
+		}
+	}
+	if err := (Config{}).Validate(); err != nil {
+		t.Errorf("zero Config: %v, want valid (quick profile)", err)
+	}
+	quick, full := Config{}.WithDefaults(), Config{Profile: bench.ProfileFull}.WithDefaults()
+	if quick.Users >= full.Users || quick.RoundDuration >= full.RoundDuration {
+		t.Errorf("quick profile (%d users, %s) is not smaller than full (%d users, %s)", quick.Users, quick.RoundDuration, full.Users, full.RoundDuration)
+	}
+}
+
+// TestLimitCPUThrottlesARealProcess limits a busy loop to 5% of one core and
+// checks the kernel throttled it, then that Remove puts it back in the root
+// group and deletes the group.
+func TestLimitCPUThrottlesARealProcess(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(cgroupCPURoot, "cpu.cfs_quota_us")); err != nil || os.Geteuid() != 0 {
+		testenv.Unavailable(t, fmt.Errorf("a cgroup-v1 cpu controller at %s and root are needed (euid %d, stat: %v)", cgroupCPURoot, os.Geteuid(), err))
+	}
+	busy := exec.Command("sh", "-c", "while :; do :; done")
+	if err := busy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { busy.Process.Kill(); busy.Wait() }()
+	limit, err := LimitCPU(busy.Process.Pid, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer limit.Remove()
+	procs, err := os.ReadFile(filepath.Join(limit.group, "cgroup.procs"))
+	if err != nil || !strings.Contains(string(procs), strconv.Itoa(busy.Process.Pid)) {
+		t.Fatalf("cgroup.procs of %s = %q (%v), want pid %d", limit.group, procs, err, busy.Process.Pid)
+	}
+	quota, _ := os.ReadFile(filepath.Join(limit.group, "cpu.cfs_quota_us"))
+	if strings.TrimSpace(string(quota)) != "5000" {
+		t.Fatalf("cpu.cfs_quota_us = %q, want 5000 (5%% of a 100000 µs period)", quota)
+	}
+	var throttled uint64
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if throttled, err = limit.throttledTime(); err == nil && throttled > 0 {
+			break
+		}
+	}
+	if throttled == 0 {
+		t.Fatalf("a busy loop at 5%% of one core was never throttled (err %v)", err)
+	}
+	group := limit.group
+	if err := limit.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(group); !os.IsNotExist(err) {
+		t.Fatalf("group %s still exists after Remove (stat: %v)", group, err)
+	}
+	cg, _ := os.ReadFile("/proc/" + strconv.Itoa(busy.Process.Pid) + "/cgroup")
+	if !strings.Contains(string(cg), ":cpu:/\n") {
+		t.Fatalf("after Remove the process is in %q, want the root cpu group", cg)
+	}
+	if err := limit.Remove(); err != nil {
+		t.Fatalf("second Remove: %v, want nil", err)
+	}
+	if _, err := LimitCPU(busy.Process.Pid, 0); err == nil || !strings.Contains(err.Error(), "allowed: 1..100") {
+		t.Fatalf("LimitCPU 0%%: %v, want an error naming the allowed range", err)
+	}
+}
+
+// TestBenchmarkSmoke runs the whole benchmark, Redis and OpenSearch parts,
+// at a tiny size on a dedicated stack and checks the summary's keys.
+func TestBenchmarkSmoke(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testenv.Unavailable(t, fmt.Errorf("the benchmark degrades a server with a cgroup CPU quota, which needs root (euid %d)", os.Geteuid()))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cfg := Config{
+		Users: 200, EntriesPerUser: 50, Clients: 8, Rounds: 1, RoundDuration: 300 * time.Millisecond,
+		Policies:       []replica.PolicyName{replica.PolicyC3, replica.PolicyRoundRobin},
+		OpenSearchDocs: 300, OpenSearchClients: 2, OpenSearchRoundDuration: 300 * time.Millisecond,
+		ReportDir: t.TempDir(),
+	}
+	var out bytes.Buffer
+	sum, err := Run(ctx, cfg, &out)
+	if err != nil {
+		if strings.Contains(err.Error(), "start the stack") {
+			testenv.Unavailable(t, err)
+		}
+		t.Fatalf("Run: %v\n%s", err, out.String())
+	}
+	parsed, err := bench.ParseSummary(out.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, part := range []string{"healthy", "degraded", "opensearch_ars"} {
+		for _, k := range []string{"throughput_ratio", "p50_ratio", "p90_ratio", "p99_ratio"} {
+			keys = append(keys, part+"."+k)
+		}
+	}
+	keys = append(keys, "bench", "degraded.policies.c3.latency.p99_ms", "degraded.policies.round-robin.replica_shares", "opensearch_ars.ars_on.latency.p99_ms")
+	if missing := bench.MissingKeys(parsed, keys...); len(missing) > 0 {
+		t.Fatalf("summary lacks %v:\n%s", missing, out.String())
+	}
+	if parsed["bench"] != "replicas" {
+		t.Fatalf("bench = %v, want replicas", parsed["bench"])
+	}
+	for name, r := range map[string]Ratios{"healthy": sum.Healthy.Ratios, "degraded": sum.Degraded.Ratios, "opensearch_ars": sum.OpenSearchARS.Ratios} {
+		if r.ThroughputRatio <= 0 || r.P99Ratio <= 0 {
+			t.Errorf("%s ratios %+v: a side measured nothing", name, r)
+		}
+	}
+	if sum.OpenSearchARS.Skipped != "" {
+		t.Errorf("OpenSearch part skipped: %s", sum.OpenSearchARS.Skipped)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.ReportDir, "replicas.html")); err != nil {
+		t.Errorf("no HTML report: %v", err)
+	}
+	if !strings.Contains(sum.Degraded.Degradation, "limited to 10% of one core") {
+		t.Errorf("degradation %q, want the 10%% CPU quota", sum.Degraded.Degradation)
+	}
+}

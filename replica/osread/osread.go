@@ -1,0 +1,447 @@
+// Package osread picks, per request, the OpenSearch endpoint a
+// replica.Policy ranks best when several are configured: an http.RoundTripper
+// that rewrites each request's scheme and host to the chosen endpoint,
+// retries an idempotent request on the next-best endpoint when one fails, and
+// reports every response to the policy. It is the OpenSearch read path of S3
+// (adaptive replica selection); Set/GetAdaptiveReplicaSelection turn on and
+// report OpenSearch's own shard-copy ARS, which ranks shard copies inside the
+// cluster the same way.
+//
+// Where each C3 term comes from:
+//
+//   - R (response time): from sending the request to closing the response
+//     body, measured by the Transport.
+//   - os (outstanding): counted by the policy until the body is closed.
+//   - µ̄ (service time): the response's "took" (milliseconds), read from the
+//     first bytes of a search response body as it streams to the caller, or
+//     given by the caller with ReportTook; between replies, the background
+//     sampler's Δquery_time_in_millis / Δquery_total of the node
+//     (_nodes/_local/stats, shard-level query phase).
+//   - q (queue length): the node's search thread pool queue
+//     (_nodes/_local/stats thread_pool.search.queue), sampled in the
+//     background per endpoint, as Elasticsearch's ARS uses it.
+//
+// Main invariant: every request the Transport starts on an endpoint is ended
+// at the policy exactly once: on a transport error, on a retried 502/503/504,
+// or when the caller closes the response body.
+package osread
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/baedal/baedal/replica"
+)
+
+// Defaults used for zero fields of Config.
+const (
+	DefaultSampleInterval = time.Second
+	DefaultSampleTimeout  = 2 * time.Second
+	DefaultPath           = "opensearch"
+)
+
+// Config configures a Transport. Zero fields take the defaults.
+type Config struct {
+	// Policy chooses and tunes the endpoint selection policy.
+	Policy replica.Config
+	// SampleInterval is how often the background sampler reads each node's
+	// search thread pool and query stats. Negative disables it.
+	SampleInterval time.Duration
+	// SampleTimeout bounds one sample of one node.
+	SampleTimeout time.Duration
+	// Path names this read path in metrics and logs.
+	Path string
+}
+
+// WithDefaults returns c with zero fields replaced by the defaults.
+func (c Config) WithDefaults() Config {
+	c.Policy = c.Policy.WithDefaults()
+	if c.SampleInterval == 0 {
+		c.SampleInterval = DefaultSampleInterval
+	}
+	if c.SampleTimeout == 0 {
+		c.SampleTimeout = DefaultSampleTimeout
+	}
+	if c.Path == "" {
+		c.Path = DefaultPath
+	}
+	return c
+}
+
+// Validate reports every invalid field by name.
+func (c Config) Validate() error {
+	var errs []error
+	if err := c.Policy.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	d := c.WithDefaults()
+	if d.SampleInterval > 0 && d.SampleInterval < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("osread: SampleInterval: got %s, allowed: negative (off) or at least 10ms", d.SampleInterval))
+	}
+	if d.SampleTimeout < 0 {
+		errs = append(errs, fmt.Errorf("osread: SampleTimeout: got %s, must be > 0", d.SampleTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// Flags binds the configuration to flags named prefix+"policy", … (e.g.
+// prefix "opensearch-endpoint-").
+func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
+	*c = c.WithDefaults()
+	c.Policy.Flags(fs, prefix)
+	fs.DurationVar(&c.SampleInterval, prefix+"sample-interval", c.SampleInterval, "how often to sample each node's search thread pool (negative: off)")
+	fs.DurationVar(&c.SampleTimeout, prefix+"sample-timeout", c.SampleTimeout, "timeout of one sample of one node")
+}
+
+// Transport is an http.RoundTripper over several OpenSearch endpoints.
+// Requests may carry any host: the Transport replaces scheme and host with
+// the chosen endpoint's and keeps path and query. Safe for concurrent use.
+type Transport struct {
+	cfg       Config
+	log       *slog.Logger
+	base      http.RoundTripper
+	endpoints []*url.URL
+	names     []string
+	policy    replica.Policy
+	orders    sync.Pool // *[]int
+	open      sync.Map  // *http.Response → *trackedBody until its body is closed
+
+	stopSampler context.CancelFunc
+	samplerDone sync.WaitGroup
+	closeOnce   sync.Once
+}
+
+// NewTransport returns a Transport over endpoints (http(s)://host:port),
+// sending through base (nil: a new http.Transport with header timeout), and
+// starts its background sampler. reg may be nil. Close stops the sampler.
+func NewTransport(endpoints []string, base http.RoundTripper, cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Transport, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(endpoints) == 0 {
+		return nil, errors.New("osread: endpoints: need at least one")
+	}
+	cfg = cfg.WithDefaults()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if base == nil {
+		base = &http.Transport{
+			MaxIdleConnsPerHost:   64,
+			ResponseHeaderTimeout: 30 * time.Second,
+			IdleConnTimeout:       90 * time.Second,
+		}
+	}
+	t := &Transport{cfg: cfg, log: log, base: base}
+	for _, raw := range endpoints {
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("osread: endpoints: got %q, want an http(s)://host:port URL", raw)
+		}
+		t.endpoints = append(t.endpoints, u)
+		t.names = append(t.names, u.Host)
+	}
+	n := len(t.endpoints)
+	t.orders.New = func() any { s := make([]int, 0, n); return &s }
+	p, err := replica.New(n, cfg.Policy)
+	if err != nil {
+		return nil, fmt.Errorf("osread: %w", err)
+	}
+	t.policy = p
+	if reg != nil {
+		if err := reg.Register(replica.NewCollector(p, "baedal_opensearch_read", cfg.Path, t.names)); err != nil {
+			return nil, fmt.Errorf("osread: register metrics of path %q: %w", cfg.Path, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.stopSampler = cancel
+	if cfg.SampleInterval > 0 {
+		t.samplerDone.Add(1)
+		go t.sampleLoop(ctx)
+	}
+	return t, nil
+}
+
+// Policy returns the policy ranking the endpoints.
+func (t *Transport) Policy() replica.Policy { return t.policy }
+
+// Endpoints returns the endpoints' host:port in policy order.
+func (t *Transport) Endpoints() []string { return append([]string(nil), t.names...) }
+
+// Close stops the background sampler.
+func (t *Transport) Close() error {
+	t.closeOnce.Do(func() {
+		t.stopSampler()
+		t.samplerDone.Wait()
+	})
+	return nil
+}
+
+// ErrAllFailed is returned (wrapped, with each endpoint's error) when no
+// endpoint answered.
+var ErrAllFailed = errors.New("osread: every endpoint failed")
+
+// RoundTrip sends req to the best endpoint. On a transport error or a 502,
+// 503 or 504 it retries on the next-best endpoint when the request can be
+// replayed (no body, or GetBody set).
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	bufp := t.orders.Get().(*[]int)
+	order := t.policy.Select((*bufp)[:0])
+	*bufp = order
+	defer t.orders.Put(bufp)
+	var errs []error
+	for i, r := range order {
+		if i > 0 {
+			if req.Context().Err() != nil || (req.Body != nil && req.Body != http.NoBody && req.GetBody == nil) {
+				break
+			}
+			t.policy.Start(r)
+		}
+		out := req.Clone(req.Context())
+		out.URL.Scheme = t.endpoints[r].Scheme
+		out.URL.Host = t.endpoints[r].Host
+		out.Host = ""
+		if i > 0 && req.GetBody != nil {
+			body, err := req.GetBody()
+			if err != nil {
+				t.policy.Done(r, replica.Result{})
+				errs = append(errs, fmt.Errorf("replay body: %w", err))
+				break
+			}
+			out.Body = body
+		}
+		start := time.Now()
+		resp, err := t.base.RoundTrip(out)
+		if err != nil {
+			failed := req.Context().Err() == nil
+			t.policy.Done(r, replica.Result{Latency: time.Since(start), Failed: failed})
+			errs = append(errs, fmt.Errorf("endpoint %s: %w", t.names[r], err))
+			continue
+		}
+		switch resp.StatusCode {
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			if i < len(order)-1 {
+				io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+				resp.Body.Close()
+				t.policy.Done(r, replica.Result{Latency: time.Since(start), Failed: true})
+				errs = append(errs, fmt.Errorf("endpoint %s: status %d", t.names[r], resp.StatusCode))
+				continue
+			}
+		}
+		body := &trackedBody{body: resp.Body, transport: t, resp: resp, replica: r, start: start, failed: resp.StatusCode >= 500}
+		t.open.Store(resp, body)
+		resp.Body = body
+		return resp, nil
+	}
+	return nil, fmt.Errorf("%w (%s %s): %w", ErrAllFailed, req.Method, req.URL.Path, errors.Join(errs...))
+}
+
+// ReportTook gives the Transport the server's "took" of resp (a response it
+// returned) before the caller closes its body, for responses whose body does
+// not start with a "took" field. It works whatever wraps resp.Body (an
+// http.Client with a Timeout does) and reports whether resp is open and
+// came from t.
+func (t *Transport) ReportTook(resp *http.Response, took time.Duration) bool {
+	v, ok := t.open.Load(resp)
+	if !ok {
+		return false
+	}
+	v.(*trackedBody).reportedTook.Store(int64(took) + 1) // +1: zero means "not reported"
+	return true
+}
+
+// trackedBody ends the request at the policy when closed, with the response
+// time up to then and the "took" read from the body's first bytes.
+type trackedBody struct {
+	body      io.ReadCloser
+	transport *Transport
+	resp      *http.Response
+	replica   int
+	start     time.Time
+	failed    bool
+
+	head         [48]byte // the body's first bytes, to find "took"
+	headLen      int
+	reportedTook atomic.Int64
+	closeOnce    sync.Once
+}
+
+func (b *trackedBody) Read(p []byte) (int, error) {
+	n, err := b.body.Read(p)
+	if b.headLen < len(b.head) && n > 0 {
+		b.headLen += copy(b.head[b.headLen:], p[:n])
+	}
+	return n, err
+}
+
+func (b *trackedBody) Close() error {
+	err := b.body.Close()
+	b.closeOnce.Do(func() {
+		res := replica.Result{Latency: time.Since(b.start), Failed: b.failed}
+		if v := b.reportedTook.Load(); v > 0 {
+			res.ServiceTime, res.HasServiceTime = time.Duration(v-1), true
+		} else if took, ok := parseLeadingTook(b.head[:b.headLen]); ok {
+			res.ServiceTime, res.HasServiceTime = took, true
+		}
+		b.transport.open.Delete(b.resp)
+		b.transport.policy.Done(b.replica, res)
+	})
+	return err
+}
+
+// parseLeadingTook reads N from a body that starts with {"took":N (the form of
+// every OpenSearch search response), in milliseconds.
+func parseLeadingTook(head []byte) (time.Duration, bool) {
+	head = bytes.TrimLeft(head, " \t\r\n")
+	rest, ok := bytes.CutPrefix(head, []byte("{"))
+	if !ok {
+		return 0, false
+	}
+	rest = bytes.TrimLeft(rest, " \t\r\n")
+	rest, ok = bytes.CutPrefix(rest, []byte(`"took"`))
+	if !ok {
+		return 0, false
+	}
+	rest = bytes.TrimLeft(rest, " \t\r\n")
+	rest, ok = bytes.CutPrefix(rest, []byte(":"))
+	if !ok {
+		return 0, false
+	}
+	rest = bytes.TrimLeft(rest, " \t\r\n")
+	end := 0
+	for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
+		end++
+	}
+	if end == 0 || end == len(rest) || end > 12 { // digits must be followed by a delimiter
+		return 0, false
+	}
+	ms, err := strconv.ParseInt(string(rest[:end]), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return time.Duration(ms) * time.Millisecond, true
+}
+
+// sampleLoop samples every endpoint's node each SampleInterval until ctx ends.
+func (t *Transport) sampleLoop(ctx context.Context) {
+	defer t.samplerDone.Done()
+	prev := make([]nodeSearchStats, len(t.endpoints))
+	client := &http.Client{Transport: t.base, Timeout: t.cfg.SampleTimeout}
+	ticker := time.NewTicker(t.cfg.SampleInterval)
+	defer ticker.Stop()
+	var wg sync.WaitGroup
+	for {
+		for r := range t.endpoints {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				t.sampleNode(ctx, client, r, &prev[r])
+			}()
+		}
+		wg.Wait()
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+// nodeSearchStats is the part of _nodes/_local/stats the sampler reads.
+type nodeSearchStats struct {
+	Queue       float64
+	Active      float64
+	QueryTotal  uint64
+	QueryTimeMS uint64
+	ok          bool
+}
+
+// sampleStatsPath asks a node for its own search pool and query counters.
+const sampleStatsPath = "/_nodes/_local/stats/thread_pool,indices?filter_path=nodes.*.thread_pool.search.queue,nodes.*.thread_pool.search.active,nodes.*.indices.search.query_total,nodes.*.indices.search.query_time_in_millis"
+
+func (t *Transport) sampleNode(ctx context.Context, client *http.Client, r int, prev *nodeSearchStats) {
+	ctx, cancel := context.WithTimeout(ctx, t.cfg.SampleTimeout)
+	defer cancel()
+	u := *t.endpoints[r]
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.Scheme+"://"+u.Host+sampleStatsPath, nil)
+	if err != nil {
+		return
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return
+	}
+	cur, err := decodeNodeSearchStats(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		t.log.Debug("opensearch node sample unreadable", "endpoint", t.names[r], "error", err)
+		return
+	}
+	defer func() { *prev = cur }()
+	var service time.Duration
+	if prev.ok && cur.QueryTotal > prev.QueryTotal && cur.QueryTimeMS >= prev.QueryTimeMS {
+		service = time.Duration(float64(cur.QueryTimeMS-prev.QueryTimeMS) / float64(cur.QueryTotal-prev.QueryTotal) * float64(time.Millisecond))
+	} else {
+		// No query ran since the last sample: keep the service time the
+		// policy has (from "took" or an earlier sample), update the queue.
+		snap := t.policy.Snapshot(nil)
+		if snap[r].ServiceTime == 0 {
+			return
+		}
+		service = snap[r].ServiceTime
+	}
+	t.policy.ObserveServer(r, service, cur.Queue)
+}
+
+// decodeNodeSearchStats reads the filtered _nodes/_local/stats response.
+func decodeNodeSearchStats(r io.Reader) (nodeSearchStats, error) {
+	var body struct {
+		Nodes map[string]struct {
+			ThreadPool struct {
+				Search struct {
+					Queue  float64 `json:"queue"`
+					Active float64 `json:"active"`
+				} `json:"search"`
+			} `json:"thread_pool"`
+			Indices struct {
+				Search struct {
+					QueryTotal  uint64 `json:"query_total"`
+					QueryTimeMS uint64 `json:"query_time_in_millis"`
+				} `json:"search"`
+			} `json:"indices"`
+		} `json:"nodes"`
+	}
+	if err := json.NewDecoder(r).Decode(&body); err != nil {
+		return nodeSearchStats{}, fmt.Errorf("decode node stats: %w", err)
+	}
+	if len(body.Nodes) != 1 {
+		return nodeSearchStats{}, fmt.Errorf("decode node stats: got %d nodes, want 1 (_local)", len(body.Nodes))
+	}
+	for _, n := range body.Nodes {
+		return nodeSearchStats{
+			Queue:       n.ThreadPool.Search.Queue,
+			Active:      n.ThreadPool.Search.Active,
+			QueryTotal:  n.Indices.Search.QueryTotal,
+			QueryTimeMS: n.Indices.Search.QueryTimeMS,
+			ok:          true,
+		}, nil
+	}
+	panic("unreachable")
+}

@@ -1,0 +1,208 @@
+package osread
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/baedal/baedal/internal/stacktest"
+	"github.com/baedal/baedal/replica"
+)
+
+func TestMain(m *testing.M) { os.Exit(stacktest.Main(m)) }
+
+func TestParseLeadingTook(t *testing.T) {
+	cases := []struct {
+		head string
+		want time.Duration
+		ok   bool
+	}{
+		{`{"took":12,"timed_out":false}`, 12 * time.Millisecond, true},
+		{` { "took" : 0 , "x":1}`, 0, true},
+		{"{\n  \"took\" : 345,\n", 345 * time.Millisecond, true},
+		{`{"took":12`, 0, false}, // cut: the number may go on
+		{`{"timed_out":false,"took":12}`, 0, false},
+		{`{"took":"12"}`, 0, false},
+		{`{"took":-1}`, 0, false},
+		{`[1,2]`, 0, false},
+		{``, 0, false},
+		{`{"took":9999999999999999999}`, 0, false},
+	}
+	for _, c := range cases {
+		got, ok := parseLeadingTook([]byte(c.head))
+		if got != c.want || ok != c.ok {
+			t.Errorf("parseLeadingTook(%q) = %s, %v; want %s, %v", c.head, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func FuzzParseLeadingTook(f *testing.F) {
+	for _, s := range []string{`{"took":12,"timed_out":false}`, `{"took":`, `{"took":1}`, "{\"took\"\t:\t7\n", `{}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, head []byte) {
+		d, ok := parseLeadingTook(head)
+		if !ok && d != 0 {
+			t.Fatalf("not ok but %s", d)
+		}
+		if ok && (d < 0 || !strings.Contains(string(head), "took")) {
+			t.Fatalf("ok with %s from %q", d, head)
+		}
+	})
+}
+
+func TestDecodeNodeSearchStats(t *testing.T) {
+	body := `{"nodes":{"abc":{"indices":{"search":{"query_total":40,"query_time_in_millis":80}},"thread_pool":{"search":{"queue":3,"active":2}}}}}`
+	got, err := decodeNodeSearchStats(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := nodeSearchStats{Queue: 3, Active: 2, QueryTotal: 40, QueryTimeMS: 80, ok: true}
+	if got != want {
+		t.Fatalf("decode = %+v, want %+v", got, want)
+	}
+	if _, err := decodeNodeSearchStats(strings.NewReader(`{"nodes":{}}`)); err == nil || !strings.Contains(err.Error(), "got 0 nodes") {
+		t.Fatalf("no node: %v, want an error naming the node count", err)
+	}
+}
+
+func TestConfigValidateNamesTheField(t *testing.T) {
+	if err := (Config{SampleInterval: time.Millisecond}).Validate(); err == nil || !strings.Contains(err.Error(), "SampleInterval") {
+		t.Fatalf("1ms SampleInterval: %v, want an error naming SampleInterval", err)
+	}
+	if _, err := NewTransport([]string{"127.0.0.1:9200"}, nil, Config{SampleInterval: -1}, nil, nil); err == nil || !strings.Contains(err.Error(), `"127.0.0.1:9200"`) {
+		t.Fatalf("endpoint without scheme: %v, want an error quoting it", err)
+	}
+	if _, err := NewTransport(nil, nil, Config{}, nil, nil); err == nil {
+		t.Fatal("no endpoints: want an error")
+	}
+}
+
+// deadEndpoint returns an http:// URL on which nothing listens.
+func deadEndpoint(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr
+}
+
+func TestTransportSkipsDownEndpointAndReportsTook(t *testing.T) {
+	st := stacktest.Require(t)
+	live := st.OpenSearchURLs[0]
+	dead := deadEndpoint(t)
+	reg := prometheus.NewRegistry()
+	tr, err := NewTransport([]string{dead, live}, nil, Config{Policy: replica.Config{Policy: replica.PolicyRoundRobin}, SampleInterval: 20 * time.Millisecond, Path: "test"}, nil, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const requests = 10
+	for i := range requests {
+		// The request names a host that is neither endpoint: the Transport
+		// rewrites it.
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://opensearch.invalid/_search", strings.NewReader(`{"size":0,"query":{"match_all":{}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("search %d: %v", i, err)
+		}
+		var body struct {
+			Took     *int `json:"took"`
+			TimedOut bool `json:"timed_out"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || body.Took == nil {
+			t.Fatalf("search %d: status %d, took %v, err %v", i, resp.StatusCode, body.Took, err)
+		}
+	}
+	stats := tr.Policy().Snapshot(nil)
+	if stats[0].Failures == 0 {
+		t.Fatalf("down endpoint has no failures: it was never tried (stats %+v)", stats)
+	}
+	if stats[1].Chosen < requests || !stats[1].HasStats || stats[1].ServiceTime < 0 {
+		t.Fatalf("live endpoint: %+v, want every request answered there with stats", stats[1])
+	}
+	for _, s := range stats {
+		if s.Outstanding != 0 {
+			t.Fatalf("endpoint %d has %d outstanding after every body was closed", s.Replica, s.Outstanding)
+		}
+	}
+	// ReportTook gives the service time of a response without "took" (the
+	// health response has none), through an http.Client that wraps bodies.
+	one, err := NewTransport([]string{live}, nil, Config{SampleInterval: -1}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	resp, err := (&http.Client{Transport: one, Timeout: 30 * time.Second}).Get(live + "/_cluster/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !one.ReportTook(resp, 7*time.Millisecond) {
+		t.Fatal("ReportTook on an open Transport response returned false")
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if got := statsOf(one, 0).ServiceTime; got != 7*time.Millisecond {
+		t.Fatalf("service time after ReportTook(7ms) = %s, want 7ms", got)
+	}
+	if one.ReportTook(resp, time.Millisecond) {
+		t.Fatal("ReportTook after the body was closed returned true")
+	}
+	if one.ReportTook(&http.Response{Body: io.NopCloser(strings.NewReader(""))}, time.Millisecond) {
+		t.Fatal("ReportTook on a foreign response returned true")
+	}
+	// Every endpoint down: the error names both.
+	down, err := NewTransport([]string{dead, deadEndpoint(t)}, nil, Config{SampleInterval: -1}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer down.Close()
+	_, err = (&http.Client{Transport: down}).Get("http://x/_search")
+	if !errors.Is(err, ErrAllFailed) || !strings.Contains(err.Error(), strings.TrimPrefix(dead, "http://")) {
+		t.Fatalf("every endpoint down: %v, want ErrAllFailed naming %s", err, dead)
+	}
+}
+
+func statsOf(tr *Transport, r int) replica.ReplicaStats { return tr.Policy().Snapshot(nil)[r] }
+
+func TestAdaptiveReplicaSelectionSetting(t *testing.T) {
+	st := stacktest.Require(t)
+	base := st.OpenSearchURLs[0]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	hc := &http.Client{Timeout: 30 * time.Second}
+	defer SetAdaptiveReplicaSelection(context.Background(), hc, base, true) // the default
+	for _, on := range []bool{false, true} {
+		if err := SetAdaptiveReplicaSelection(ctx, hc, base, on); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := GetAdaptiveReplicaSelection(ctx, hc, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Enabled != on {
+			t.Fatalf("after setting %s=%t the cluster reports %t", ARSSetting, on, rep.Enabled)
+		}
+		if len(rep.Nodes) != len(st.OpenSearchURLs) {
+			t.Fatalf("ARS report has %d nodes, want %d", len(rep.Nodes), len(st.OpenSearchURLs))
+		}
+	}
+}

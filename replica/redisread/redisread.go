@@ -1,0 +1,512 @@
+// Package redisread sends Redis reads that tolerate replica lag (feed
+// timelines, link records) to the read replica a replica.Policy ranks best,
+// and writes to the primary. It is the Redis read path of S3 (adaptive replica
+// selection): one go-redis client per server, a policy over the replicas, a
+// background sampler that feeds the policy the server-side signals Redis
+// exposes, and Prometheus metrics per replica.
+//
+// Where each C3 term comes from (Redis reports no per-reply service time or
+// queue length, so the sampler derives them every SampleInterval):
+//
+//   - R (response time): measured by Do around every call, client-seen.
+//   - os (outstanding): counted by the policy, this client's calls in flight.
+//   - µ̄ (service time): INFO commandstats, Δusec / Δcalls summed over every
+//     command except the sampler's own (info, ping) between two samples: the
+//     mean time Redis spent executing one command. A replica starved of CPU
+//     shows it: commands that straddle a throttled period take longer.
+//   - q (queue length): 0. Redis has no visible request queue (it reads a
+//     socket and runs the command at once). We tried Little's law on the
+//     wait a PING sees (q = λ·(RTT_ping − µ̄)); on a loaded 2-core machine
+//     the PING round trip is mostly client-side scheduling noise, and the
+//     cubed queue term then herded reads onto whichever replica had a lucky
+//     PING. The os·n term stands for the queue this client builds.
+//   - ping (for the lowest-ping baseline only): the same PING's round trip.
+//
+// Main invariant: Do runs fn on exactly one server at a time, best replica
+// first, and moves to the next-best (finally the primary) only when the
+// server failed (connection, timeout, LOADING/MASTERDOWN/BUSY): an
+// application error or redis.Nil is an answer and is returned as is. Every
+// attempt is reported to the policy, so its outstanding counts stay exact.
+package redisread
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baedal/baedal/backend"
+	"github.com/baedal/baedal/replica"
+)
+
+// Defaults used for zero fields of Config.
+const (
+	// DefaultPullInterval is the Policy.PullInterval used when it is zero:
+	// the server stats are sampled 4 times a second, so losers are pulled
+	// toward the winner 10 times a second, not on every read.
+	DefaultPullInterval   = 100 * time.Millisecond
+	DefaultSampleInterval = 250 * time.Millisecond
+	DefaultSampleTimeout  = time.Second
+	DefaultPath           = "redis"
+)
+
+// Config configures a ReadClient. Zero fields take the defaults.
+type Config struct {
+	// Policy chooses and tunes the replica selection policy.
+	Policy replica.Config
+	// SampleInterval is how often the background sampler reads INFO and
+	// PINGs every replica. Negative disables the sampler.
+	SampleInterval time.Duration
+	// SampleTimeout bounds one sample of one replica.
+	SampleTimeout time.Duration
+	// NoPrimaryFallback stops Do from trying the primary when every replica
+	// failed.
+	NoPrimaryFallback bool
+	// Path names this read path in metrics and logs, e.g. "feed".
+	Path string
+}
+
+// WithDefaults returns c with zero fields replaced by the defaults.
+func (c Config) WithDefaults() Config {
+	if c.Policy.PullInterval == 0 {
+		c.Policy.PullInterval = DefaultPullInterval
+	}
+	c.Policy = c.Policy.WithDefaults()
+	if c.SampleInterval == 0 {
+		c.SampleInterval = DefaultSampleInterval
+	}
+	if c.SampleTimeout == 0 {
+		c.SampleTimeout = DefaultSampleTimeout
+	}
+	if c.Path == "" {
+		c.Path = DefaultPath
+	}
+	return c
+}
+
+// Validate reports every invalid field by name.
+func (c Config) Validate() error {
+	var errs []error
+	if err := c.Policy.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	d := c.WithDefaults()
+	if d.SampleInterval > 0 && d.SampleInterval < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("redisread: SampleInterval: got %s, allowed: negative (off) or at least 10ms", d.SampleInterval))
+	}
+	if d.SampleTimeout < 0 {
+		errs = append(errs, fmt.Errorf("redisread: SampleTimeout: got %s, must be > 0", d.SampleTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// Flags binds the configuration to flags named prefix+"policy",
+// prefix+"sample-interval", … (e.g. prefix "redis-replica-").
+func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
+	*c = c.WithDefaults()
+	c.Policy.Flags(fs, prefix)
+	fs.DurationVar(&c.SampleInterval, prefix+"sample-interval", c.SampleInterval, "how often to sample INFO commandstats and PING on each replica (negative: off)")
+	fs.DurationVar(&c.SampleTimeout, prefix+"sample-timeout", c.SampleTimeout, "timeout of one sample of one replica")
+	fs.BoolVar(&c.NoPrimaryFallback, prefix+"no-primary-fallback", c.NoPrimaryFallback, "do not read from the primary when every replica failed")
+}
+
+// ReadClient routes reads to replicas through a replica.Policy and writes to
+// the primary. It is safe for concurrent use.
+type ReadClient struct {
+	cfg      Config
+	log      *slog.Logger
+	primary  *redis.Client
+	replicas []*redis.Client
+	addrs    []string
+	policy   replica.Policy
+	owned    bool
+
+	orders          sync.Pool // *[]int
+	primaryReads    atomic.Uint64
+	primaryFailures atomic.Uint64
+
+	stopSampler context.CancelFunc
+	samplerDone sync.WaitGroup
+	closeOnce   sync.Once
+}
+
+// Open builds one go-redis client per server from cfg (timeouts, pool size)
+// and a ReadClient over them; Close closes them. Replica clients do not
+// retry on their own (MaxRetries -1): Do retries on the next replica instead.
+func Open(rc backend.RedisConfig, cfg Config, log *slog.Logger, reg prometheus.Registerer) (*ReadClient, error) {
+	if err := rc.Validate(); err != nil {
+		return nil, err
+	}
+	newClient := func(addr string, retries int) *redis.Client {
+		return redis.NewClient(&redis.Options{
+			Addr:         addr,
+			DialTimeout:  rc.DialTimeout,
+			ReadTimeout:  rc.ReadTimeout,
+			WriteTimeout: rc.WriteTimeout,
+			PoolSize:     rc.PoolSize,
+			MaxRetries:   retries,
+		})
+	}
+	primary := newClient(rc.Addr, 0)
+	replicas := make([]*redis.Client, len(rc.ReplicaAddrs))
+	for i, addr := range rc.ReplicaAddrs {
+		replicas[i] = newClient(addr, -1)
+	}
+	c, err := New(primary, replicas, cfg, log, reg)
+	if err != nil {
+		primary.Close()
+		for _, r := range replicas {
+			r.Close()
+		}
+		return nil, err
+	}
+	c.owned = true
+	return c, nil
+}
+
+// New returns a ReadClient over existing clients and starts its sampler.
+// The caller keeps ownership of the clients (Close does not close them).
+// reg may be nil.
+func New(primary *redis.Client, replicas []*redis.Client, cfg Config, log *slog.Logger, reg prometheus.Registerer) (*ReadClient, error) {
+	if primary == nil {
+		return nil, errors.New("redisread: primary client is nil")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &ReadClient{cfg: cfg, log: log, primary: primary, replicas: replicas}
+	for _, r := range replicas {
+		c.addrs = append(c.addrs, r.Options().Addr)
+	}
+	n := len(replicas)
+	c.orders.New = func() any { s := make([]int, 0, n); return &s }
+	if n > 0 {
+		p, err := replica.New(n, cfg.Policy)
+		if err != nil {
+			return nil, fmt.Errorf("redisread: %w", err)
+		}
+		c.policy = p
+		if reg != nil {
+			if err := reg.Register(replica.NewCollector(p, "baedal_redis_read", cfg.Path, c.addrs)); err != nil {
+				return nil, fmt.Errorf("redisread: register metrics of path %q: %w", cfg.Path, err)
+			}
+			if err := reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name:        "baedal_redis_read_primary_fallbacks_total",
+				Help:        "reads sent to the primary because every replica failed",
+				ConstLabels: prometheus.Labels{"path": cfg.Path},
+			}, func() float64 { return float64(c.primaryReads.Load()) })); err != nil {
+				return nil, fmt.Errorf("redisread: register metrics of path %q: %w", cfg.Path, err)
+			}
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.stopSampler = cancel
+	if n > 0 && cfg.SampleInterval > 0 {
+		c.samplerDone.Add(1)
+		go c.sampleLoop(ctx)
+	}
+	return c, nil
+}
+
+// Primary returns the primary's client, for writes and for reads that must
+// see the latest write.
+func (c *ReadClient) Primary() *redis.Client { return c.primary }
+
+// Replicas returns the replicas' addresses in policy order (replica i).
+func (c *ReadClient) Replicas() []string { return append([]string(nil), c.addrs...) }
+
+// Policy returns the policy ranking the replicas, nil without replicas.
+func (c *ReadClient) Policy() replica.Policy { return c.policy }
+
+// Close stops the sampler and, for a client built by Open, closes every
+// server's client.
+func (c *ReadClient) Close() error {
+	var errs []error
+	c.closeOnce.Do(func() {
+		c.stopSampler()
+		c.samplerDone.Wait()
+		if c.owned {
+			errs = append(errs, c.primary.Close())
+			for _, r := range c.replicas {
+				errs = append(errs, r.Close())
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// ErrAllFailed is returned (wrapped, with each server's error) by Do when no
+// server could answer.
+var ErrAllFailed = errors.New("redisread: every server failed")
+
+// Do runs fn on the best replica; when that server fails it runs fn again on
+// the next-best, and finally on the primary. fn must be a read: it may run
+// more than once. Its error is returned unchanged when it is an answer
+// (nil, redis.Nil, an error reply such as WRONGTYPE, or ctx ending).
+func (c *ReadClient) Do(ctx context.Context, fn func(ctx context.Context, rdb *redis.Client) error) error {
+	if len(c.replicas) == 0 {
+		return fn(ctx, c.primary)
+	}
+	bufp := c.orders.Get().(*[]int)
+	defer c.orders.Put(bufp)
+	order := c.policy.Select((*bufp)[:0])
+	*bufp = order
+	var errs []error
+	for i, r := range order {
+		if i > 0 {
+			if ctx.Err() != nil {
+				break
+			}
+			c.policy.Start(r)
+		}
+		start := time.Now()
+		err := fn(ctx, c.replicas[r])
+		latency := time.Since(start)
+		failed := serverFailed(ctx, err)
+		c.policy.Done(r, replica.Result{Latency: latency, Failed: failed})
+		if !failed {
+			return err
+		}
+		errs = append(errs, fmt.Errorf("replica %s: %w", c.addrs[r], err))
+	}
+	if !c.cfg.NoPrimaryFallback && ctx.Err() == nil {
+		c.primaryReads.Add(1)
+		err := fn(ctx, c.primary)
+		if !serverFailed(ctx, err) {
+			return err
+		}
+		c.primaryFailures.Add(1)
+		errs = append(errs, fmt.Errorf("primary %s: %w", c.primary.Options().Addr, err))
+	}
+	if ctx.Err() != nil {
+		errs = append(errs, ctx.Err())
+	}
+	c.log.Warn("redis read failed on every server", "path", c.cfg.Path, "error", errors.Join(errs...))
+	return fmt.Errorf("%w (path %s): %w", ErrAllFailed, c.cfg.Path, errors.Join(errs...))
+}
+
+// serverFailed says whether err means the server could not answer, so the
+// read should move to another server. An answer (redis.Nil, an error reply
+// about the request) or the caller's context ending is not a server failure.
+func serverFailed(ctx context.Context, err error) bool {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return false
+	}
+	if ctx.Err() != nil {
+		return false
+	}
+	var reply redis.Error
+	if errors.As(err, &reply) {
+		for _, prefix := range []string{"LOADING", "MASTERDOWN", "BUSY", "TRYAGAIN"} {
+			if redis.HasErrorPrefix(err, prefix) {
+				return true
+			}
+		}
+		return strings.HasPrefix(reply.Error(), "ERR max number of clients")
+	}
+	return true
+}
+
+// ReplicaStatus is one replica's state, for metrics and the web console.
+type ReplicaStatus struct {
+	Addr string `json:"addr"`
+	replica.ReplicaStats
+	// Share is the fraction of all replica reads started on this one.
+	Share float64 `json:"share"`
+}
+
+// Status is a snapshot of the read path.
+type Status struct {
+	Path     string          `json:"path"`
+	Policy   string          `json:"policy"`
+	Primary  string          `json:"primary"`
+	Replicas []ReplicaStatus `json:"replicas"`
+	// PrimaryReads counts reads that fell back to the primary.
+	PrimaryReads uint64 `json:"primary_reads"`
+}
+
+// Status returns the current statistics of every replica.
+func (c *ReadClient) Status() Status {
+	st := Status{Path: c.cfg.Path, Policy: string(c.cfg.Policy.Policy), Primary: c.primary.Options().Addr, PrimaryReads: c.primaryReads.Load()}
+	if c.policy == nil {
+		return st
+	}
+	stats := c.policy.Snapshot(nil)
+	var total uint64
+	for _, s := range stats {
+		total += s.Chosen
+	}
+	for _, s := range stats {
+		rs := ReplicaStatus{Addr: c.addrs[s.Replica], ReplicaStats: s}
+		if total > 0 {
+			rs.Share = float64(s.Chosen) / float64(total)
+		}
+		st.Replicas = append(st.Replicas, rs)
+	}
+	return st
+}
+
+// sampleLoop samples every replica each SampleInterval until ctx ends.
+func (c *ReadClient) sampleLoop(ctx context.Context) {
+	defer c.samplerDone.Done()
+	samplers := make([]*serverSampler, len(c.replicas))
+	for i := range samplers {
+		samplers[i] = &serverSampler{}
+	}
+	ticker := time.NewTicker(c.cfg.SampleInterval)
+	defer ticker.Stop()
+	var wg sync.WaitGroup
+	for {
+		for i, s := range samplers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c.sampleReplica(ctx, i, s)
+			}()
+		}
+		wg.Wait()
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+// serverSampler keeps the previous INFO commandstats totals of one replica.
+type serverSampler struct {
+	prev      commandTotals
+	prevAt    time.Time
+	hasPrev   bool
+	lastSvc   time.Duration
+	hasSvc    bool
+	loggedErr bool
+}
+
+// sampleReplica PINGs replica r, reads INFO commandstats and feeds the policy.
+func (c *ReadClient) sampleReplica(ctx context.Context, r int, s *serverSampler) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.SampleTimeout)
+	defer cancel()
+	rdb := c.replicas[r]
+	start := time.Now()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		if ctx.Err() == nil && !s.loggedErr {
+			c.log.Warn("redis replica sample failed", "path", c.cfg.Path, "replica", c.addrs[r], "error", err)
+			s.loggedErr = true
+		}
+		return
+	}
+	rtt := time.Since(start)
+	c.policy.ObservePing(r, rtt)
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return
+	}
+	s.loggedErr = false
+	now := time.Now()
+	totals := parseCommandStats(info, samplerCommands)
+	defer func() { s.prev, s.prevAt, s.hasPrev = totals, now, true }()
+	if !s.hasPrev {
+		return
+	}
+	est, ok := estimate(s.prev, totals, now.Sub(s.prevAt))
+	if ok {
+		s.lastSvc, s.hasSvc = est.serviceTime, true
+	}
+	if !s.hasSvc {
+		return
+	}
+	c.policy.ObserveServer(r, s.lastSvc, 0)
+}
+
+// samplerCommands are the sampler's own commands, left out of the service
+// time so an idle replica is not judged by the cost of INFO.
+var samplerCommands = []string{"info", "ping"}
+
+// commandTotals sums INFO commandstats over commands.
+type commandTotals struct {
+	calls uint64
+	usec  uint64
+}
+
+// parseCommandStats sums calls and usec over the "cmdstat_NAME:calls=…,
+// usec=…,…" lines of an INFO commandstats reply, skipping the commands in
+// skip. Lines it cannot read are ignored.
+func parseCommandStats(info string, skip []string) commandTotals {
+	var t commandTotals
+	for _, line := range strings.Split(info, "\n") {
+		line = strings.TrimSpace(line)
+		name, fields, ok := strings.Cut(line, ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		cmd := strings.TrimPrefix(name, "cmdstat_")
+		skipped := false
+		for _, s := range skip {
+			if strings.EqualFold(cmd, s) {
+				skipped = true
+				break
+			}
+		}
+		if skipped {
+			continue
+		}
+		var calls, usec uint64
+		var haveCalls, haveUsec bool
+		for _, kv := range strings.Split(fields, ",") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				continue
+			}
+			switch k {
+			case "calls":
+				n, err := strconv.ParseUint(v, 10, 64)
+				calls, haveCalls = n, err == nil
+			case "usec":
+				n, err := strconv.ParseUint(v, 10, 64)
+				usec, haveUsec = n, err == nil
+			}
+		}
+		if haveCalls && haveUsec {
+			t.calls += calls
+			t.usec += usec
+		}
+	}
+	return t
+}
+
+// serverEstimate is what one pair of samples says about a server.
+type serverEstimate struct {
+	serviceTime time.Duration // mean execution time of one command
+	rate        float64       // commands per second, all clients
+}
+
+// estimate derives the service time and command rate from two commandstats
+// totals taken elapsed apart. ok is false when no command ran in between
+// (the service time is then unknown) or a counter went backwards (CONFIG
+// RESETSTAT, a restart).
+func estimate(prev, cur commandTotals, elapsed time.Duration) (serverEstimate, bool) {
+	if cur.calls <= prev.calls || cur.usec < prev.usec || elapsed <= 0 {
+		return serverEstimate{}, false
+	}
+	calls := float64(cur.calls - prev.calls)
+	usec := float64(cur.usec - prev.usec)
+	return serverEstimate{
+		serviceTime: time.Duration(math.Round(usec / calls * float64(time.Microsecond))),
+		rate:        calls / elapsed.Seconds(),
+	}, true
+}
