@@ -179,9 +179,9 @@ func Open(ctx context.Context, cfg Config) (*Clients, error) {
 		return nil, err
 	}
 	c := &Clients{OpenSearch: os, OpenSearchURL: cfg.OpenSearch.URLs}
-	c.Redis = newRedis(cfg.Redis, cfg.Redis.Addr)
+	c.Redis = NewRedis(cfg.Redis, cfg.Redis.Addr)
 	for _, addr := range cfg.Redis.ReplicaAddrs {
-		c.RedisReplicas = append(c.RedisReplicas, newRedis(cfg.Redis, addr))
+		c.RedisReplicas = append(c.RedisReplicas, NewRedis(cfg.Redis, addr))
 	}
 	pgcfg, err := pgxpool.ParseConfig(cfg.Postgres.URL)
 	if err != nil {
@@ -197,7 +197,8 @@ func Open(ctx context.Context, cfg Config) (*Clients, error) {
 	return c, nil
 }
 
-func newRedis(cfg RedisConfig, addr string) *redis.Client {
+// NewRedis is a client for one Redis server with the configured timeouts.
+func NewRedis(cfg RedisConfig, addr string) *redis.Client {
 	return redis.NewClient(&redis.Options{
 		Addr:         addr,
 		DialTimeout:  cfg.DialTimeout,

@@ -119,11 +119,11 @@ func TestCoalesceBatch(t *testing.T) {
 			want:   []wantAction{{1, PartMenus, 3, true}, {1, PartShop, 3, true}}, applied: 2,
 		},
 		{
-			name:     "a partial upsert of an unknown shop is rejected, the rest applies",
-			kind:     layout.Nested,
-			held:     map[int64]*ShopParts{1: heldShop(layout.Nested, shop1), 9: {}},
-			events:   []catalog.Event{hotEvent(9, 2, 20), hotEvent(1, 2, 22)},
-			want:     []wantAction{{1, PartNested, 2, false}}, applied: 1,
+			name:   "a partial upsert of an unknown shop is rejected, the rest applies",
+			kind:   layout.Nested,
+			held:   map[int64]*ShopParts{1: heldShop(layout.Nested, shop1), 9: {}},
+			events: []catalog.Event{hotEvent(9, 2, 20), hotEvent(1, 2, 22)},
+			want:   []wantAction{{1, PartNested, 2, false}}, applied: 1,
 			rejected: []int{0}, rejectContain: "new shop needs every field",
 		},
 		{

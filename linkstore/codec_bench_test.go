@@ -162,3 +162,49 @@ func BenchmarkParseKey(b *testing.B) {
 		})
 	}
 }
+
+// The hand-written wire codec against the generated code, same records:
+//
+//	go test ./linkstore -run='^$' -bench='ProtoImpl' -benchtime=3000x -count=3
+func BenchmarkProtoImpl(b *testing.B) {
+	records := Generate(testSeed, benchRecordCount)
+	payloads := make([][]byte, len(records))
+	for i := range records {
+		payloads[i], _ = appendProto(nil, &records[i], nil)
+	}
+	impls := []struct {
+		name   string
+		encode func([]byte, *Record, *protoScratch) ([]byte, error)
+		decode func([]byte) (*Record, error)
+	}{
+		{"generated", appendProtoGenerated, decodeProtoGenerated},
+		{"wire", appendProto, decodeProto},
+	}
+	for _, impl := range impls {
+		b.Run("op=encode/impl="+impl.name, func(b *testing.B) {
+			b.ReportAllocs()
+			buf := make([]byte, 0, 4096)
+			i := 0
+			for b.Loop() {
+				s := getProtoScratch()
+				buf, _ = impl.encode(buf[:0], &records[i], s)
+				putProtoScratch(s)
+				if i++; i == len(records) {
+					i = 0
+				}
+			}
+		})
+		b.Run("op=decode/impl="+impl.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := impl.decode(payloads[i]); err != nil {
+					b.Fatal(err)
+				}
+				if i++; i == len(payloads) {
+					i = 0
+				}
+			}
+		})
+	}
+}

@@ -1,9 +1,20 @@
-// Package linkstore is the pure core of the compact click / deferred-deep-link
-// record store (SPEC §S4): the Record type and its protobuf schema (package
-// linkpb), a deterministic generator of realistic ~1 KB records, value codecs
-// (json, proto, proto+brotli, proto+zstd, proto+zstd+dict) with versioned,
-// trained zstd dictionaries, and Redis key packing. It talks to no server; the
-// Redis store calls these codecs and key functions.
+// Package linkstore is the compact click / deferred-deep-link record store
+// (SPEC §S4), in two layers.
+//
+// The pure core talks to no server: the Record type and its protobuf schema
+// (package linkpb; protowire.go is a hand-written encoder/decoder for it that
+// matches the generated code byte for byte and is 2-3x faster), a
+// deterministic generator of realistic ~1 KB records, value codecs (json-raw,
+// json, proto, proto+brotli, proto+zstd, proto+zstd+dict, proto+s2+dict)
+// with versioned, trained dictionaries, and Redis key packing (text, raw,
+// ascii85).
+//
+// The Redis layer: Store (SET key value EX ttl; reads through a pluggable
+// Reader so the S3 replica selector can serve them; Resolve marks a record
+// consumed with SETBIT in a Lua script), dictionaries stored versioned in
+// Redis (<ns>linkstore:dict:<version>, <ns>linkstore:dict:current), the
+// migration Service (old-only → dual-write → shadow-read → new-only, mode
+// and report in Redis), and the HTTP routes (RegisterRoutes).
 //
 // Main invariant: every value written by a Codec starts with a fixed,
 // uncompressed 3-byte header
@@ -12,13 +23,16 @@
 //	offset 1: dictionary version (0 unless the format uses a dictionary)
 //	offset 2: flags byte (FlagConsumed = bit 0)
 //
-// and decoding never looks at the flags byte. So the store can mark a record
-// consumed in place with Redis SETRANGE key FlagsOffset "\x01" (or
-// SETBIT key ConsumedBitOffset 1), which keeps the TTL and does not rewrite or
-// recompress the value, and the decoded Record is unchanged by it.
+// and decoding never looks at the flags byte. So the store marks a record
+// consumed in place with Redis SETBIT key ConsumedBitOffset 1 (whose reply
+// is the old bit, so check-and-set is one atomic step), which keeps the TTL
+// and does not rewrite or recompress the value, and the decoded Record is
+// unchanged by it.
 //
 // The one value kind without a header is raw JSON (JSONRaw codec, the
 // baseline "as stored today"): it starts with '{' and cannot carry flags.
+// The store marks it consumed the way header-less stores do today: it
+// rewrites the whole value as {"consumed":true,...} with SET KEEPTTL.
 //
 // Bytes read back from Redis are untrusted: decoders cap the decoded size
 // (Options.MaxDecodedSize, 64 KiB by default) and report corrupt, truncated

@@ -109,7 +109,8 @@ func coldShopFilters(r *query.Request) arr {
 			// per-shop radius.
 			obj{"geo_distance": obj{"distance": formatKm(layout.MaxDeliveryRadiusKm), "location": point}},
 			obj{"script": obj{"script": obj{
-				"source": "doc['location'].arcDistance(params.lat, params.lon) <= doc['delivery_radius_km'].value * 1000",
+				// A shop without a location or radius delivers nowhere.
+				"source": "doc['location'].size() > 0 && doc['delivery_radius_km'].size() > 0 && doc['location'].arcDistance(params.lat, params.lon) <= doc['delivery_radius_km'].value * 1000",
 				"params": point,
 			}}},
 		)
