@@ -56,8 +56,11 @@ func typ(t string) map[string]any { return map[string]any{"type": t} }
 
 func shopProperties() map[string]any {
 	return map[string]any{
-		"id":                 typ("long"),
-		"name":               koText(true),
+		"id": typ("long"),
+		// Text search reads the shop name copied into every menu
+		// (menus.shop_name); the shop-level name is only displayed, so it is
+		// not analysed: a hot shop update re-indexes no text at all.
+		"name":               map[string]any{"type": "keyword", "index": false, "doc_values": false},
 		"category":           typ("keyword"),
 		"location":           typ("geo_point"),
 		"delivery_radius_km": typ("double"),
@@ -112,7 +115,7 @@ func (c *Config) IndexBody(role string) ([]byte, error) {
 	case RoleMenus:
 		props = map[string]any{
 			"id":                 typ("long"),
-			"name":               koText(true),
+			"name":               map[string]any{"type": "keyword", "index": false, "doc_values": false},
 			"category":           typ("keyword"),
 			"location":           typ("geo_point"),
 			"delivery_radius_km": typ("double"),
