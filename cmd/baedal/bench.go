@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/baedal/baedal/bench"
+	"github.com/baedal/baedal/indexer/indexbench"
+	"github.com/baedal/baedal/replbench"
 	"github.com/baedal/baedal/searcher/searchbench"
 )
 
@@ -16,8 +18,10 @@ import (
 // progress on stderr and its JSON summary as the last line of stdout.
 func benchmarks() map[string]func(ctx context.Context, args []string) error {
 	return map[string]func(ctx context.Context, args []string) error{
-		"search": benchSearch,
-		"feed":   benchFeed,
+		"search":   benchSearch,
+		"feed":     benchFeed,
+		"index":    benchIndex,
+		"replicas": benchReplicas,
 	}
 }
 
@@ -57,4 +61,27 @@ func benchSearch(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "report: %s\n", s.Report)
 	return bench.PrintSummary(os.Stdout, s)
+}
+
+func benchIndex(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench index", flag.ContinueOnError)
+	cfg := indexbench.Defaults()
+	cfg.Flags(fs)
+	cfg.Backends.Flags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	_, err := indexbench.Run(ctx, cfg, os.Stdout)
+	return err
+}
+
+func benchReplicas(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench replicas", flag.ContinueOnError)
+	var cfg replbench.Config
+	cfg.Flags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	_, err := replbench.Run(ctx, cfg, os.Stdout)
+	return err
 }
