@@ -1,0 +1,284 @@
+package linkstore
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/baedal/baedal/api"
+)
+
+// MaxClickBodyBytes caps a POST /v1/clicks body: a real record is ~1-2 KB.
+const MaxClickBodyBytes = 16 << 10
+
+// RegisterRoutes adds the click API to s:
+//
+//	POST /v1/clicks                   store a record (JSON), returns its click_id
+//	GET  /v1/clicks/{id}              the record and its consumed flag
+//	POST /v1/clicks/{id}/resolve      the deep link; marks it consumed, says if it already was
+//	GET  /v1/admin/links/migration    mode, allowed next modes, shadow-read report (admin)
+//	PUT  /v1/admin/links/migration    {"mode": "..."} switches the mode (admin)
+func RegisterRoutes(s *api.Server, svc *Service) {
+	s.Handle("POST /v1/clicks", svc.handlePost)
+	s.Handle("GET /v1/clicks/{id}", svc.handleGet)
+	s.Handle("POST /v1/clicks/{id}/resolve", svc.handleResolve)
+	s.HandleAdmin("GET /v1/admin/links/migration", svc.handleGetMigration)
+	s.HandleAdmin("PUT /v1/admin/links/migration", svc.handlePutMigration)
+}
+
+// postClickResponse is the body of a 201 from POST /v1/clicks.
+type postClickResponse struct {
+	ClickID   ClickID   `json:"click_id"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+func (svc *Service) handlePost(w http.ResponseWriter, r *http.Request) error {
+	rec, err := DecodeClickRequest(http.MaxBytesReader(w, r.Body, MaxClickBodyBytes), MaxClickBodyBytes)
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	if rec.ClickID == (ClickID{}) {
+		rec.ClickID = NewClickID()
+	}
+	if rec.ReceivedAt.IsZero() {
+		rec.ReceivedAt = now
+	}
+	if rec.ExpiresAt.IsZero() {
+		rec.ExpiresAt = rec.ReceivedAt.Add(svc.new.cfg.TTL)
+	}
+	if err := svc.Put(r.Context(), rec); err != nil {
+		if errors.Is(err, ErrInvalidRecord) {
+			return api.BadRequest("body", err.Error())
+		}
+		return err
+	}
+	w.Header().Set("Location", "/v1/clicks/"+rec.ClickID.String())
+	api.WriteJSON(w, http.StatusCreated, postClickResponse{ClickID: rec.ClickID, ExpiresAt: rec.ExpiresAt.Truncate(time.Millisecond)})
+	return nil
+}
+
+// DecodeClickRequest decodes and validates a POST /v1/clicks body: one JSON
+// object in the Record form, no unknown fields, at most limit bytes.
+// deep_link_url and clicked_at are required; deep_link_url, fallback_url
+// and tracking_link must be absolute URLs. Errors are *api.Problem values
+// naming the field.
+func DecodeClickRequest(body io.Reader, limit int64) (*Record, error) {
+	data, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, err
+		}
+		return nil, api.BadRequest("body", "cannot read the request body: "+err.Error())
+	}
+	if int64(len(data)) > limit {
+		return nil, api.NewProblem(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than the limit of %d bytes for a click record", limit))
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	rec := new(Record)
+	if err := dec.Decode(rec); err != nil {
+		return nil, jsonProblem(err)
+	}
+	if dec.More() {
+		return nil, api.BadRequest("body", "body must hold exactly one JSON object")
+	}
+	if err := validateClick(rec); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// jsonProblem turns an encoding/json error into a 400 naming the field.
+func jsonProblem(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			field = "body"
+		}
+		return api.BadRequest(field, fmt.Sprintf("expected %s, got JSON %s", typeErr.Type, typeErr.Value))
+	case errors.As(err, &syntaxErr):
+		return api.BadRequest("body", fmt.Sprintf("malformed JSON at byte %d: %v", syntaxErr.Offset, syntaxErr))
+	case errors.Is(err, io.EOF):
+		return api.BadRequest("body", "empty body: send the click record as a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return api.BadRequest("body", "truncated JSON")
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		quoted := strings.TrimPrefix(err.Error(), "json: unknown field ")
+		name := strings.Trim(quoted, `"`)
+		if name == "" {
+			name = "body"
+		}
+		return api.BadRequest(name, "unknown field "+quoted)
+	}
+	// Errors from UnmarshalText (click_id, device.ip, advertising_id, times).
+	field := "body"
+	msg := err.Error()
+	for _, f := range []string{"click_id", "advertising_id", "ip", "clicked_at", "impression_at", "received_at", "expires_at"} {
+		if strings.Contains(msg, f) {
+			field = f
+			break
+		}
+	}
+	if errors.Is(err, ErrInvalidUUID) && field == "body" {
+		field = "click_id"
+	}
+	return api.BadRequest(field, msg)
+}
+
+func validateClick(rec *Record) error {
+	if rec.DeepLinkURL == "" {
+		return api.BadRequest("deep_link_url", "required: the deep link the click resolves to")
+	}
+	if rec.ClickedAt.IsZero() {
+		return api.BadRequest("clicked_at", "required: RFC 3339 time of the click")
+	}
+	for _, f := range []struct{ name, value string }{
+		{"deep_link_url", rec.DeepLinkURL}, {"fallback_url", rec.FallbackURL}, {"tracking_link", rec.TrackingLink},
+	} {
+		if f.value == "" {
+			continue
+		}
+		u, err := url.Parse(f.value)
+		if err != nil || u.Scheme == "" {
+			return api.BadRequest(f.name, fmt.Sprintf("%q is not an absolute URL (scheme://...)", truncateForError([]byte(f.value))))
+		}
+	}
+	if rec.Device.IP.Zone() != "" {
+		return api.BadRequest("device.ip", "an IP address with a zone is not allowed")
+	}
+	if err := validateRecordStrings(rec); err != nil {
+		return api.BadRequest("body", err.Error())
+	}
+	return nil
+}
+
+func pathClickID(r *http.Request) (ClickID, error) {
+	raw := r.PathValue("id")
+	id, err := ParseClickID(raw)
+	if err != nil {
+		return id, api.BadRequest("id", fmt.Sprintf("%q is not a UUID (8-4-4-4-12 hex digits)", truncateForError([]byte(raw))))
+	}
+	return id, nil
+}
+
+// mapStoreError turns a store error into a problem where it is the
+// client's (404); other errors are the server's and are logged by api.
+func mapStoreError(id ClickID, err error) error {
+	if errors.Is(err, ErrNotFound) {
+		return api.NewProblem(http.StatusNotFound, "no click "+id.String()+" (never stored, or expired)")
+	}
+	return err
+}
+
+type getClickResponse struct {
+	Record   *Record `json:"record"`
+	Consumed bool    `json:"consumed"`
+}
+
+func (svc *Service) handleGet(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathClickID(r)
+	if err != nil {
+		return err
+	}
+	st, err := svc.Get(r.Context(), id)
+	if err != nil {
+		return mapStoreError(id, err)
+	}
+	api.WriteJSON(w, http.StatusOK, getClickResponse{Record: st.Record, Consumed: st.Consumed})
+	return nil
+}
+
+type resolveResponse struct {
+	ClickID         ClickID `json:"click_id"`
+	DeepLinkURL     string  `json:"deep_link_url"`
+	FallbackURL     string  `json:"fallback_url,omitempty"`
+	Consumed        bool    `json:"consumed"`
+	AlreadyConsumed bool    `json:"already_consumed"`
+}
+
+func (svc *Service) handleResolve(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathClickID(r)
+	if err != nil {
+		return err
+	}
+	res, err := svc.Resolve(r.Context(), id)
+	if err != nil {
+		return mapStoreError(id, err)
+	}
+	api.WriteJSON(w, http.StatusOK, resolveResponse{
+		ClickID: id, DeepLinkURL: res.Record.DeepLinkURL, FallbackURL: res.Record.FallbackURL,
+		Consumed: true, AlreadyConsumed: res.AlreadyConsumed,
+	})
+	return nil
+}
+
+type migrationResponse struct {
+	Mode        Mode   `json:"mode"`
+	AllowedNext []Mode `json:"allowed_next"`
+	Report      Report `json:"report"`
+}
+
+func (svc *Service) migrationState(r *http.Request) (migrationResponse, error) {
+	rep, err := svc.Report(r.Context())
+	if err != nil {
+		return migrationResponse{}, err
+	}
+	next := svc.Mode().NextModes()
+	if svc.old == nil {
+		next = []Mode{}
+	}
+	return migrationResponse{Mode: svc.Mode(), AllowedNext: next, Report: rep}, nil
+}
+
+func (svc *Service) handleGetMigration(w http.ResponseWriter, r *http.Request) error {
+	state, err := svc.migrationState(r)
+	if err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, state)
+	return nil
+}
+
+func (svc *Service) handlePutMigration(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Mode string `json:"mode"`
+	}
+	dec := json.NewDecoder(io.LimitReader(r.Body, 4096))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return api.BadRequest("mode", "body must be {\"mode\": \"...\"}: "+err.Error(), modeNames()...)
+	}
+	m, err := ParseMode(req.Mode)
+	if err != nil {
+		return api.BadRequest("mode", err.Error(), modeNames()...)
+	}
+	if err := svc.SetMode(r.Context(), m); err != nil {
+		if errors.Is(err, ErrModeTransition) {
+			allowed := []string{}
+			for _, n := range svc.Mode().NextModes() {
+				allowed = append(allowed, string(n))
+			}
+			p := api.NewProblem(http.StatusConflict, err.Error())
+			p.Field, p.Allowed = "mode", allowed
+			return p
+		}
+		return err
+	}
+	state, err := svc.migrationState(r)
+	if err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, state)
+	return nil
+}

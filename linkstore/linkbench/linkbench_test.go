@@ -1,0 +1,87 @@
+package linkbench
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"testing"
+
+	"github.com/baedal/baedal/bench"
+	"github.com/baedal/baedal/internal/testenv"
+	"github.com/baedal/baedal/linkstore"
+)
+
+// TestSmoke runs the benchmark with a tiny size against its own
+// redis-server and checks the summary line's keys and basic sanity.
+func TestSmoke(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		testenv.Unavailable(t, err)
+	}
+	cfg := Defaults()
+	cfg.Records = 1200
+	cfg.RoundRecords = 300
+	cfg.MemorySample = 50
+	cfg.ReportDir = t.TempDir()
+	cfg.Command = "go test ./linkstore/linkbench -run TestSmoke"
+	var progress bytes.Buffer
+	sum, err := Run(context.Background(), cfg, &progress)
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, progress.String())
+	}
+	var stdout bytes.Buffer
+	stdout.WriteString("some progress line\n")
+	if err := bench.PrintSummary(&stdout, sum); err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := bench.ParseSummary(stdout.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{"bench", "records", "json_bytes_per_record", "best_codec", "memory_ratio", "value_ratio", "encode_ns", "decode_ns", "codecs"}
+	for _, name := range linkstore.CodecNames() {
+		keys = append(keys, "codecs."+name+".used_memory_per_record", "codecs."+name+".encode_ns", "codecs."+name+".decode_ns")
+	}
+	if missing := bench.MissingKeys(parsed, keys...); len(missing) > 0 {
+		t.Fatalf("summary lacks %v: %s", missing, stdout.String())
+	}
+	if parsed["bench"] != "links" || parsed["records"] != float64(1200) {
+		t.Fatalf("bench %v records %v", parsed["bench"], parsed["records"])
+	}
+	base := sum.Codecs[linkstore.CodecJSONRaw]
+	if base.MemoryRatio != 1 || base.KeyBytesPerRecord != 36 || base.ValueBytesPerRecord < 900 {
+		t.Fatalf("baseline figures %+v: want ratio 1, 36-byte keys, ~1 KB values", base)
+	}
+	if base.UsedMemoryPerRecord <= base.ValueBytesPerRecord {
+		t.Fatalf("baseline used_memory %v B/record is not above its value size %v", base.UsedMemoryPerRecord, base.ValueBytesPerRecord)
+	}
+	s2 := sum.Codecs[linkstore.CodecProtoS2Dict]
+	if s2.KeyBytesPerRecord != float64(linkstore.KeyRawLen) || s2.ValueRatio >= 0.5 || s2.MemoryRatio >= 0.6 {
+		t.Fatalf("proto+s2+dict figures %+v: want raw keys and well under half the baseline", s2)
+	}
+}
+
+func TestConfigValidateNamesFlags(t *testing.T) {
+	for flag, mutate := range map[string]func(*Config){
+		"--profile":    func(c *Config) { c.Profile = "huge" },
+		"--codecs":     func(c *Config) { c.Codecs = []string{"proto+lz4"} },
+		"--key-format": func(c *Config) { c.KeyFormat = "text" },
+		"--records":    func(c *Config) { c.Records = -1 },
+	} {
+		cfg := Defaults()
+		mutate(&cfg)
+		err := cfg.Validate()
+		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(flag)) {
+			t.Errorf("%s: Validate() = %v, want an error naming the flag", flag, err)
+		}
+	}
+}
+
+func TestParseUsedMemory(t *testing.T) {
+	got, err := parseUsedMemory("# Memory\r\nused_memory:1234567\r\nused_memory_human:1.18M\r\n")
+	if err != nil || got != 1234567 {
+		t.Fatalf("parseUsedMemory = %d, %v; want 1234567", got, err)
+	}
+	if _, err := parseUsedMemory("# Memory\r\n"); err == nil {
+		t.Fatal("no used_memory line: want an error")
+	}
+}
