@@ -28,6 +28,7 @@ import (
 	"github.com/baedal/baedal/indexer"
 	"github.com/baedal/baedal/internal/osapi"
 	"github.com/baedal/baedal/layout"
+	"github.com/baedal/baedal/linkstore"
 	"github.com/baedal/baedal/searcher"
 	"github.com/baedal/baedal/simulator"
 )
@@ -40,6 +41,7 @@ type Config struct {
 	Indexer indexer.Config
 	Search  searcher.Config
 	Feed    feed.Config
+	Links   linkstore.Config
 	// Demo is the generated catalog and live traffic; Shops 0 disables it.
 	Demo simulator.Config
 	// Workers runs the indexer and feed fan-out workers in this process.
@@ -57,7 +59,7 @@ func Defaults() Config {
 	demo.Shops = 0
 	return Config{
 		API: api.Defaults(), Backends: backend.Defaults(), Indexer: indexer.Defaults(),
-		Search: searcher.Defaults(), Feed: feed.Defaults(), Demo: demo,
+		Search: searcher.Defaults(), Feed: feed.Defaults(), Links: linkstore.DefaultConfig(), Demo: demo,
 		Workers: true, HealthTimeout: 2 * time.Second,
 	}
 }
@@ -71,6 +73,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	c.Indexer.Log.Flags(fs)
 	c.Search.Flags(fs)
 	c.Feed.Flags(fs)
+	c.Links.Flags(fs)
 	c.Demo.Flags(fs)
 	fs.BoolVar(&c.Workers, "workers-enabled", c.Workers, "run the indexer and feed fan-out workers in this process")
 	fs.DurationVar(&c.HealthTimeout, "health-timeout", c.HealthTimeout, "timeout of each backend probe in /healthz")
@@ -79,7 +82,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 // Validate checks every component and joins the errors.
 func (c *Config) Validate() error {
 	errs := []error{c.API.Validate(), c.Backends.Validate(), c.Indexer.Validate(), c.Indexer.Layout.Validate(),
-		c.Search.Validate(), c.Feed.Validate(), c.Demo.Validate()}
+		c.Search.Validate(), c.Feed.Validate(), c.Links.Validate(), c.Demo.Validate()}
 	if c.HealthTimeout <= 0 {
 		errs = append(errs, errors.New("health-timeout: must be > 0"))
 	}
@@ -127,6 +130,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		return err
 	}
 	feed.RegisterRoutes(srv, feedSvc)
+
+	// S4: click records and deferred deep links.
+	links, closeOldLinks, err := linkstore.Open(ctx, cfg.Links, cfg.Backends.Redis, clients.Redis, nil, log, reg)
+	if err != nil {
+		return err
+	}
+	defer closeOldLinks()
+	defer links.Close()
+	linkstore.RegisterRoutes(srv, links)
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/baedal/baedal/bench"
 	"github.com/baedal/baedal/indexer/indexbench"
+	"github.com/baedal/baedal/linkstore/linkbench"
 	"github.com/baedal/baedal/replbench"
 	"github.com/baedal/baedal/searcher/searchbench"
 )
@@ -22,6 +23,7 @@ func benchmarks() map[string]func(ctx context.Context, args []string) error {
 		"feed":     benchFeed,
 		"index":    benchIndex,
 		"replicas": benchReplicas,
+		"links":    benchLinks,
 	}
 }
 
@@ -84,4 +86,18 @@ func benchReplicas(ctx context.Context, args []string) error {
 	}
 	_, err := replbench.Run(ctx, cfg, os.Stdout)
 	return err
+}
+
+func benchLinks(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench links", flag.ContinueOnError)
+	cfg := linkbench.Defaults()
+	cfg.Flags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	s, err := linkbench.Run(ctx, cfg, os.Stderr)
+	if err != nil {
+		return err
+	}
+	return bench.PrintSummary(os.Stdout, s)
 }
