@@ -32,6 +32,7 @@ func commands() map[string]command {
 		"gen":    {"write the generated catalog as NDJSON change events", runGen},
 		"load":   {"append the generated catalog to the event log", runLoad},
 		"feed":   {"feed operations: seed --preset experiment|social", runFeed},
+		"links":  {"link store operations: mode [--set MODE] (migration)", runLinks},
 	}
 }
 
