@@ -23,6 +23,7 @@ import (
 
 	"github.com/baedal/baedal/api"
 	"github.com/baedal/baedal/backend"
+	"github.com/baedal/baedal/console"
 	"github.com/baedal/baedal/eventlog"
 	"github.com/baedal/baedal/feed"
 	"github.com/baedal/baedal/indexer"
@@ -120,6 +121,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	}
 	eventlog.RegisterRoutes(srv, evlog)
 	searcher.RegisterRoutes(srv, searcher.New(osc, cfg.Indexer.Layout, cfg.Search, reg))
+	console.RegisterRoutes(srv, console.Deps{Search: true, Gatherer: reg})
 
 	// S5: the follow feed.
 	if _, err := feed.Migrate(ctx, clients.Postgres); err != nil {

@@ -90,7 +90,8 @@ func matchedMenusInnerHits() obj {
 			"menus.cook_minutes", "menus.popular", "menus.sold_out"}},
 		"highlight": obj{
 			"pre_tags": arr{"<em>"}, "post_tags": arr{"</em>"},
-			"fields": obj{"menus.name": obj{}, "menus.description": obj{}},
+			// Whole values, not sentence fragments: a menu name is short.
+			"fields": obj{"menus.name": obj{"number_of_fragments": 0}, "menus.description": obj{"number_of_fragments": 0}},
 		},
 	}
 }
