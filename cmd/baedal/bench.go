@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/baedal/baedal/bench"
+	"github.com/baedal/baedal/benchsuite"
 	"github.com/baedal/baedal/indexer/indexbench"
 	"github.com/baedal/baedal/linkstore/linkbench"
 	"github.com/baedal/baedal/replbench"
@@ -35,11 +36,14 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	sort.Strings(names)
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return fmt.Errorf("which benchmark? allowed: %s (e.g. baedal bench search --profile quick)", strings.Join(names, ", "))
+		return fmt.Errorf("which benchmark? allowed: all, %s (e.g. baedal bench search --profile quick)", strings.Join(names, ", "))
+	}
+	if args[0] == "all" {
+		return benchAll(ctx, args[1:], all)
 	}
 	run, ok := all[args[0]]
 	if !ok {
-		return fmt.Errorf("unknown benchmark %q; allowed: %s", args[0], strings.Join(names, ", "))
+		return fmt.Errorf("unknown benchmark %q; allowed: all, %s", args[0], strings.Join(names, ", "))
 	}
 	return run(ctx, args[1:])
 }
@@ -100,4 +104,46 @@ func benchLinks(ctx context.Context, args []string) error {
 		return err
 	}
 	return bench.PrintSummary(os.Stdout, s)
+}
+
+// benchAll runs every registered benchmark and writes reports/index.html.
+func benchAll(ctx context.Context, args []string, registered map[string]func(context.Context, []string) error) error {
+	fs := flag.NewFlagSet("bench all", flag.ContinueOnError)
+	cfg := benchsuite.Config{Profile: bench.ProfileQuick, ReportDir: bench.DefaultReportDir}
+	fs.Var(&cfg.Profile, "profile", "run size of every benchmark: quick or full")
+	fs.StringVar(&cfg.ReportDir, "report-dir", cfg.ReportDir, "directory of the reports and index.html")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	for _, name := range benchsuite.Benchmarks() {
+		if _, ok := registered[name]; ok {
+			cfg.Only = append(cfg.Only, name)
+		}
+	}
+	results, err := benchsuite.Run(ctx, cfg, os.Stderr)
+	if err != nil {
+		return err
+	}
+	path, err := benchsuite.WriteIndex(cfg.ReportDir, bench.CommandLine(), results)
+	if err != nil {
+		return err
+	}
+	failed := 0
+	summary := map[string]any{"bench": "all", "profile": string(cfg.Profile), "index": path}
+	for _, r := range results {
+		if r.Err != nil {
+			failed++
+			summary[r.Bench] = map[string]any{"error": r.Err.Error()}
+			continue
+		}
+		summary[r.Bench] = r.Summary
+	}
+	fmt.Fprintf(os.Stderr, "index: %s\n", path)
+	if err := bench.PrintSummary(os.Stdout, summary); err != nil {
+		return err
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d benchmark(s) failed; see %s", failed, path)
+	}
+	return nil
 }

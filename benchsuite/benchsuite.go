@@ -1,0 +1,200 @@
+// Package benchsuite is `baedal bench all`: it runs every benchmark as a
+// child process of the same binary (`baedal bench <name>`), reads each one's
+// JSON summary from its last stdout line, and writes reports/index.html, a
+// table that puts each of our figures beside the write-up's figure for the
+// same measure and the target, with links to every benchmark's own report.
+//
+// Invariant: every figure in the index comes from a summary produced in this
+// run; the write-up figures and targets are the only typed-in numbers, and they
+// are labelled as such.
+package benchsuite
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/baedal/baedal/bench"
+)
+
+// Benchmarks lists the benchmarks in the order they run.
+func Benchmarks() []string {
+	return []string{"index", "search", "replicas", "links", "feed", "reindex"}
+}
+
+// Measure is one row of the index: a key of a benchmark's summary, the
+// write-up's figure for the same measure and our target.
+type Measure struct {
+	Bench, Key, Label, WriteUp, Target string
+}
+
+// Measures is the comparison table (write-up figures from SPEC.md).
+func Measures() []Measure {
+	return []Measure{
+		{"index", "throughput_ratio", "Shop-update indexing throughput, split / nested", "10×", "≥ 20×"},
+		{"index", "bytes_written_ratio", "Bytes written, split / nested", "0.5 (halved)", "—"},
+		{"index", "freshness_p99_ms", "Freshness p99 (event → searchable), ms", "max delay −98%", "—"},
+		{"search", "equivalent", "Split results identical to nested", "identical", "true"},
+		{"search", "p50_ratio_under_load", "Search p50 under update load, split / nested", "0.86 (−14%)", "—"},
+		{"search", "p99_ratio_under_load", "Search p99 under update load, split / nested", "0.77 (−23%)", "≤ 0.7"},
+		{"search", "under_load.timeouts_nested", "Timeouts under load, nested", "", ""},
+		{"search", "under_load.timeouts_split", "Timeouts under load, split", "−99%", "—"},
+		{"replicas", "degraded.throughput_ratio", "Throughput, one replica degraded, C3 / round-robin", "2.13 (+113%)", "≥ 2.5"},
+		{"replicas", "degraded.p90_ratio", "p90, one replica degraded, C3 / round-robin", "0.35 (−65%)", "—"},
+		{"replicas", "degraded.p99_ratio", "p99, one replica degraded, C3 / round-robin", "0.39 (−61%)", "≤ 0.3"},
+		{"replicas", "healthy.throughput_ratio", "Throughput, all healthy, C3 / round-robin", "no loss", "≥ 0.97"},
+		{"replicas", "opensearch_ars.throughput_ratio", "OpenSearch ARS on / off, one node degraded", "2.13 (+113%)", "—"},
+		{"links", "memory_ratio", "Redis memory, best format / JSON", "0.48 (−52%)", "≤ 0.35"},
+		{"links", "value_ratio", "Value size, best format / JSON", "0.456", "—"},
+		{"links", "encode_ns", "Encode ns per record, best format", "~17,000", "≤ 5,000"},
+		{"links", "decode_ns", "Decode ns per record, best format", "—", "≤ 3,000"},
+		{"feed", "consistency.push", "Consistent polls, push", "0.7167", "—"},
+		{"feed", "consistency.hybrid", "Consistent polls, hybrid", "1.0", "1.0"},
+		{"feed", "read_speedup_hybrid_vs_pull_user_a", "Feed read p50 for user A, pull / hybrid", "—", "≥ 10"},
+		{"feed", "hybrid_p99_ms_user_a_concurrent", "Hybrid p99 for user A, 50 clients, ms", "mean 49–176 ms", "≤ 5"},
+		{"feed", "fanout_10k_ms", "Push fan-out to 10,000 followers, ms", "minutes (130M followers)", "≤ 200"},
+		{"reindex", "replicas0_vs_1", "End-to-end reindex, replicas 0 then added vs 1 kept", "1.59 (12h30 → 7h51)", "—"},
+		{"reindex", "slices_auto_vs_1", "Reindex throughput, slices auto / 1", "more slices, faster", "—"},
+		{"reindex", "shards6_vs_3", "Reindex throughput, 6 / 3 source shards", "1.19 (15 → 20 shards)", "—"},
+		{"reindex", "lost_updates", "Lost updates in a live reindex", "—", "0"},
+		{"reindex", "stale_docs", "Stale documents after a live reindex", "—", "0"},
+	}
+}
+
+// Result is one benchmark's outcome.
+type Result struct {
+	Bench    string
+	Summary  map[string]any
+	Err      error
+	Duration time.Duration
+}
+
+// Config selects what runs.
+type Config struct {
+	Profile   bench.Profile
+	ReportDir string
+	// Only limits the run to these benchmarks (all when empty).
+	Only []string
+	// Binary is the baedal executable to run (default: this process).
+	Binary string
+}
+
+// Run runs the benchmarks one after another; a failing one is recorded and
+// the others still run. Their progress goes to progress.
+func Run(ctx context.Context, cfg Config, progress io.Writer) ([]Result, error) {
+	bin := cfg.Binary
+	if bin == "" {
+		var err error
+		if bin, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	names := Benchmarks()
+	if len(cfg.Only) > 0 {
+		for _, n := range cfg.Only {
+			if !contains(names, n) {
+				return nil, fmt.Errorf("benchsuite: unknown benchmark %q; allowed: %s", n, strings.Join(names, ", "))
+			}
+		}
+		names = cfg.Only
+	}
+	var results []Result
+	for _, name := range names {
+		if ctx.Err() != nil {
+			return results, ctx.Err()
+		}
+		fmt.Fprintf(progress, "== bench %s --profile %s\n", name, cfg.Profile)
+		start := time.Now()
+		var stdout bytes.Buffer
+		cmd := exec.CommandContext(ctx, bin, "bench", name, "--profile", string(cfg.Profile), "--report-dir", cfg.ReportDir)
+		cmd.Stdout = io.MultiWriter(&stdout, progress)
+		cmd.Stderr = progress
+		err := cmd.Run()
+		r := Result{Bench: name, Duration: time.Since(start)}
+		if err != nil {
+			r.Err = fmt.Errorf("bench %s: %w", name, err)
+		} else if r.Summary, err = bench.ParseSummary(stdout.Bytes()); err != nil {
+			r.Err = fmt.Errorf("bench %s: %w", name, err)
+		}
+		results = append(results, r)
+	}
+	return results, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// lookup finds a dotted key in a summary.
+func lookup(m map[string]any, key string) (any, bool) {
+	var cur any = m
+	for _, part := range strings.Split(key, ".") {
+		obj, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = obj[part]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+func format(v any) string {
+	switch x := v.(type) {
+	case float64:
+		if x == float64(int64(x)) && (x >= 1000 || x <= -1000 || x == 0) {
+			return fmt.Sprintf("%.0f", x)
+		}
+		return fmt.Sprintf("%.3g", x)
+	case bool:
+		return fmt.Sprint(x)
+	}
+	return fmt.Sprint(v)
+}
+
+// WriteIndex writes <dir>/index.html.
+func WriteIndex(dir, command string, results []Result) (string, error) {
+	rep := bench.NewReport("index", "baedal benchmarks: our figures beside the write-ups'", command)
+	byName := map[string]Result{}
+	var runs bench.Table
+	runs.Header = []string{"benchmark", "status", "duration", "report"}
+	for _, r := range results {
+		byName[r.Bench] = r
+		status, report := "ok", ""
+		if r.Err != nil {
+			status = "FAILED: " + r.Err.Error()
+		} else if p, ok := lookup(r.Summary, "report"); ok {
+			report = fmt.Sprint(p)
+		}
+		runs.Rows = append(runs.Rows, []string{r.Bench, status, r.Duration.Round(time.Second).String(), report})
+	}
+	var cmp bench.Table
+	cmp.Header = []string{"benchmark", "measure", "ours (this run)", "write-up", "target"}
+	for _, m := range Measures() {
+		r, ran := byName[m.Bench]
+		if !ran {
+			continue
+		}
+		ours := "not measured"
+		if r.Err != nil {
+			ours = "benchmark failed"
+		} else if v, ok := lookup(r.Summary, m.Key); ok {
+			ours = format(v)
+		}
+		cmp.Rows = append(cmp.Rows, []string{m.Bench, m.Label, ours, m.WriteUp, m.Target})
+	}
+	rep.Add(bench.Section{Title: "Ours beside the write-ups", Text: "Ratios are ours / baseline measured in the same run on the same machine, interleaved. Write-up figures are from the engineering write-ups summarised in SPEC.md (production clusters, not this machine).", Table: &cmp})
+	rep.Add(bench.Section{Title: "Runs", Text: "Each benchmark's own report has its plots.", Table: &runs})
+	return rep.WriteHTML(dir)
+}
