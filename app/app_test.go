@@ -46,6 +46,7 @@ func TestHealthzReportsADownBackend(t *testing.T) {
 	select {
 	case addr = <-addrc:
 	case err := <-done:
+		done <- nil // for the deferred receive
 		t.Fatalf("Run ended early: %v", err)
 	case <-time.After(60 * time.Second):
 		t.Fatal("server did not start")
