@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/baedal/baedal/api"
@@ -30,6 +31,7 @@ import (
 	"github.com/baedal/baedal/internal/osapi"
 	"github.com/baedal/baedal/layout"
 	"github.com/baedal/baedal/linkstore"
+	"github.com/baedal/baedal/replica/redisread"
 	"github.com/baedal/baedal/searcher"
 	"github.com/baedal/baedal/simulator"
 )
@@ -43,6 +45,9 @@ type Config struct {
 	Search  searcher.Config
 	Feed    feed.Config
 	Links   linkstore.Config
+	// RedisReads picks the Redis read replica of timeline and link reads
+	// when replicas are configured (C3 by default).
+	RedisReads redisread.Config
 	// Demo is the generated catalog and live traffic; Shops 0 disables it.
 	Demo simulator.Config
 	// Workers runs the indexer and feed fan-out workers in this process.
@@ -75,6 +80,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	c.Search.Flags(fs)
 	c.Feed.Flags(fs)
 	c.Links.Flags(fs)
+	c.RedisReads.Flags(fs, "redis-replica-")
 	c.Demo.Flags(fs)
 	fs.BoolVar(&c.Workers, "workers-enabled", c.Workers, "run the indexer and feed fan-out workers in this process")
 	fs.DurationVar(&c.HealthTimeout, "health-timeout", c.HealthTimeout, "timeout of each backend probe in /healthz")
@@ -83,7 +89,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 // Validate checks every component and joins the errors.
 func (c *Config) Validate() error {
 	errs := []error{c.API.Validate(), c.Backends.Validate(), c.Indexer.Validate(), c.Indexer.Layout.Validate(),
-		c.Search.Validate(), c.Feed.Validate(), c.Links.Validate(), c.Demo.Validate()}
+		c.Search.Validate(), c.Feed.Validate(), c.Links.Validate(), c.RedisReads.Validate(), c.Demo.Validate()}
 	if c.HealthTimeout <= 0 {
 		errs = append(errs, errors.New("health-timeout: must be > 0"))
 	}
@@ -123,6 +129,36 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	searcher.RegisterRoutes(srv, searcher.New(osc, cfg.Indexer.Layout, cfg.Search, reg))
 	console.RegisterRoutes(srv, console.Deps{Search: true, Gatherer: reg})
 
+	// S3: reads that tolerate replica lag go to the replica C3 ranks best.
+	var linkReader linkstore.Reader
+	var feedReads feed.ReadFunc
+	if len(clients.RedisReplicas) > 0 {
+		reads, err := redisread.New(clients.Redis, clients.RedisReplicas, cfg.RedisReads, log, reg)
+		if err != nil {
+			return err
+		}
+		defer reads.Close()
+		feedReads = func(ctx context.Context, read func(context.Context, redis.Cmdable) error) error {
+			return reads.Do(ctx, func(ctx context.Context, c *redis.Client) error { return read(ctx, c) })
+		}
+		linkReader = linkstore.ReaderFunc(func(ctx context.Context, key string) ([]byte, error) {
+			var v []byte
+			err := reads.Do(ctx, func(ctx context.Context, c *redis.Client) error {
+				var err error
+				v, err = c.Get(ctx, key).Bytes()
+				return err
+			})
+			if errors.Is(err, redis.Nil) {
+				return nil, linkstore.ErrNotFound
+			}
+			return v, err
+		})
+		srv.HandleAdmin("GET /v1/admin/replicas", func(w http.ResponseWriter, r *http.Request) error {
+			api.WriteJSON(w, http.StatusOK, reads.Status())
+			return nil
+		})
+	}
+
 	// S5: the follow feed.
 	if _, err := feed.Migrate(ctx, clients.Postgres); err != nil {
 		return err
@@ -131,10 +167,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	if err != nil {
 		return err
 	}
+	feedSvc.UseReadClient(feedReads)
 	feed.RegisterRoutes(srv, feedSvc)
 
 	// S4: click records and deferred deep links.
-	links, closeOldLinks, err := linkstore.Open(ctx, cfg.Links, cfg.Backends.Redis, clients.Redis, nil, log, reg)
+	links, closeOldLinks, err := linkstore.Open(ctx, cfg.Links, cfg.Backends.Redis, clients.Redis, linkReader, log, reg)
 	if err != nil {
 		return err
 	}

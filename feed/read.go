@@ -58,8 +58,15 @@ func (s *Service) Feed(ctx context.Context, user, before int64, limit int) (Page
 }
 
 // feedIDs returns the newest post ids of the user's feed, below before.
-func (s *Service) feedIDs(ctx context.Context, user, before int64, limit int) ([]int64, error) {
-	rc := s.read()
+func (s *Service) feedIDs(ctx context.Context, user, before int64, limit int) (ids []int64, err error) {
+	err = s.read(ctx, func(ctx context.Context, rc redis.Cmdable) error {
+		ids, err = s.feedIDsFrom(ctx, rc, user, before, limit)
+		return err
+	})
+	return ids, err
+}
+
+func (s *Service) feedIDsFrom(ctx context.Context, rc redis.Cmdable, user, before int64, limit int) ([]int64, error) {
 	rng := &redis.ZRangeBy{Min: "-inf", Max: "+inf", Count: int64(limit)}
 	if before > 0 {
 		rng.Max = "(" + strconv.FormatInt(before, 10)
@@ -142,7 +149,12 @@ func (s *Service) hydrate(ctx context.Context, ids []int64) ([]Post, error) {
 	for i, id := range ids {
 		keys[i] = s.keys.post(id)
 	}
-	vals, err := s.read().MGet(ctx, keys...).Result()
+	var vals []any
+	err := s.read(ctx, func(ctx context.Context, rc redis.Cmdable) error {
+		var err error
+		vals, err = rc.MGet(ctx, keys...).Result()
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("feed: read %d post payloads: %w", len(ids), err)
 	}

@@ -37,9 +37,10 @@ type Post struct {
 	CreatedAt  time.Time `json:"createdAt"`
 }
 
-// ReadClientFunc returns the Redis client a timeline read should use. The
-// replica selector (S3) plugs in here; the default is the primary.
-type ReadClientFunc func() redis.Cmdable
+// ReadFunc runs one read (a timeline, post payloads) on the Redis server it
+// chooses. The replica selector (S3) plugs in here: it picks a replica, times
+// the read and retries on the next one; the default runs on the primary.
+type ReadFunc func(ctx context.Context, read func(ctx context.Context, rc redis.Cmdable) error) error
 
 // Service is one feed deployment: its configuration, its PostgreSQL pool and
 // Redis primary. It is safe for concurrent use.
@@ -47,7 +48,7 @@ type Service struct {
 	cfg     Config
 	db      *pgxpool.Pool
 	rdb     *redis.Client
-	read    ReadClientFunc
+	read    ReadFunc
 	keys    keys
 	ids     *IDGenerator
 	log     *slog.Logger
@@ -117,13 +118,15 @@ func NewService(cfg Config, db *pgxpool.Pool, rdb *redis.Client, log *slog.Logge
 		cfg: cfg, db: db, rdb: rdb, keys: keys{cfg.KeyPrefix}, ids: NewIDGenerator(nil),
 		log: log.With("component", "feed", "strategy", string(cfg.Strategy)), metrics: newMetrics(reg, cfg.Strategy),
 	}
-	s.read = func() redis.Cmdable { return rdb }
+	s.read = func(ctx context.Context, read func(context.Context, redis.Cmdable) error) error {
+		return read(ctx, rdb)
+	}
 	return s, nil
 }
 
 // UseReadClient routes timeline reads through f (e.g. the replica selector).
 // Call it before serving.
-func (s *Service) UseReadClient(f ReadClientFunc) {
+func (s *Service) UseReadClient(f ReadFunc) {
 	if f != nil {
 		s.read = f
 	}
