@@ -28,6 +28,9 @@ type Config struct {
 	OpenSearchHeap string
 	// RedisReplicas is the number of read replicas of the primary Redis.
 	RedisReplicas int
+	// LinksOldRedis starts a second, separate Redis: the old store of the
+	// link store's migration (old Redis, old format → new Redis, new format).
+	LinksOldRedis bool
 	// StartTimeout bounds the wait for every component to become healthy.
 	StartTimeout time.Duration
 	// LauncherDir is the Maven module that starts OpenSearch; empty means
@@ -61,6 +64,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.OpenSearchNodes, "opensearch-nodes", c.OpenSearchNodes, "OpenSearch nodes to start: 1 or 3")
 	fs.StringVar(&c.OpenSearchHeap, "opensearch-heap", c.OpenSearchHeap, "JVM heap per OpenSearch node, e.g. 512m or 1g")
 	fs.IntVar(&c.RedisReplicas, "redis-replicas", c.RedisReplicas, "Redis read replicas to start beside the primary (0-8)")
+	fs.BoolVar(&c.LinksOldRedis, "links-old-redis", c.LinksOldRedis, "start a second Redis as the link store migration's old store")
 	fs.DurationVar(&c.StartTimeout, "start-timeout", c.StartTimeout, "how long to wait for every component to become healthy")
 	fs.StringVar(&c.LauncherDir, "launcher-dir", c.LauncherDir, "the OpenSearch launcher's Maven module (default: ./opensearch in this or a parent directory)")
 	fs.BoolVar(&c.Install, "install", c.Install, "install missing Debian packages with apt-get when running as root")

@@ -50,7 +50,7 @@ func TestPlanPortsRefusesAPortInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	_, err = planPorts(base, 1, 0)
+	_, err = planPorts(base, 1, 0, false)
 	if err == nil || !strings.Contains(err.Error(), "(redis)") {
 		t.Fatalf("planPorts = %v, want an error naming the redis port", err)
 	}

@@ -44,6 +44,7 @@ type State struct {
 	OpenSearchURLs    []string  `json:"opensearch_urls"`
 	RedisAddr         string    `json:"redis_addr"`
 	RedisReplicaAddrs []string  `json:"redis_replica_addrs,omitempty"`
+	LinksOldRedisAddr string    `json:"links_old_redis_addr,omitempty"`
 	PostgresURL       string    `json:"postgres_url"`
 	APIAddr           string    `json:"api_addr"`
 	Processes         []Process `json:"processes"`
@@ -56,12 +57,13 @@ type ports struct {
 	openSearch   []openSearchNode
 	redis        int
 	redisReplica []int
+	linksOld     int
 	postgres     int
 }
 
 // planPorts lays the ports out from the base, or asks the kernel for free
 // ones when base is 0. It fails naming the first port already in use.
-func planPorts(base, nodes, replicas int) (ports, error) {
+func planPorts(base, nodes, replicas int, linksOld bool) (ports, error) {
 	var p ports
 	next := func(offset int, what string) (int, error) {
 		if base == 0 {
@@ -96,6 +98,11 @@ func planPorts(base, nodes, replicas int) (ports, error) {
 			return p, err
 		}
 		p.redisReplica = append(p.redisReplica, port)
+	}
+	if linksOld {
+		if p.linksOld, err = next(390, "redis-links-old"); err != nil {
+			return p, err
+		}
 	}
 	if p.postgres, err = next(432, "postgres"); err != nil {
 		return p, err
@@ -151,7 +158,7 @@ func Up(ctx context.Context, cfg Config, progress io.Writer) (*State, error) {
 	if err := os.MkdirAll(filepath.Join(stateDir, "logs"), 0o755); err != nil {
 		return nil, fmt.Errorf("localstack: create state dir %s: %w", stateDir, err)
 	}
-	plan, err := planPorts(cfg.PortBase, cfg.OpenSearchNodes, cfg.RedisReplicas)
+	plan, err := planPorts(cfg.PortBase, cfg.OpenSearchNodes, cfg.RedisReplicas, cfg.LinksOldRedis)
 	if err != nil {
 		return nil, err
 	}
@@ -208,6 +215,13 @@ func Up(ctx context.Context, cfg Config, progress io.Writer) (*State, error) {
 		st.RedisReplicaAddrs = append(st.RedisReplicaAddrs, addr)
 		p, err := startRedis(stateDir, "redis-replica-"+strconv.Itoa(i+1), port, plan.redis)
 		if err := record(p, err, func(ctx context.Context, p Process) error { return waitRedis(ctx, p, addr, true) }); err != nil {
+			return fail(err)
+		}
+	}
+	if plan.linksOld != 0 {
+		st.LinksOldRedisAddr = redisAddr(plan.linksOld)
+		p, err := startRedis(stateDir, "redis-links-old", plan.linksOld, 0)
+		if err := record(p, err, func(ctx context.Context, p Process) error { return waitRedis(ctx, p, st.LinksOldRedisAddr, false) }); err != nil {
 			return fail(err)
 		}
 	}

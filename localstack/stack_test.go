@@ -27,6 +27,7 @@ func TestStackStartsHealthyAndStopsExactlyItsProcesses(t *testing.T) {
 	cfg.StateDir = dir
 	cfg.PortBase = 0
 	cfg.RedisReplicas = 1
+	cfg.LinksOldRedis = true
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	st, err := Up(ctx, cfg, os.Stderr)
@@ -40,8 +41,8 @@ func TestStackStartsHealthyAndStopsExactlyItsProcesses(t *testing.T) {
 		}
 	}()
 
-	if got := len(st.Processes); got != 4 {
-		t.Fatalf("started %d processes, want 4 (opensearch, redis, replica, postgres)", got)
+	if got := len(st.Processes); got != 5 {
+		t.Fatalf("started %d processes, want 5 (opensearch, redis, replica, links' old redis, postgres)", got)
 	}
 	for _, h := range st.Health(ctx) {
 		if !h.Healthy {

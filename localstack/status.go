@@ -46,6 +46,8 @@ func (st *State) probe(ctx context.Context, component string) error {
 		return probeOpenSearch(ctx, st.OpenSearchURLs[i], len(st.OpenSearchURLs))
 	case component == "redis":
 		return probeRedis(ctx, st.RedisAddr, false)
+	case component == "redis-links-old":
+		return probeRedis(ctx, st.LinksOldRedisAddr, false)
 	case strings.HasPrefix(component, "redis-replica-"):
 		return probeRedis(ctx, st.RedisReplicaAddrs[indexSuffix(component)], true)
 	case component == "postgres":

@@ -155,6 +155,11 @@ func fillFromStack(cfg *app.Config, st *localstack.State) {
 	if b.Postgres.URL == "" {
 		b.Postgres.URL = st.PostgresURL
 	}
+	// A stack started with --links-old-redis runs the link store migration
+	// between that Redis (old store) and the primary (new store).
+	if st.LinksOldRedisAddr != "" && cfg.Links.OldRedisAddr == "" {
+		cfg.Links.OldRedisAddr, cfg.Links.Migrate = st.LinksOldRedisAddr, true
+	}
 }
 
 // printStack prints where each server listens; the PostgreSQL password is
@@ -163,6 +168,9 @@ func printStack(st *localstack.State) {
 	fmt.Printf("  opensearch: %v\n  redis:      %s", st.OpenSearchURLs, st.RedisAddr)
 	if len(st.RedisReplicaAddrs) > 0 {
 		fmt.Printf(" (replicas %v)", st.RedisReplicaAddrs)
+	}
+	if st.LinksOldRedisAddr != "" {
+		fmt.Printf("\n  redis (link store's old store): %s", st.LinksOldRedisAddr)
 	}
 	fmt.Printf("\n  postgres:   %s\n", st.RedactedPostgresURL())
 }
