@@ -24,4 +24,11 @@ export BAEDAL_TEST_STATE_DIR="$state"
 
 go vet ./...
 go test -count=1 -timeout 30m ./...
+
+# The suite replays every fuzz target's seed corpus; here the parsers of
+# untrusted input also get a short real fuzzing run each.
+for target in ./catalog:FuzzParseEvents ./query:FuzzParseRequest \
+              ./linkstore:FuzzDecodeProtoS2Dict ./linkstore:FuzzDecodeClickRequest; do
+  go test "${target%%:*}" -run '^$' -fuzz "^${target##*:}\$" -fuzztime 10s
+done
 status=0
