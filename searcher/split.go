@@ -95,7 +95,7 @@ func (e *execution) menuQuery(ctx context.Context, step query.Step, restrict *ca
 	if wantCook {
 		sorts = append(sorts, minOf("menus.cook_minutes"))
 	}
-	body := obj{"query": obj{"bool": b}, "sort": sorts, "_source": false, "track_total_hits": false}
+	body := obj{"query": obj{"bool": b}, "sort": sorts, "stored_fields": "_none_", "track_total_hits": false}
 	if scoring {
 		body["track_scores"] = true
 	}
@@ -143,7 +143,7 @@ func (e *execution) menuQuery(ctx context.Context, step query.Step, restrict *ca
 func (e *execution) shopCandidates(ctx context.Context, step query.Step) (*candidates, error) {
 	r := e.req
 	filter := append(coldShopFilters(r), hotShopFilters(r)...)
-	body := obj{"query": obj{"bool": obj{"filter": filter}}, "sort": arr{idAsc()}, "_source": false, "track_total_hits": false}
+	body := obj{"query": obj{"bool": obj{"filter": filter}}, "sort": arr{idAsc()}, "stored_fields": "_none_", "track_total_hits": false}
 	stats := StepStats{Name: step.Name(), Index: e.s.idx.Alias(layout.RoleShops)}
 	c := &candidates{}
 	err := e.collect(ctx, &stats, body, func(h hit) error {
@@ -246,7 +246,11 @@ func (e *execution) menuFetch(ctx context.Context, step query.Step, resp *Respon
 
 // collect reads every hit of a query step. The first page is a plain search;
 // if it is full, the rest is read from a point in time with search_after, so
-// more than 10,000 candidates are never truncated.
+// more than 10,000 candidates are never truncated. Steps ask for
+// stored_fields _none_ (no _id is read from stored fields, the costly part of
+// returning thousands of hits) and sort on id first, so the first sort value
+// is the shop id; it also removes the duplicates the switch to a point in
+// time can cause.
 func (e *execution) collect(ctx context.Context, stats *StepStats, body obj, onHit func(hit) error) error {
 	page := e.s.cfg.CandidatePage
 	body["size"] = page
@@ -257,10 +261,14 @@ func (e *execution) collect(ctx context.Context, stats *StepStats, body obj, onH
 	seen := map[string]bool{}
 	emit := func(hits []hit) error {
 		for _, h := range hits {
-			if seen[h.ID] {
+			if len(h.Sort) == 0 {
+				return fmt.Errorf("searcher: step %s: a hit without sort values", stats.Name)
+			}
+			id := string(h.Sort[0])
+			if seen[id] {
 				continue
 			}
-			seen[h.ID] = true
+			seen[id] = true
 			if err := onHit(h); err != nil {
 				return err
 			}
