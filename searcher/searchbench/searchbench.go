@@ -165,7 +165,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, progress io.Writer) 
 		return Summary{}, err
 	}
 	r := &run{cfg: cfg, log: log, progress: progress, osc: osapi.New(client), idx: layout.Defaults()}
-	r.idx.Prefix = "bench_search_"
+	// Unique per run: two runs on one stack must not share indices.
+	r.idx.Prefix = fmt.Sprintf("bench_search_%d_", os.Getpid())
 	if err := r.setup(ctx); err != nil {
 		return Summary{}, err
 	}
@@ -403,11 +404,11 @@ func (r *run) searchWhileUpdating(ctx context.Context, k layout.Kind, rate float
 	start := time.Now()
 	go func() {
 		defer close(done)
-		bench.RunAtRate(loadCtx, rate/updateBatch, 1, func(ctx context.Context, _ int64) error {
+		bench.RunAtRate(loadCtx, rate/updateBatch, 1, func(context.Context, int64) error {
+			// The batch in flight finishes when the round ends; only the
+			// schedule stops.
 			if err := r.applyNext(ctx, k, updateBatch); err != nil {
-				if ctx.Err() == nil {
-					loadErr = err
-				}
+				loadErr = err
 				return err
 			}
 			applied.Add(updateBatch)

@@ -2,6 +2,7 @@ package searchbench
 
 import (
 	"bytes"
+	"log/slog"
 	"context"
 	"os"
 	"testing"
@@ -21,7 +22,7 @@ func TestSmoke(t *testing.T) {
 	cfg.Shops, cfg.Queries, cfg.MaxRateSeconds = 300, 20, 1
 	cfg.Bench.ReportDir = t.TempDir()
 	var progress bytes.Buffer
-	s, err := Run(context.Background(), cfg, nil, &progress)
+	s, err := Run(context.Background(), cfg, slog.New(slog.NewTextHandler(&progress, nil)), &progress)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, progress.String())
 	}
