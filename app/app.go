@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -88,7 +89,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 
 // Validate checks every component and joins the errors.
 func (c *Config) Validate() error {
-	errs := []error{c.API.Validate(), c.Backends.Validate(), c.Indexer.Validate(), c.Indexer.Layout.Validate(),
+	errs := []error{c.API.Validate(), c.Backends.Validate(), c.Indexer.Validate(),
 		c.Search.Validate(), c.Feed.Validate(), c.Links.Validate(), c.RedisReads.Validate(), c.Demo.Validate()}
 	if c.HealthTimeout <= 0 {
 		errs = append(errs, errors.New("health-timeout: must be > 0"))
@@ -189,14 +190,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		return indexer.Run(gctx, cfg.Indexer, clients, log, reg)
 	})
 	if cfg.Workers {
-		g.Go(func() error { feedSvc.RunWorkers(gctx); return nil })
+		g.Go(func() error { return feedSvc.RunWorkers(gctx) })
 	}
 	if cfg.Demo.Shops > 0 {
 		sim := simulator.New(cfg.Demo, evlog, log, reg)
 		g.Go(func() error { return sim.Run(gctx, cfg.Progress) })
 	}
 	g.Go(func() error {
-		log.Info("serving", "addr", cfg.API.Addr, "opensearch", cfg.Backends.OpenSearch.URLs, "redis", cfg.Backends.Redis.Addr)
+		log.Info("serving", "addr", cfg.API.Addr, "opensearch", redacted(cfg.Backends.OpenSearch.URLs), "redis", cfg.Backends.Redis.Addr)
 		return srv.Run(gctx, ready)
 	})
 	return g.Wait()
@@ -233,4 +234,17 @@ func ensureIndices(ctx context.Context, idx layout.Config, osc *osapi.Client, lo
 		case <-time.After(5 * time.Second):
 		}
 	}
+}
+
+// redacted masks passwords in URLs before they are logged.
+func redacted(urls []string) []string {
+	out := make([]string, len(urls))
+	for i, raw := range urls {
+		if u, err := url.Parse(raw); err == nil {
+			out[i] = u.Redacted()
+		} else {
+			out[i] = "(unparsable URL)"
+		}
+	}
+	return out
 }

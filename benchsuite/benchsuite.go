@@ -114,6 +114,10 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) ([]Result, error) 
 		cmd := exec.CommandContext(ctx, bin, "bench", name, "--profile", string(cfg.Profile), "--report-dir", cfg.ReportDir)
 		cmd.Stdout = io.MultiWriter(&stdout, progress)
 		cmd.Stderr = progress
+		// On Ctrl-C the child gets SIGINT, so it can stop the stack it
+		// started, and a grace period before it is killed.
+		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+		cmd.WaitDelay = time.Minute
 		err := cmd.Run()
 		r := Result{Bench: name, Duration: time.Since(start)}
 		if err != nil {

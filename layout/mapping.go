@@ -13,10 +13,6 @@ func CopiedShopFields() []string {
 	return []string{"name", "category", "location", "delivery_radius_km"}
 }
 
-// MaxDeliveryRadiusKm bounds the delivery radius the geo prefilter assumes;
-// the catalog's validation keeps radii below it.
-const MaxDeliveryRadiusKm = 20.0
-
 // analysis is shared by every index so text is analysed the same way in both
 // layouts: nori for Korean (compounds decompounded, e.g. 페퍼로니피자 →
 // 페퍼로니 + 피자, with the compound kept too) and a 2–3 character n-gram

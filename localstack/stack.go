@@ -320,12 +320,21 @@ func Down(stateDir string, progress io.Writer) error {
 	return nil
 }
 
-// stopAll stops the recorded processes in reverse start order, in parallel.
+// stopAll stops the foreground server first (it drains requests while its
+// backends still answer), then every server in parallel.
 func (st *State) stopAll(progress io.Writer) error {
+	for _, p := range st.Processes {
+		if p.Component == serveComponent && p.PID != os.Getpid() {
+			if err := p.Stop(syscall.SIGTERM, 30*time.Second); err != nil {
+				return err
+			}
+			fmt.Fprintf(progress, "stopped %s (pid %d)\n", p.Component, p.PID)
+		}
+	}
 	errs := make([]error, len(st.Processes))
 	var wg sync.WaitGroup
 	for i, p := range st.Processes {
-		if p.PID == os.Getpid() {
+		if p.PID == os.Getpid() || p.Component == serveComponent {
 			continue // the foreground `up` stops itself after calling Down
 		}
 		wg.Add(1)
@@ -399,9 +408,13 @@ func indent(s string) string {
 	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
 }
 
+// serveComponent names the foreground `baedal up` server in the state file.
+const serveComponent = "baedal-serve"
+
 // AddSelf records the calling process as part of the stack (the foreground
 // `baedal up` server), so `baedal down` from another terminal stops it too.
-func (st *State) AddSelf(component string) error {
+func (st *State) AddSelf() error {
+	component := serveComponent
 	pid := os.Getpid()
 	ticks, err := processStartTicks(pid)
 	if err != nil {

@@ -1,7 +1,7 @@
 package searcher
 
 import (
-	"github.com/baedal/baedal/layout"
+	"github.com/baedal/baedal/catalog"
 	"github.com/baedal/baedal/query"
 )
 
@@ -108,7 +108,7 @@ func coldShopFilters(r *query.Request) arr {
 		f = append(f,
 			// A cheap prefilter on the largest possible radius, then the
 			// per-shop radius.
-			obj{"geo_distance": obj{"distance": formatKm(layout.MaxDeliveryRadiusKm), "location": point}},
+			obj{"geo_distance": obj{"distance": formatKm(catalog.MaxDeliveryRadiusKm), "location": point}},
 			obj{"script": obj{"script": obj{
 				// A shop without a location or radius delivers nowhere.
 				"source": "doc['location'].size() > 0 && doc['delivery_radius_km'].size() > 0 && doc['location'].arcDistance(params.lat, params.lon) <= doc['delivery_radius_km'].value * 1000",

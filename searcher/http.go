@@ -34,6 +34,10 @@ func RegisterRoutes(s *api.Server, srch *Searcher) {
 		if errors.Is(err, ErrTimeout) {
 			return api.NewProblem(http.StatusGatewayTimeout, err.Error())
 		}
+		if r.Context().Err() != nil {
+			// The client went away: nothing to answer, nothing to log.
+			return api.NewProblem(499, "client closed the request")
+		}
 		if err != nil {
 			return err
 		}

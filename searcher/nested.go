@@ -56,10 +56,18 @@ func (e *execution) nested(ctx context.Context) (*Response, error) {
 	switch {
 	case r.Q != "":
 		b["must"] = arr{matched}
-	case r.HasPriceRange():
+	case query.NeedsMenuQuery(r):
+		// Price range, max_total_fee or eta: a matched menu is required,
+		// exactly as the split layout's menu query requires one.
 		filter = append(filter, matched)
 	default:
-		b["should"] = arr{matched} // only to return menus for display
+		// Only to return menus for display: a shop without menus matches.
+		// A bool of should clauses alone requires one of them, whatever
+		// minimum_should_match says, so the filter list must not be empty.
+		b["should"] = arr{matched}
+		if len(filter) == 0 {
+			filter = arr{obj{"match_all": obj{}}}
+		}
 	}
 	if len(filter) > 0 {
 		b["filter"] = filter

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/baedal/baedal/layout"
 	"github.com/baedal/baedal/query"
@@ -126,7 +127,10 @@ func (e *execution) menuQuery(ctx context.Context, step query.Step, restrict *ca
 		if wantCook {
 			c.minCook[key] = vals[i]
 		}
-		if scoring && h.Score != nil {
+		if scoring {
+			if h.Score == nil {
+				return fmt.Errorf("searcher: step %s: shop %d came back without a score", stats.Name, id)
+			}
 			c.score[key] = *h.Score
 		}
 		return nil
@@ -224,7 +228,7 @@ func (e *execution) menuFetch(ctx context.Context, step query.Step, resp *Respon
 	} else {
 		b["filter"] = append(b["filter"].(arr), matched)
 	}
-	body := obj{"query": obj{"bool": b}, "size": len(ids), "_source": false, "docvalue_fields": arr{"id"}}
+	body := obj{"query": obj{"bool": b}, "size": len(ids), "_source": false}
 	stats := StepStats{Name: step.Name(), Index: e.s.idx.Alias(layout.RoleMenus)}
 	out, err := e.search(ctx, &stats, "/"+stats.Index+"/_search", body)
 	if err != nil {
@@ -288,8 +292,12 @@ func (e *execution) collect(ctx context.Context, stats *StepStats, body obj, onH
 		return fmt.Errorf("searcher: open point in time on %s: %w", stats.Index, err)
 	}
 	defer func() {
+		// Closed even when the search was cancelled, but never for long:
+		// the point in time expires by itself after keep_alive anyway.
 		raw, _ := json.Marshal(obj{"pit_id": arr{pit.PitID}})
-		_ = e.s.os.Do(context.WithoutCancel(ctx), http.MethodDelete, "/_search/point_in_time", raw, nil)
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		_ = e.s.os.Do(closeCtx, http.MethodDelete, "/_search/point_in_time", raw, nil)
 	}()
 	last := out.Hits.Hits[len(out.Hits.Hits)-1].Sort
 	for {

@@ -29,7 +29,10 @@ func backendsFromStack(b *backend.Config, stateDir string) error {
 		b.OpenSearch.URLs = st.OpenSearchURLs
 	}
 	if b.Redis.Addr == "" {
-		b.Redis.Addr, b.Redis.ReplicaAddrs = st.RedisAddr, st.RedisReplicaAddrs
+		b.Redis.Addr = st.RedisAddr
+		if len(b.Redis.ReplicaAddrs) == 0 {
+			b.Redis.ReplicaAddrs = st.RedisReplicaAddrs
+		}
 	}
 	if b.Postgres.URL == "" {
 		b.Postgres.URL = st.PostgresURL
@@ -133,7 +136,8 @@ func benchFeed(ctx context.Context, args []string) error {
 	cfg := feedbench.Defaults()
 	cfg.Flags(fs)
 	backends := backend.Defaults()
-	backends.Flags(fs)
+	fs.StringVar(&backends.Redis.Addr, "redis-addr", "", "Redis primary host:port (default: the local stack's)")
+	fs.StringVar(&backends.Postgres.URL, "postgres-url", "", "PostgreSQL URL with the right to create databases (default: the local stack's)")
 	stateDir := fs.String("state-dir", localstack.Defaults().StateDir, "local stack to use for backends not given by flags")
 	if err := parse(fs, args); err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/baedal/baedal/backend"
+	"github.com/baedal/baedal/internal/flagenv"
 	"github.com/baedal/baedal/internal/osapi"
 	"github.com/baedal/baedal/layout"
 	"github.com/baedal/baedal/localstack"
@@ -39,6 +40,12 @@ func runSearch(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := flagenv.Apply(fs, "BAEDAL"); err != nil {
+		return err
+	}
+	if err := errors.Join(idx.Validate(), scfg.Validate()); err != nil {
+		return err
+	}
 	params := url.Values{}
 	for _, kv := range fs.Args() {
 		k, v, ok := strings.Cut(kv, "=")
@@ -46,6 +53,9 @@ func runSearch(ctx context.Context, args []string) error {
 			return fmt.Errorf("search parameter %q: want name=value", kv)
 		}
 		params.Set(k, v)
+	}
+	if l := params.Get("layout"); l != "" {
+		*kindName = l // the API's parameter works here too
 	}
 	kind, err := layout.ParseKind(*kindName)
 	if err != nil {

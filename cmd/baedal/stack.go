@@ -46,7 +46,7 @@ func runUp(ctx context.Context, args []string) error {
 		return nil
 	}
 	// Foreground: serve until Ctrl-C or `baedal down`, then stop the stack.
-	if err := st.AddSelf("baedal-serve"); err != nil {
+	if err := st.AddSelf(); err != nil {
 		return err
 	}
 	fillFromStack(&serve, st)
@@ -150,7 +150,9 @@ func fillFromStack(cfg *app.Config, st *localstack.State) {
 	}
 	if b.Redis.Addr == "" {
 		b.Redis.Addr = st.RedisAddr
-		b.Redis.ReplicaAddrs = st.RedisReplicaAddrs
+		if len(b.Redis.ReplicaAddrs) == 0 {
+			b.Redis.ReplicaAddrs = st.RedisReplicaAddrs
+		}
 	}
 	if b.Postgres.URL == "" {
 		b.Postgres.URL = st.PostgresURL

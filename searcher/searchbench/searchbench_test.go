@@ -2,8 +2,8 @@ package searchbench
 
 import (
 	"bytes"
-	"log/slog"
 	"context"
+	"log/slog"
 	"os"
 	"testing"
 
