@@ -67,7 +67,7 @@ func Defaults() Config {
 
 // Flags binds the indexer's own fields (not Layout and Log).
 func (c *Config) Flags(fs *flag.FlagSet) {
-	fs.Func("layouts", "comma-separated layouts to index: nested, split (default both)", func(s string) error {
+	fs.Func("indexer-layouts", "comma-separated layouts to index: nested, split (default both)", func(s string) error {
 		c.Layouts = nil
 		for _, part := range strings.Split(s, ",") {
 			k, err := layout.ParseKind(strings.TrimSpace(part))
@@ -78,17 +78,17 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 		}
 		return nil
 	})
-	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "most events per indexing batch")
-	fs.DurationVar(&c.BatchWait, "batch-wait", c.BatchWait, "longest wait after a batch's first event")
-	fs.IntVar(&c.CacheEntries, "state-cache-entries", c.CacheEntries, "held shop states per layout (LRU)")
-	fs.IntVar(&c.MaxAttempts, "max-attempts", c.MaxAttempts, "deliveries before an event is dead-lettered")
-	fs.DurationVar(&c.ClaimIdle, "claim-idle", c.ClaimIdle, "claim other consumers' pending events idle this long")
-	fs.DurationVar(&c.RetryBase, "retry-base", c.RetryBase, "first bulk retry backoff")
-	fs.DurationVar(&c.RetryMax, "retry-max", c.RetryMax, "largest bulk retry backoff")
-	fs.DurationVar(&c.RetryFor, "retry-for", c.RetryFor, "how long one batch is retried before it is kept for later")
-	fs.IntVar(&c.WorkerIndex, "worker-index", c.WorkerIndex, "this worker's index, 0..workers-1")
-	fs.IntVar(&c.Workers, "workers", c.Workers, "number of indexer workers sharing the partitions")
-	fs.DurationVar(&c.LagEvery, "lag-every", c.LagEvery, "consumer lag sampling period")
+	fs.IntVar(&c.BatchSize, "indexer-batch-size", c.BatchSize, "most events per indexing batch")
+	fs.DurationVar(&c.BatchWait, "indexer-batch-wait", c.BatchWait, "longest wait after a batch's first event")
+	fs.IntVar(&c.CacheEntries, "indexer-state-cache-entries", c.CacheEntries, "held shop states per layout (LRU)")
+	fs.IntVar(&c.MaxAttempts, "indexer-max-attempts", c.MaxAttempts, "deliveries before an event is dead-lettered")
+	fs.DurationVar(&c.ClaimIdle, "indexer-claim-idle", c.ClaimIdle, "claim other consumers' pending events idle this long")
+	fs.DurationVar(&c.RetryBase, "indexer-retry-base", c.RetryBase, "first bulk retry backoff")
+	fs.DurationVar(&c.RetryMax, "indexer-retry-max", c.RetryMax, "largest bulk retry backoff")
+	fs.DurationVar(&c.RetryFor, "indexer-retry-for", c.RetryFor, "how long one batch is retried before it is kept for later")
+	fs.IntVar(&c.WorkerIndex, "indexer-worker-index", c.WorkerIndex, "this worker's index, 0..workers-1")
+	fs.IntVar(&c.Workers, "indexer-workers", c.Workers, "number of indexer workers sharing the partitions")
+	fs.DurationVar(&c.LagEvery, "indexer-lag-every", c.LagEvery, "consumer lag sampling period")
 }
 
 // Validate names the first invalid field.

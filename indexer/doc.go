@@ -10,7 +10,7 @@
 // layouts are fed independently. All events of a shop are in one partition,
 // in order, and each partition is processed by exactly one goroutine of one
 // worker at a time: worker i of n owns the partitions p with p mod n == i
-// (--worker-index/--workers). This matters because the indexer writes FULL
+// (--indexer-worker-index/--indexer-workers). This matters because the indexer writes FULL
 // documents computed from a held state: two consumers applying different
 // events of one shop at once could each write a document missing the other's
 // event. The consumer name is stable per (layout, partition), so a restarted
