@@ -270,11 +270,7 @@ func (ix *Indexer) write(ctx context.Context, c Coalesced, stats *Stats) (map[in
 				return nil, fmt.Errorf("indexer: %s bulk of %d actions: %w", ix.kind, len(todo), err)
 			}
 		}
-		var body []byte
-		for _, i := range todo {
-			body = append(body, lines[i]...)
-		}
-		items, err := ix.bulk(ctx, body, stats)
+		items, err := ix.bulkInChunks(ctx, lines, todo, stats)
 		if err != nil {
 			if !osapi.Retryable(err) || ctx.Err() != nil || time.Now().After(deadline) {
 				return nil, fmt.Errorf("indexer: %s bulk of %d actions, attempt %d: %w", ix.kind, len(todo), attempt+1, err)
@@ -327,6 +323,44 @@ func itemReason(it bulkItem) string {
 		r = r[:300]
 	}
 	return r
+}
+
+// maxBulkBytes caps one bulk request. A batch of 1,000 full shops with ~30
+// menus is ~7 MB; several in flight exceed OpenSearch's indexing-pressure
+// limit (10% of the heap: ~53 MB at 512 MB) and come back as 429s.
+const maxBulkBytes = 4 << 20
+
+// bulkInChunks sends the actions todo (indexes into lines) in bulk requests
+// of at most maxBulkBytes, in order, and returns one item per action. If a
+// chunk fails the whole attempt is retried; chunks already written then
+// answer 409 (same external version), which counts as success.
+func (ix *Indexer) bulkInChunks(ctx context.Context, lines [][]byte, todo []int, stats *Stats) ([]bulkItem, error) {
+	items := make([]bulkItem, 0, len(todo))
+	var body []byte
+	flush := func() error {
+		if len(body) == 0 {
+			return nil
+		}
+		got, err := ix.bulk(ctx, body, stats)
+		if err != nil {
+			return err
+		}
+		items = append(items, got...)
+		body = body[:0]
+		return nil
+	}
+	for _, i := range todo {
+		if len(body) > 0 && len(body)+len(lines[i]) > maxBulkBytes {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		}
+		body = append(body, lines[i]...)
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 func (ix *Indexer) bulk(ctx context.Context, body []byte, stats *Stats) ([]bulkItem, error) {
