@@ -32,6 +32,7 @@ import (
 	"github.com/baedal/baedal/internal/osapi"
 	"github.com/baedal/baedal/layout"
 	"github.com/baedal/baedal/linkstore"
+	"github.com/baedal/baedal/reindex"
 	"github.com/baedal/baedal/replica/redisread"
 	"github.com/baedal/baedal/searcher"
 	"github.com/baedal/baedal/simulator"
@@ -46,6 +47,8 @@ type Config struct {
 	Search  searcher.Config
 	Feed    feed.Config
 	Links   linkstore.Config
+	// Reindex is the live reindex orchestrator (admin endpoints).
+	Reindex reindex.Config
 	// RedisReads picks the Redis read replica of timeline and link reads
 	// when replicas are configured (C3 by default).
 	RedisReads redisread.Config
@@ -66,7 +69,7 @@ func Defaults() Config {
 	demo.Shops = 0
 	return Config{
 		API: api.Defaults(), Backends: backend.Defaults(), Indexer: indexer.Defaults(),
-		Search: searcher.Defaults(), Feed: feed.Defaults(), Links: linkstore.DefaultConfig(), Demo: demo,
+		Search: searcher.Defaults(), Feed: feed.Defaults(), Links: linkstore.DefaultConfig(), Reindex: reindex.Defaults(), Demo: demo,
 		Workers: true, HealthTimeout: 2 * time.Second,
 	}
 }
@@ -81,6 +84,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	c.Search.Flags(fs)
 	c.Feed.Flags(fs)
 	c.Links.Flags(fs)
+	c.Reindex.Flags(fs)
 	c.RedisReads.Flags(fs, "redis-replica-")
 	c.Demo.Flags(fs)
 	fs.BoolVar(&c.Workers, "workers-enabled", c.Workers, "run the indexer and feed fan-out workers in this process")
@@ -129,6 +133,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	eventlog.RegisterRoutes(srv, evlog)
 	searcher.RegisterRoutes(srv, searcher.New(osc, cfg.Indexer.Layout, cfg.Search, reg))
 	console.RegisterRoutes(srv, console.Deps{Search: true, Gatherer: reg})
+
+	// S2: live reindex, behind the admin token.
+	reindexCfg := cfg.Reindex
+	reindexCfg.Layout, reindexCfg.Log = cfg.Indexer.Layout, cfg.Indexer.Log
+	reindexer, err := reindex.New(reindexCfg, osc, clients.Redis, log, reg)
+	if err != nil {
+		return err
+	}
+	reindex.RegisterRoutes(ctx, srv, reindexer)
 
 	// S3: reads that tolerate replica lag go to the replica C3 ranks best.
 	var linkReader linkstore.Reader

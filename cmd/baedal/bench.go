@@ -12,6 +12,7 @@ import (
 	"github.com/baedal/baedal/benchsuite"
 	"github.com/baedal/baedal/indexer/indexbench"
 	"github.com/baedal/baedal/linkstore/linkbench"
+	"github.com/baedal/baedal/reindex/reindexbench"
 	"github.com/baedal/baedal/replbench"
 	"github.com/baedal/baedal/searcher/searchbench"
 )
@@ -25,6 +26,7 @@ func benchmarks() map[string]func(ctx context.Context, args []string) error {
 		"index":    benchIndex,
 		"replicas": benchReplicas,
 		"links":    benchLinks,
+		"reindex":  benchReindex,
 	}
 }
 
@@ -146,4 +148,16 @@ func benchAll(ctx context.Context, args []string, registered map[string]func(con
 		return fmt.Errorf("%d benchmark(s) failed; see %s", failed, path)
 	}
 	return nil
+}
+
+func benchReindex(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench reindex", flag.ContinueOnError)
+	cfg := reindexbench.Defaults()
+	cfg.Flags(fs)
+	cfg.Backends.Flags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	_, err := reindexbench.Run(ctx, cfg, os.Stdout)
+	return err
 }

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/baedal/baedal/reindex"
 )
 
 // command is one subcommand: it parses its own flags from args.
@@ -33,6 +35,9 @@ func commands() map[string]command {
 		"load":   {"append the generated catalog to the event log", runLoad},
 		"feed":   {"feed operations: seed --preset experiment|social", runFeed},
 		"links":  {"link store operations: mode [--set MODE] (migration)", runLinks},
+		"reindex": {"live reindex: start|status|pause|resume|rethrottle|rollback|cleanup", func(ctx context.Context, args []string) error {
+			return reindex.CLI(ctx, args, os.Stdout, os.Stderr)
+		}},
 	}
 }
 

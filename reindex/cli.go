@@ -1,0 +1,224 @@
+package reindex
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/baedal/baedal/backend"
+	"github.com/baedal/baedal/bench"
+	"github.com/baedal/baedal/internal/flagenv"
+	"github.com/baedal/baedal/internal/osapi"
+	"github.com/baedal/baedal/localstack"
+)
+
+// Subcommands of `baedal reindex`, with their one-line help.
+var subcommands = map[string]string{
+	"start":      "plan a job and run it to the swap (or --job ID: continue a stopped or failed job)",
+	"status":     "show a job (--job ID) or every job",
+	"pause":      "slow a running copy to the pause rate",
+	"resume":     "restore the copy rate of a paused job",
+	"rethrottle": "set the copy rate: --requests-per-second N (-1 = unthrottled)",
+	"rollback":   "move the alias back to the old index (after the swap: catch it up first)",
+	"cleanup":    "delete the index the alias no longer points at and end the job",
+}
+
+// CLI is `baedal reindex <subcommand> [flags]`. Progress and logs go to
+// stderr, results (JSON) to stdout. Flags not given are read from BAEDAL_*
+// variables; backend addresses default to the local stack in --state-dir.
+func CLI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var names []string
+	for n := range subcommands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return fmt.Errorf("usage: baedal reindex SUBCOMMAND [flags]; allowed subcommands: %s", strings.Join(names, ", "))
+	}
+	sub := args[0]
+	if _, ok := subcommands[sub]; !ok {
+		return fmt.Errorf("unknown subcommand %q; allowed: %s", sub, strings.Join(names, ", "))
+	}
+	fs := flag.NewFlagSet("reindex "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg := Defaults()
+	cfg.Flags(fs)
+	cfg.Layout.Flags(fs)
+	cfg.Log.Flags(fs)
+	bc := backend.Defaults()
+	bc.OpenSearch.Flags(fs)
+	bc.Redis.Flags(fs)
+	stateDir := fs.String("state-dir", localstack.Defaults().StateDir, "local stack whose servers to use when --opensearch-urls / --redis-addr are not given")
+	job := fs.String("job", "", "job id (the new index's name, e.g. baedal_shops_nested_v2)")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	opts := DefaultOptions()
+	var bodyFile string
+	var rps float64 = -2
+	switch sub {
+	case "start":
+		opts.Flags(fs)
+		fs.StringVar(&bodyFile, "body-file", "", "JSON file with the new index body (settings, mappings); default: the layout's current body")
+	case "rethrottle":
+		fs.Float64Var(&rps, "requests-per-second", rps, "new copy rate in documents per second; -1 = unthrottled")
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if err := flagenv.Apply(fs, "BAEDAL"); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: got %q, allowed: debug, info, warn, error", *logLevel)
+	}
+	if sub != "start" && sub != "status" && *job == "" {
+		return fmt.Errorf("--job: required for %s (the job id; `baedal reindex status` lists them)", sub)
+	}
+	if sub == "rethrottle" && rps == -2 {
+		return errors.New("--requests-per-second: required for rethrottle, allowed: -1 (unthrottled) or > 0")
+	}
+	if bodyFile != "" {
+		raw, err := os.ReadFile(bodyFile)
+		if err != nil {
+			return fmt.Errorf("--body-file: %w", err)
+		}
+		opts.Body = raw
+	}
+
+	if len(bc.OpenSearch.URLs) == 0 || bc.Redis.Addr == "" {
+		st, err := localstack.Load(*stateDir)
+		if err != nil {
+			return fmt.Errorf("no --opensearch-urls/--redis-addr and no local stack in --state-dir %s: %w", *stateDir, err)
+		}
+		if len(bc.OpenSearch.URLs) == 0 {
+			bc.OpenSearch.URLs = st.OpenSearchURLs
+		}
+		if bc.Redis.Addr == "" {
+			bc.Redis.Addr = st.RedisAddr
+		}
+	}
+	if err := errors.Join(bc.OpenSearch.Validate(), bc.Redis.Validate()); err != nil {
+		return err
+	}
+	osc, err := backend.OpenOpenSearch(bc.OpenSearch)
+	if err != nil {
+		return err
+	}
+	rdb := backend.NewRedis(bc.Redis, bc.Redis.Addr)
+	defer rdb.Close()
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	o, err := New(cfg, osapi.New(osc), rdb, log, nil)
+	if err != nil {
+		return err
+	}
+	printJSON := func(v any) error {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	showStatus := func() error {
+		st, err := o.Status(ctx, *job)
+		if err != nil {
+			return err
+		}
+		return printJSON(st)
+	}
+
+	switch sub {
+	case "start":
+		if *job == "" {
+			if err := opts.Validate(o.Aliases()); err != nil {
+				return flagError(err)
+			}
+			st, err := o.Start(ctx, opts)
+			if err != nil {
+				return flagError(err)
+			}
+			*job = st.ID
+			fmt.Fprintf(stderr, "job %s: %s → %s (resume with: baedal reindex start --job %s)\n", st.ID, st.Source, st.Target, st.ID)
+		}
+		var bar *bench.Progress
+		var last int64
+		o.OnProgress = func(st Status) {
+			if bar == nil && st.Copy.Total > 0 {
+				bar = bench.NewProgress(stderr, "copy "+st.Source+" → "+st.Target, st.Copy.Total)
+			}
+			if bar != nil {
+				bar.Add(st.Copy.Done() - last)
+				last = st.Copy.Done()
+			}
+		}
+		err := o.Run(ctx, *job)
+		if bar != nil {
+			bar.Done()
+		}
+		if err != nil {
+			return err
+		}
+		return showStatus()
+	case "status":
+		if *job == "" {
+			jobs, err := o.List(ctx)
+			if err != nil {
+				return err
+			}
+			return printJSON(map[string]any{"jobs": jobs})
+		}
+		return showStatus()
+	case "pause":
+		err = o.Pause(ctx, *job)
+	case "resume":
+		err = o.Resume(ctx, *job)
+	case "rethrottle":
+		err = o.Rethrottle(ctx, *job, rps)
+	case "rollback":
+		err = o.Rollback(ctx, *job)
+	case "cleanup":
+		var deleted string
+		if deleted, err = o.Cleanup(ctx, *job); err == nil {
+			fmt.Fprintf(stderr, "deleted index %s\n", deleted)
+		}
+	}
+	if err != nil {
+		return flagError(err)
+	}
+	return showStatus()
+}
+
+// flagError renames the JSON field of FieldErrors to its flag.
+func flagError(err error) error {
+	var fe *FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	var msgs []string
+	for _, e := range unjoin(err) {
+		if errors.As(e, &fe) {
+			flagName := strings.ReplaceAll(fe.Field, "_", "-")
+			if flagName == "body" {
+				flagName = "body-file"
+			}
+			msgs = append(msgs, "--"+flagName+": "+fe.Problem+", allowed: "+fe.Allowed)
+		} else {
+			msgs = append(msgs, e.Error())
+		}
+	}
+	return errors.New(strings.Join(msgs, "\n"))
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}

@@ -1,0 +1,220 @@
+package reindex
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baedal/baedal/api"
+)
+
+var testAliases = []string{"baedal_shops_nested", "baedal_shops", "baedal_menus"}
+
+func TestOptionsValidateNamesFieldAndAllowedValues(t *testing.T) {
+	cases := []struct {
+		name    string
+		mutate  func(*Options)
+		field   string
+		allowed string
+	}{
+		{"alias", func(o *Options) { o.Alias = "nope" }, "alias", "baedal_shops_nested, baedal_shops, baedal_menus"},
+		{"slices", func(o *Options) { o.Slices = "0" }, "slices", "auto or 1..64"},
+		{"slices word", func(o *Options) { o.Slices = "many" }, "slices", "auto or 1..64"},
+		{"rps zero", func(o *Options) { o.RequestsPerSecond = 0 }, "requests_per_second", "-1 (unthrottled) or > 0"},
+		{"replicas during copy", func(o *Options) { o.ReplicasDuringCopy = 9 }, "replicas_during_copy", "0..8"},
+		{"refresh during copy", func(o *Options) { o.RefreshDuringCopy = "fast" }, "refresh_during_copy", "-1 or a duration like 1s, 30s"},
+		{"shards", func(o *Options) { o.Shards = 65 }, "shards", "0 (keep) or 1..64"},
+		{"body aliases", func(o *Options) { o.Body = json.RawMessage(`{"aliases":{}}`) }, "body", "settings, mappings"},
+		{"body array", func(o *Options) { o.Body = json.RawMessage(`[1]`) }, "body", "a JSON object with settings and mappings"},
+		{"batch", func(o *Options) { o.BatchSize = 0 }, "batch_size", "1..10000"},
+	}
+	for _, tc := range cases {
+		o := DefaultOptions()
+		o.Alias = "baedal_shops"
+		tc.mutate(&o)
+		err := o.Validate(testAliases)
+		var fe *FieldError
+		if !errors.As(err, &fe) {
+			t.Errorf("%s: got %v, want a FieldError", tc.name, err)
+			continue
+		}
+		if fe.Field != tc.field || fe.Allowed != tc.allowed {
+			t.Errorf("%s: field %q allowed %q, want %q %q", tc.name, fe.Field, fe.Allowed, tc.field, tc.allowed)
+		}
+	}
+	o := DefaultOptions()
+	o.Alias = "baedal_menus"
+	o.Slices, o.RequestsPerSecond, o.RefreshDuringCopy, o.RefreshInterval = "6", 500, "30s", "500ms"
+	if err := o.Validate(testAliases); err != nil {
+		t.Errorf("valid options refused: %v", err)
+	}
+}
+
+func TestParseSlices(t *testing.T) {
+	for in, want := range map[string]int{"auto": 0, "1": 1, "64": 64} {
+		if got, err := ParseSlices(in); err != nil || got != want {
+			t.Errorf("ParseSlices(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "0", "65", "-1", "auto ", "1.5"} {
+		if _, err := ParseSlices(bad); err == nil {
+			t.Errorf("ParseSlices(%q) accepted", bad)
+		}
+	}
+}
+
+func TestStreamIDBefore(t *testing.T) {
+	cases := map[string]string{"5-3": "5-2", "5-0": "4-18446744073709551615", "0-0": "0-0", "1700000000000-0": "1699999999999-18446744073709551615"}
+	for in, want := range cases {
+		id, err := ParseStreamID(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := id.Before().String(); got != want {
+			t.Errorf("%s.Before() = %s, want %s", in, got, want)
+		}
+		if in != "0-0" && !id.Before().Less(id) {
+			t.Errorf("%s.Before() is not less", in)
+		}
+	}
+	if _, err := ParseStreamID("x-1"); err == nil {
+		t.Error("bad id accepted")
+	}
+}
+
+func TestTargetBodySetsCopySettingsAndDropsAliases(t *testing.T) {
+	in := `{"settings":{"index.number_of_shards":2,"number_of_replicas":1,"analysis":{"x":1}},"mappings":{"dynamic":"strict"},"aliases":{"a":{}}}`
+	out, err := targetBody([]byte(in), 6, 0, "-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b struct {
+		Settings struct {
+			Index map[string]any `json:"index"`
+		} `json:"settings"`
+		Mappings map[string]any `json:"mappings"`
+		Aliases  any            `json:"aliases"`
+	}
+	if err := json.Unmarshal(out, &b); err != nil {
+		t.Fatal(err)
+	}
+	idx := b.Settings.Index
+	if idx["number_of_shards"] != 6.0 || idx["number_of_replicas"] != 0.0 || idx["refresh_interval"] != "-1" || idx["analysis"] == nil {
+		t.Errorf("index settings %v", idx)
+	}
+	if b.Aliases != nil || b.Mappings["dynamic"] != "strict" {
+		t.Errorf("body %s", out)
+	}
+	keep, _ := targetBody([]byte(`{"settings":{"index":{"number_of_shards":3}}}`), 0, 1, "1s")
+	if !strings.Contains(string(keep), `"number_of_shards":3`) {
+		t.Errorf("shards 0 must keep the body's: %s", keep)
+	}
+}
+
+// A running sliced task and a finished one with failures, as OpenSearch 3
+// answers GET _tasks/<id>.
+const runningTask = `{"completed":false,"task":{"node":"n","id":7,"type":"transport","action":"indices:data/write/reindex",
+ "status":{"slice_id":null,"total":1000,"updated":10,"created":290,"deleted":0,"batches":3,"version_conflicts":100,"noops":0,
+ "retries":{"bulk":0,"search":0},"throttled_millis":0,"requests_per_second":-1.0,"throttled_until_millis":0,"slices":[]},
+ "description":"reindex from [a] to [b]","start_time_in_millis":1,"running_time_in_nanos":4000000000,"cancellable":true,"cancelled":false}}`
+
+const failedTask = `{"completed":true,"task":{"status":{"total":10},"running_time_in_nanos":1000000000},
+ "response":{"took":5,"total":10,"updated":0,"created":8,"deleted":0,"batches":1,"version_conflicts":0,"noops":0,
+ "failures":[{"index":"b","id":"3","cause":{"type":"mapper_parsing_exception","reason":"bad"},"status":400},
+             {"index":"b","id":"4","cause":{"type":"mapper_parsing_exception","reason":"bad"},"status":400}]}}`
+
+func TestParseTaskProgressAndFailures(t *testing.T) {
+	s, err := parseTask([]byte(runningTask))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Completed || s.Done() != 400 || s.VersionConflicts != 100 || s.Total != 1000 {
+		t.Errorf("running: %+v", s)
+	}
+	if f := s.Fraction(); f != 0.4 {
+		t.Errorf("fraction %v, want 0.4", f)
+	}
+	// 400 docs in 4 s = 100/s; 600 left → 6 s.
+	if eta := s.ETA(); eta != 6*time.Second {
+		t.Errorf("ETA %s, want 6s", eta)
+	}
+	f, err := parseTask([]byte(failedTask))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Completed || f.Failures != 2 || len(f.FailureSamples) != 2 || !strings.Contains(f.FailureSamples[0], "mapper_parsing_exception") || f.Created != 8 {
+		t.Errorf("failed: %+v", f)
+	}
+	if f.ETA() != 0 {
+		t.Errorf("completed task has ETA %s", f.ETA())
+	}
+}
+
+func TestParseOptionsProblems(t *testing.T) {
+	_, err := ParseOptions([]byte(`{"alias":"baedal_shops","slices":"lots"}`), testAliases)
+	var p *api.Problem
+	if !errors.As(err, &p) || p.Status != 400 || p.Field != "slices" || len(p.Allowed) == 0 {
+		t.Fatalf("got %#v", err)
+	}
+	if _, err := ParseOptions([]byte(`{"alias":"baedal_shops","colour":1}`), testAliases); !errors.As(err, &p) || p.Field != "body" {
+		t.Errorf("unknown field: %v", err)
+	}
+	o, err := ParseOptions([]byte(`{"alias":"baedal_shops","shards":6}`), testAliases)
+	if err != nil || o.Slices != "auto" || o.RequestsPerSecond != -1 || o.RefreshDuringCopy != "-1" || o.Replicas != -1 || o.Shards != 6 {
+		t.Errorf("defaults not applied: %+v %v", o, err)
+	}
+}
+
+func TestFlagErrorNamesFlags(t *testing.T) {
+	o := DefaultOptions()
+	o.Alias, o.ReplicasDuringCopy = "x", 10
+	err := flagError(o.Validate(testAliases))
+	for _, want := range []string{"--alias: got \"x\", allowed: baedal_shops_nested", "--replicas-during-copy: got 10, allowed: 0..8"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+}
+
+func FuzzParseOptions(f *testing.F) {
+	for _, seed := range []string{
+		`{"alias":"baedal_shops","slices":"auto"}`,
+		`{"alias":"baedal_menus","shards":6,"requests_per_second":100,"body":{"settings":{}}}`,
+		`{"alias":1}`, `[]`, `{"body":"x"}`, `{"refresh_during_copy":"5s","replicas":-1}`, `{} {}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		o, err := ParseOptions(raw, testAliases)
+		if err != nil {
+			var p *api.Problem
+			if !errors.As(err, &p) || p.Status != 400 || p.Field == "" {
+				t.Fatalf("error is not a 400 problem naming a field: %#v", err)
+			}
+			return
+		}
+		if verr := o.Validate(testAliases); verr != nil {
+			t.Fatalf("accepted options fail validation: %v", verr)
+		}
+	})
+}
+
+func FuzzParseTask(f *testing.F) {
+	f.Add([]byte(runningTask))
+	f.Add([]byte(failedTask))
+	f.Add([]byte(`{"completed":true,"error":{"type":"x"}}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		s, err := parseTask(raw)
+		if err != nil {
+			return
+		}
+		if fr := s.Fraction(); fr < 0 || fr > 1 {
+			t.Fatalf("fraction %v out of 0..1", fr)
+		}
+		if s.ETA() < 0 {
+			t.Fatalf("negative ETA %s", s.ETA())
+		}
+	})
+}

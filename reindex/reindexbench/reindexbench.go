@@ -1,0 +1,634 @@
+// Package reindexbench is the `baedal bench reindex` workload: the same
+// generated nested catalog is loaded into a 3-shard and a 6-shard source
+// index, and the reindex orchestrator (package reindex) rebuilds them again
+// and again, in interleaved ABBA rounds, to compare:
+//
+//   - slices 1 vs auto (3-shard source): copy throughput ratio;
+//   - replicas kept at 1 during the copy vs 0 and added afterwards:
+//     end-to-end time ratio, the replica build included;
+//   - a 6-shard vs a 3-shard source (slices auto): throughput ratio;
+//   - one live reindex of the 3-shard source while the real indexer worker
+//     applies a steady stream of updates through the event log; afterwards
+//     every document of the new index is compared with the latest event of
+//     its shop (lost_updates, stale_docs: must be 0).
+//
+// After each measured job the alias is rolled back and the new index
+// deleted, so every job copies the same source. On a single-node cluster
+// (the CI smoke run) replicas cannot be assigned, so the replica comparison
+// runs with 0 replicas on both sides and the summary says nodes=1.
+//
+// Invariant: both sides of a comparison copy the same source in the same
+// process, alternating; the reported figures are ratios and HDR percentiles.
+package reindexbench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"reflect"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/baedal/baedal/backend"
+	"github.com/baedal/baedal/bench"
+	"github.com/baedal/baedal/catalog"
+	"github.com/baedal/baedal/eventlog"
+	"github.com/baedal/baedal/indexer"
+	"github.com/baedal/baedal/internal/osapi"
+	"github.com/baedal/baedal/layout"
+	"github.com/baedal/baedal/localstack"
+	"github.com/baedal/baedal/reindex"
+)
+
+// Config sizes a run. Zero sizes take the profile's value.
+type Config struct {
+	Profile bench.Profile
+	Shops   int
+	Rounds  int
+	Seed    uint64
+	// LiveRate is the update rate (events/s) during the live reindex.
+	LiveRate int
+	// StateDir of a running stack to reuse; when none runs there (and
+	// Backends has no OpenSearch URL), a 3-node stack is started in a
+	// temporary directory and stopped at the end.
+	StateDir  string
+	Backends  backend.Config
+	ReportDir string
+	Log       io.Writer
+}
+
+// Defaults returns the quick profile.
+func Defaults() Config {
+	return Config{Profile: bench.ProfileQuick, Seed: 1, Backends: backend.Defaults(), ReportDir: "reports"}
+}
+
+// Flags binds the benchmark's flags (backend flags are bound by the caller).
+func (c *Config) Flags(fs *flag.FlagSet) {
+	fs.Var(&c.Profile, "profile", "run size: quick or full")
+	fs.IntVar(&c.Shops, "shops", c.Shops, "shops in the source index (default: 3000 quick, 20000 full)")
+	fs.IntVar(&c.Rounds, "rounds", c.Rounds, "interleaved rounds per comparison (default: 2 quick, 4 full)")
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, "generator seed")
+	fs.IntVar(&c.LiveRate, "live-rate", c.LiveRate, "updates per second during the live reindex (default: 200 quick, 500 full)")
+	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "running stack to reuse (default: start a 3-node stack in a temporary directory)")
+	fs.StringVar(&c.ReportDir, "report-dir", c.ReportDir, "directory of the HTML report")
+}
+
+func (c *Config) fill() {
+	if c.Profile == "" {
+		c.Profile = bench.ProfileQuick
+	}
+	set := func(v *int, quick, full int) {
+		if *v == 0 {
+			*v = bench.Pick(c.Profile, quick, full)
+		}
+	}
+	set(&c.Shops, 3000, 20000)
+	set(&c.Rounds, 2, 4)
+	set(&c.LiveRate, 200, 500)
+	if c.ReportDir == "" {
+		c.ReportDir = "reports"
+	}
+	if c.Log == nil {
+		c.Log = os.Stderr
+	}
+}
+
+// Validate names the first invalid field.
+func (c *Config) Validate() error {
+	if _, err := bench.ParseProfile(string(c.Profile)); err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	if c.Shops < 1 || c.Shops > 2_000_000 {
+		return fmt.Errorf("shops: got %d, allowed: 1..2000000", c.Shops)
+	}
+	if c.Rounds < 1 || c.Rounds > 100 {
+		return fmt.Errorf("rounds: got %d, allowed: 1..100", c.Rounds)
+	}
+	if c.LiveRate < 1 || c.LiveRate > 100_000 {
+		return fmt.Errorf("live-rate: got %d, allowed: 1..100000", c.LiveRate)
+	}
+	return nil
+}
+
+// Summary is the JSON summary line.
+type Summary struct {
+	Bench   string `json:"bench"`
+	Profile string `json:"profile"`
+	Nodes   int    `json:"nodes"`
+	Docs    int    `json:"docs"`
+	Rounds  int    `json:"rounds"`
+	// Throughput ratios (docs/s of the copy) and the end-to-end time ratio.
+	SlicesAutoVs1  float64 `json:"slices_auto_vs_1"`
+	Replicas0Vs1   float64 `json:"replicas0_vs_1"` // end-to-end time with replicas kept / with replicas added after
+	Shards6Vs3     float64 `json:"shards6_vs_3"`
+	Slices1DocsS   float64 `json:"slices_1_docs_per_s"`
+	SlicesAutoDocS float64 `json:"slices_auto_docs_per_s"`
+	Shards6DocsS   float64 `json:"shards6_docs_per_s"`
+	// End-to-end seconds per job (p50, p99 over rounds, HDR).
+	Replicas1P50S     float64 `json:"replicas1_e2e_p50_s"`
+	Replicas0P50S     float64 `json:"replicas0_e2e_p50_s"`
+	Replicas0BuildP50 float64 `json:"replicas0_replica_build_p50_s"`
+	Slices1CopyP99S   float64 `json:"slices_1_copy_p99_s"`
+	SlicesAutoCopyP99 float64 `json:"slices_auto_copy_p99_s"`
+	// The live reindex.
+	LiveUpdatesApplied int     `json:"live_updates_applied"`
+	LiveCatchUpEvents  int64   `json:"live_catchup_events"`
+	LiveSkippedNewer   int64   `json:"live_skipped_newer"`
+	LiveFreezeSeconds  float64 `json:"live_freeze_seconds"`
+	LostUpdates        int     `json:"lost_updates"`
+	StaleDocs          int     `json:"stale_docs"`
+	Report             string  `json:"report"`
+}
+
+// side accumulates one contender's jobs.
+type side struct {
+	name    string
+	docs    int64
+	copyS   float64 // summed copy seconds
+	e2e     *bench.LatencyRecorder
+	copy    *bench.LatencyRecorder
+	build   *bench.LatencyRecorder
+	e2eSecs float64
+}
+
+func newSide(name string) *side {
+	return &side{name: name, e2e: bench.NewLatencyRecorder(), copy: bench.NewLatencyRecorder(), build: bench.NewLatencyRecorder()}
+}
+
+func (s *side) docsPerS() float64 {
+	if s.copyS <= 0 {
+		return 0
+	}
+	return float64(s.docs) / s.copyS
+}
+
+// env is the run's clients and names.
+type env struct {
+	cfg     Config
+	os      *osapi.Client
+	clients *backend.Clients
+	log     *slog.Logger
+	ns      string
+	nodes   int
+}
+
+// Run runs the benchmark, writes the HTML report, prints the summary as the
+// last line of out, and returns it.
+func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
+	cfg.fill()
+	if err := cfg.Validate(); err != nil {
+		return Summary{}, err
+	}
+	bc, stop, err := backends(ctx, cfg)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer stop()
+	clients, err := backend.Open(ctx, bc)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer clients.Close()
+	e := &env{cfg: cfg, os: osapi.New(clients.OpenSearch), clients: clients,
+		log: slog.New(slog.NewTextHandler(cfg.Log, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		ns:  "rbench" + strconv.FormatInt(time.Now().UnixNano()%1_000_000, 36)}
+	defer e.cleanup()
+	if e.nodes, err = nodeCount(ctx, e.os); err != nil {
+		return Summary{}, err
+	}
+	fmt.Fprintf(cfg.Log, "reindex bench: %d shops, %d rounds, %d node(s)\n", cfg.Shops, cfg.Rounds, e.nodes)
+
+	s3, err := e.source(ctx, "s3", 3)
+	if err != nil {
+		return Summary{}, err
+	}
+	s6, err := e.source(ctx, "s6", 6)
+	if err != nil {
+		return Summary{}, err
+	}
+	sum := Summary{Bench: "reindex", Profile: string(cfg.Profile), Nodes: e.nodes, Docs: cfg.Shops, Rounds: cfg.Rounds}
+	replicas := min(1, e.nodes-1)
+
+	slices1, slicesAuto := newSide("slices 1"), newSide("slices auto")
+	err = bench.Interleave(cfg.Rounds,
+		bench.Side{Name: slices1.name, Run: func(int) error { return e.job(ctx, s3, "1", 0, 0, slices1) }},
+		bench.Side{Name: slicesAuto.name, Run: func(int) error { return e.job(ctx, s3, "auto", 0, 0, slicesAuto) }})
+	if err != nil {
+		return sum, err
+	}
+	rep1, rep0 := newSide(fmt.Sprintf("replicas %d during copy", replicas)), newSide("replicas 0, added after")
+	err = bench.Interleave(cfg.Rounds,
+		bench.Side{Name: rep1.name, Run: func(int) error { return e.job(ctx, s3, "auto", replicas, replicas, rep1) }},
+		bench.Side{Name: rep0.name, Run: func(int) error { return e.job(ctx, s3, "auto", 0, replicas, rep0) }})
+	if err != nil {
+		return sum, err
+	}
+	shards3, shards6 := newSide("3-shard source"), newSide("6-shard source")
+	err = bench.Interleave(cfg.Rounds,
+		bench.Side{Name: shards3.name, Run: func(int) error { return e.job(ctx, s3, "auto", 0, 0, shards3) }},
+		bench.Side{Name: shards6.name, Run: func(int) error { return e.job(ctx, s6, "auto", 0, 0, shards6) }})
+	if err != nil {
+		return sum, err
+	}
+	live, err := e.live(ctx, s3)
+	if err != nil {
+		return sum, err
+	}
+
+	sum.Slices1DocsS, sum.SlicesAutoDocS = slices1.docsPerS(), slicesAuto.docsPerS()
+	sum.SlicesAutoVs1 = bench.Ratio(sum.SlicesAutoDocS, sum.Slices1DocsS)
+	sum.Replicas0Vs1 = bench.Ratio(rep1.e2eSecs, rep0.e2eSecs)
+	sum.Shards6DocsS = shards6.docsPerS()
+	sum.Shards6Vs3 = bench.Ratio(sum.Shards6DocsS, shards3.docsPerS())
+	sum.Replicas1P50S = rep1.e2e.Summary().P50Ms / 1000
+	sum.Replicas0P50S = rep0.e2e.Summary().P50Ms / 1000
+	sum.Replicas0BuildP50 = rep0.build.Summary().P50Ms / 1000
+	sum.Slices1CopyP99S = slices1.copy.Summary().P99Ms / 1000
+	sum.SlicesAutoCopyP99 = slicesAuto.copy.Summary().P99Ms / 1000
+	sum.LiveUpdatesApplied, sum.LiveCatchUpEvents, sum.LiveSkippedNewer = live.applied, live.status.CatchUpEvents, live.status.Copy.VersionConflicts
+	sum.LiveFreezeSeconds, sum.LostUpdates, sum.StaleDocs = live.status.FreezeSeconds, live.lost, live.stale
+
+	rep := bench.NewReport("reindex", "Live reindex: slices, replicas during the copy, shard count, and zero lost updates", bench.CommandLine())
+	row := func(s *side) []string {
+		return []string{s.name, fmt.Sprintf("%.0f", s.docsPerS()), fmt.Sprintf("%.2f", s.copy.Summary().P50Ms/1000),
+			fmt.Sprintf("%.2f", s.build.Summary().P50Ms/1000), fmt.Sprintf("%.2f", s.e2e.Summary().P50Ms/1000), fmt.Sprintf("%.2f", s.e2e.Summary().P99Ms/1000)}
+	}
+	header := []string{"side", "copy docs/s", "copy p50 s", "replica build p50 s", "end-to-end p50 s", "end-to-end p99 s"}
+	for _, c := range []struct {
+		title, text string
+		a, b        *side
+		ratio       float64
+	}{
+		{"Slices 1 vs auto", fmt.Sprintf("Same %d-document 3-shard source; slices=auto is one slice per shard. Throughput ratio auto/1 = %.2f.", cfg.Shops, sum.SlicesAutoVs1), slices1, slicesAuto, sum.SlicesAutoVs1},
+		{"Replicas during the copy", fmt.Sprintf("Kept at %d during the copy vs 0 during the copy and %d added afterwards (the replica build is timed and included). End-to-end ratio kept/added-after = %.2f. On one node replicas cannot be assigned and both sides run with 0.", replicas, replicas, sum.Replicas0Vs1), rep1, rep0, sum.Replicas0Vs1},
+		{"Source shards 3 vs 6", fmt.Sprintf("Same documents in a 3-shard and a 6-shard source, slices=auto. Throughput ratio 6/3 = %.2f.", sum.Shards6Vs3), shards3, shards6, sum.Shards6Vs3},
+	} {
+		rep.Add(bench.Section{Title: c.title, Text: c.text, Table: &bench.Table{Header: header, Rows: [][]string{row(c.a), row(c.b)}},
+			Charts: []bench.Chart{bench.LatencyCDF("End-to-end job time", []string{c.a.name, c.b.name}, []*bench.LatencyRecorder{c.a.e2e, c.b.e2e})}})
+	}
+	rep.Add(bench.Section{Title: "Live reindex under updates", Text: fmt.Sprintf(
+		"%d updates were appended at ~%d/s through the event log and applied by the real indexer worker while the 3-shard source was reindexed (slices auto). "+
+			"The catch-up replayed %d log entries; the copy skipped %d documents that were already newer; the write freeze around the swap lasted %.3f s. "+
+			"Every shop's document in the new index was compared with the state after its latest event: %d lost, %d stale.",
+		sum.LiveUpdatesApplied, cfg.LiveRate, sum.LiveCatchUpEvents, sum.LiveSkippedNewer, sum.LiveFreezeSeconds, sum.LostUpdates, sum.StaleDocs)})
+	rep.SetSummary(&sum)
+	path, err := rep.WriteHTML(cfg.ReportDir)
+	if err != nil {
+		return sum, err
+	}
+	sum.Report = path
+	rep.SetSummary(&sum)
+	if err := bench.PrintSummary(out, sum); err != nil {
+		return sum, err
+	}
+	if sum.LostUpdates != 0 || sum.StaleDocs != 0 {
+		return sum, fmt.Errorf("reindexbench: the live reindex lost %d updates and left %d stale documents", sum.LostUpdates, sum.StaleDocs)
+	}
+	return sum, nil
+}
+
+// source is one generated source: its layout config (alias) and log.
+type source struct {
+	layout layout.Config
+	rcfg   reindex.Config
+	evlog  *eventlog.Log
+	alias  string
+}
+
+func (e *env) source(ctx context.Context, name string, shards int) (*source, error) {
+	lc := layout.Defaults()
+	lc.Prefix = e.ns + "_" + name + "_"
+	lc.Nested.Shards, lc.Nested.Replicas = shards, 0
+	if err := lc.EnsureIndices(ctx, e.os, layout.Nested); err != nil {
+		return nil, err
+	}
+	rcfg := reindex.Defaults()
+	rcfg.Layout = lc
+	rcfg.Log.Prefix = e.ns + ":" + name + ":"
+	rcfg.StatePrefix = e.ns + ":" + name + ":reindex:"
+	rcfg.PollEvery = 200 * time.Millisecond
+	rcfg.LeaseTTL = 5 * time.Second
+	evlog, err := eventlog.New(rcfg.Log, e.clients.Redis, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	ix, err := indexer.New(e.indexerConfig(lc, rcfg.Log), layout.Nested, e.os, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	bar := bench.NewProgress(e.cfg.Log, "load "+name, int64(e.cfg.Shops))
+	var batch []catalog.Event
+	flush := func() error {
+		if _, err := ix.Apply(ctx, batch); err != nil {
+			return err
+		}
+		bar.Add(int64(len(batch)))
+		batch = batch[:0]
+		return nil
+	}
+	for _, st := range catalog.NewGenerator(e.cfg.Seed).Shops(e.cfg.Shops) {
+		if batch = append(batch, st.UpsertEvent()); len(batch) == 500 {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	bar.Done()
+	alias := lc.Alias(layout.RoleNested)
+	if err := e.os.Do(ctx, http.MethodPost, "/"+alias+"/_refresh", nil, nil); err != nil {
+		return nil, err
+	}
+	return &source{layout: lc, rcfg: rcfg, evlog: evlog, alias: alias}, nil
+}
+
+func (e *env) indexerConfig(lc layout.Config, logCfg eventlog.Config) indexer.Config {
+	icfg := indexer.Defaults()
+	icfg.Layouts = []layout.Kind{layout.Nested}
+	icfg.Layout, icfg.Log = lc, logCfg
+	icfg.BatchSize = 500
+	icfg.LagEvery = time.Second
+	return icfg
+}
+
+// job reindexes src once with the given slices and replicas, records the
+// copy, replica build and end-to-end times on s, then rolls back and deletes
+// the new index so the next job copies the same source.
+func (e *env) job(ctx context.Context, src *source, slices string, replicasDuringCopy, replicasAfter int, s *side) error {
+	st, err := e.reindex(ctx, src, slices, replicasDuringCopy, replicasAfter, nil)
+	if err != nil {
+		return err
+	}
+	s.docs += st.Copy.Done()
+	s.copyS += st.CopySeconds
+	s.copy.Record(time.Duration(st.CopySeconds * float64(time.Second)))
+	s.build.Record(time.Duration(st.ReplicaBuildSeconds * float64(time.Second)))
+	e2e := st.CopySeconds + st.ReplicaBuildSeconds
+	s.e2eSecs += e2e
+	s.e2e.Record(time.Duration(e2e * float64(time.Second)))
+	fmt.Fprintf(e.cfg.Log, "  %-26s copy %.2fs (%d docs), replica build %.2fs\n", s.name, st.CopySeconds, st.Copy.Done(), st.ReplicaBuildSeconds)
+	return e.undo(ctx, src, st.ID)
+}
+
+func (e *env) reindex(ctx context.Context, src *source, slices string, replicasDuringCopy, replicasAfter int, o *reindex.Orchestrator) (reindex.Status, error) {
+	if o == nil {
+		var err error
+		if o, err = reindex.New(src.rcfg, e.os, e.clients.Redis, e.log, nil); err != nil {
+			return reindex.Status{}, err
+		}
+	}
+	opts := reindex.DefaultOptions()
+	opts.Alias, opts.Slices = src.alias, slices
+	opts.ReplicasDuringCopy, opts.Replicas = replicasDuringCopy, replicasAfter
+	st, err := o.Start(ctx, opts)
+	if err != nil {
+		return st, err
+	}
+	if err := o.Run(ctx, st.ID); err != nil {
+		return st, err
+	}
+	return o.Status(ctx, st.ID)
+}
+
+func (e *env) undo(ctx context.Context, src *source, id string) error {
+	o, err := reindex.New(src.rcfg, e.os, e.clients.Redis, e.log, nil)
+	if err != nil {
+		return err
+	}
+	if err := o.Rollback(ctx, id); err != nil {
+		return err
+	}
+	_, err = o.Cleanup(ctx, id)
+	return err
+}
+
+type liveResult struct {
+	status      reindex.Status
+	applied     int
+	lost, stale int
+}
+
+// live reindexes src while the real indexer worker applies a steady stream
+// of updates through the event log, then compares every document.
+func (e *env) live(ctx context.Context, src *source) (liveResult, error) {
+	var res liveResult
+	w, err := indexer.NewWorker(e.indexerConfig(src.layout, src.rcfg.Log), layout.Nested, src.evlog, e.os, e.log, nil)
+	if err != nil {
+		return res, err
+	}
+	wctx, stopWorker := context.WithCancel(ctx)
+	workerDone := make(chan error, 1)
+	go func() { workerDone <- w.Run(wctx) }()
+	defer func() {
+		stopWorker()
+		<-workerDone
+	}()
+
+	stream := catalog.NewEventStream(e.cfg.Seed, e.cfg.Shops)
+	var mu sync.Mutex
+	var events []catalog.Event
+	appendErr := make(chan error, 1)
+	stopAppend := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		per := max(1, e.cfg.LiveRate/20)
+		for {
+			select {
+			case <-stopAppend:
+				appendErr <- nil
+				return
+			case <-tick.C:
+			}
+			batch := make([]catalog.Event, per)
+			for i := range batch {
+				batch[i] = stream.Next()
+			}
+			if _, err := src.evlog.Append(ctx, batch); err != nil {
+				appendErr <- err
+				return
+			}
+			mu.Lock()
+			events = append(events, batch...)
+			mu.Unlock()
+		}
+	}()
+	time.Sleep(time.Second)
+	st, err := e.reindex(ctx, src, "auto", 0, min(1, e.nodes-1), nil)
+	time.Sleep(time.Second) // updates after the swap go to the new index through the alias
+	close(stopAppend)
+	if aerr := <-appendErr; err == nil {
+		err = aerr
+	}
+	if err != nil {
+		return res, err
+	}
+	res.status = st
+	if err := waitDrained(ctx, src, 3*time.Minute); err != nil {
+		return res, err
+	}
+	mu.Lock()
+	res.applied = len(events)
+	want := expected(e.cfg.Seed, e.cfg.Shops, events)
+	mu.Unlock()
+	res.lost, res.stale, err = compare(ctx, e.os, st.Target, want)
+	fmt.Fprintf(e.cfg.Log, "  live: %d updates, catch-up %d, freeze %.3fs: %d lost, %d stale\n", res.applied, st.CatchUpEvents, st.FreezeSeconds, res.lost, res.stale)
+	return res, err
+}
+
+func waitDrained(ctx context.Context, src *source, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		drained := true
+		for p := range src.rcfg.Log.Partitions {
+			lag, pending, err := src.evlog.Consumer(indexer.GroupName(layout.Nested), p).Lag(ctx)
+			if err != nil || lag != 0 || pending != 0 {
+				drained = false
+			}
+		}
+		if drained {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("reindexbench: the indexer did not drain the log in %s", timeout)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// expected applies the events in order to the generated shops.
+func expected(seed uint64, numShops int, events []catalog.Event) map[int64]*catalog.ShopState {
+	out := make(map[int64]*catalog.ShopState)
+	for i, st := range catalog.NewGenerator(seed).Shops(numShops) {
+		out[catalog.ShopID(i)] = &st
+	}
+	for _, ev := range events {
+		st := out[ev.AggregateID()]
+		if st == nil {
+			st = &catalog.ShopState{}
+			out[ev.AggregateID()] = st
+		}
+		_, _ = st.Apply(ev) // an event the stream cannot apply is not applied by the indexer either
+	}
+	return out
+}
+
+// compare reads every expected shop's document from index and counts the
+// missing or older ones (lost) and those that should not exist or differ at
+// an older version (stale).
+func compare(ctx context.Context, osc *osapi.Client, index string, want map[int64]*catalog.ShopState) (lost, stale int, err error) {
+	ids := make([]int64, 0, len(want))
+	for id := range want {
+		ids = append(ids, id)
+	}
+	for start := 0; start < len(ids); start += 500 {
+		chunk := ids[start:min(start+500, len(ids))]
+		strIDs := make([]string, len(chunk))
+		for i, id := range chunk {
+			strIDs[i] = strconv.FormatInt(id, 10)
+		}
+		body, _ := json.Marshal(map[string]any{"ids": strIDs})
+		var resp struct {
+			Docs []struct {
+				ID     string         `json:"_id"`
+				Found  bool           `json:"found"`
+				Source map[string]any `json:"_source"`
+			} `json:"docs"`
+		}
+		if err := osc.Do(ctx, http.MethodPost, "/"+index+"/_mget?realtime=true", body, &resp); err != nil {
+			return lost, stale, err
+		}
+		for _, d := range resp.Docs {
+			id, _ := strconv.ParseInt(d.ID, 10, 64)
+			st := want[id]
+			switch {
+			case st.Deleted && d.Found:
+				stale++
+			case st.Deleted:
+			case !d.Found:
+				lost++
+			default:
+				var wantDoc map[string]any
+				raw, _ := json.Marshal(layout.BuildNested(st, st.Version))
+				_ = json.Unmarshal(raw, &wantDoc)
+				if !reflect.DeepEqual(d.Source, wantDoc) {
+					if v, _ := d.Source["version"].(float64); int64(v) < st.Version {
+						stale++
+					} else {
+						lost++
+					}
+				}
+			}
+		}
+	}
+	return lost, stale, nil
+}
+
+func nodeCount(ctx context.Context, osc *osapi.Client) (int, error) {
+	var resp struct {
+		Nodes int `json:"number_of_nodes"`
+	}
+	if err := osc.Do(ctx, http.MethodGet, "/_cluster/health", nil, &resp); err != nil {
+		return 0, err
+	}
+	if resp.Nodes < 1 {
+		return 0, errors.New("reindexbench: the cluster reports no node")
+	}
+	return resp.Nodes, nil
+}
+
+func (e *env) cleanup() {
+	ctx := context.Background()
+	_ = e.os.Do(ctx, http.MethodDelete, "/"+e.ns+"_*?expand_wildcards=all&allow_no_indices=true", nil, nil)
+	if keys, err := e.clients.Redis.Keys(ctx, e.ns+":*").Result(); err == nil && len(keys) > 0 {
+		e.clients.Redis.Del(ctx, keys...)
+	}
+}
+
+// backends returns the servers to use: the given ones, a running stack in
+// StateDir, or a new 3-node stack in a temporary directory (stopped by the
+// returned function).
+func backends(ctx context.Context, cfg Config) (backend.Config, func(), error) {
+	bc := cfg.Backends
+	if len(bc.OpenSearch.URLs) > 0 && bc.Redis.Addr != "" {
+		return bc, func() {}, nil
+	}
+	if cfg.StateDir != "" {
+		st, err := localstack.Load(cfg.StateDir)
+		if err != nil {
+			return bc, func() {}, fmt.Errorf("state-dir: %w", err)
+		}
+		bc.OpenSearch.URLs, bc.Redis.Addr, bc.Postgres.URL = st.OpenSearchURLs, st.RedisAddr, st.PostgresURL
+		return bc, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "baedal-reindexbench-")
+	if err != nil {
+		return bc, func() {}, err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // PostgreSQL runs as the postgres user
+		return bc, func() {}, err
+	}
+	lc := localstack.Defaults()
+	lc.StateDir, lc.PortBase, lc.OpenSearchNodes = dir, 0, 3
+	fmt.Fprintf(cfg.Log, "starting a 3-node stack in %s\n", dir)
+	st, err := localstack.Up(ctx, lc, cfg.Log)
+	if err != nil {
+		_ = localstack.Down(dir, cfg.Log)
+		return bc, func() {}, fmt.Errorf("reindexbench: start a 3-node stack in %s: %w", dir, err)
+	}
+	stop := func() {
+		_ = localstack.Down(dir, cfg.Log)
+		_ = os.RemoveAll(dir)
+	}
+	bc.OpenSearch.URLs, bc.Redis.Addr, bc.Postgres.URL = st.OpenSearchURLs, st.RedisAddr, st.PostgresURL
+	return bc, stop, nil
+}

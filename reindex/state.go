@@ -1,0 +1,301 @@
+package reindex
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Step is where a job is. The forward steps run in this order; each is
+// persisted once reached.
+type Step string
+
+// The steps.
+const (
+	StepPlanned     Step = "planned"      // start positions recorded
+	StepCreated     Step = "created"      // target created with copy-time settings
+	StepCopying     Step = "copying"      // copy task started, id persisted
+	StepCopied      Step = "copied"       // copy task finished without failures
+	StepRestored    Step = "restored"     // final replicas/refresh set, target green
+	StepCaughtUp    Step = "caught_up"    // log replayed into the target up to a small lag
+	StepSwapped     Step = "swapped"      // alias on the target; post-swap pass pending
+	StepDone        Step = "done"         // old index kept for rollback
+	StepRollingBack Step = "rolling_back" // rollback in progress
+	StepRolledBack  Step = "rolled_back"  // alias back on the source
+	StepAborted     Step = "aborted"      // rolled back before the swap: target deleted
+	StepFailed      Step = "failed"       // see Error; Run retries from FailedStep
+	StepCleaned     Step = "cleaned"      // the index the alias left was deleted
+)
+
+// Spec is what a job does; it never changes after Start.
+type Spec struct {
+	ID         string    `json:"id"`
+	Alias      string    `json:"alias"`
+	Role       string    `json:"role"`
+	Source     string    `json:"source"`
+	Target     string    `json:"target"`
+	Options    Options   `json:"options"`
+	Replicas   int       `json:"final_replicas"`
+	Refresh    string    `json:"final_refresh_interval"`
+	Partitions int       `json:"partitions"`
+	Created    time.Time `json:"created"`
+}
+
+// Status is a job as `status` shows it.
+type Status struct {
+	Spec
+	Step       Step   `json:"step"`
+	FailedStep Step   `json:"failed_step,omitempty"`
+	Error      string `json:"error,omitempty"`
+	TaskID     string `json:"task_id,omitempty"`
+	Paused     bool   `json:"paused"`
+	// Frozen names the index under the swap's write freeze, if any.
+	Frozen string `json:"frozen,omitempty"`
+	// RequestsPerSecond is the copy rate set by start, rethrottle or resume.
+	RequestsPerSecond float64    `json:"requests_per_second"`
+	Copy              CopyStatus `json:"copy"`
+	CopyPercent       float64    `json:"copy_percent"`
+	CopyETASeconds    float64    `json:"copy_eta_seconds"`
+	// CatchUp counts log entries replayed into the target (or, for a
+	// rollback, into the source) and those the indexer could not apply.
+	CatchUpEvents   int64 `json:"catchup_events"`
+	CatchUpRejected int64 `json:"catchup_rejected"`
+	// Timings of the steps, in seconds.
+	CopySeconds         float64 `json:"copy_seconds,omitempty"`
+	ReplicaBuildSeconds float64 `json:"replica_build_seconds,omitempty"`
+	CatchUpSeconds      float64 `json:"catchup_seconds,omitempty"`
+	FreezeSeconds       float64 `json:"freeze_seconds,omitempty"`
+	// StepTimes maps a step to when it was reached.
+	StepTimes map[Step]time.Time `json:"step_times,omitempty"`
+}
+
+// store keeps jobs in Redis: one hash per job, a set of job ids, a lock per
+// alias (one unfinished job per alias) and a lease per job (one orchestrator).
+type store struct {
+	rdb    *redis.Client
+	prefix string
+}
+
+func (s *store) jobKey(id string) string     { return s.prefix + "job:" + id }
+func (s *store) jobsKey() string             { return s.prefix + "jobs" }
+func (s *store) lockKey(alias string) string { return s.prefix + "active:" + alias }
+func (s *store) leaseKey(id string) string   { return s.prefix + "lease:" + id }
+
+// Hash fields of a job.
+const (
+	fSpec       = "spec"
+	fStep       = "step"
+	fFailedStep = "failed_step"
+	fError      = "error"
+	fTask       = "task"
+	fPaused     = "paused"
+	fRPS        = "rps"
+	fCopy       = "copy"
+	fCatchUp    = "catchup_events"
+	fRejected   = "catchup_rejected"
+	fStart      = "positions:start" // JSON []string: replay after these ids
+	fSwap       = "positions:swap"  // JSON []string: the final pass's end
+	fBackStart  = "positions:back"  // JSON []string: the live group's frontier right before the swap's freeze
+	fFrozen     = "frozen"          // the index under the write freeze, if any
+	fTargetUUID = "target_uuid"     // index.uuid of the target this job created
+	fTimings    = "timing:"         // + name: seconds
+	fStepAt     = "at:"             // + step: RFC 3339
+	fCursor     = "cursor:"         // + phase + ":" + partition
+)
+
+// ErrNotFound is returned for an unknown job id.
+var ErrNotFound = errors.New("reindex: job not found")
+
+// ErrBusy is returned when the alias already has an unfinished job, or when
+// another orchestrator holds a job's lease.
+var ErrBusy = errors.New("reindex: busy")
+
+// create stores a new job and takes the alias lock.
+func (s *store) create(ctx context.Context, spec Spec, start []string) error {
+	ok, err := s.rdb.SetNX(ctx, s.lockKey(spec.Alias), spec.ID, 0).Result()
+	if err != nil {
+		return fmt.Errorf("reindex: lock alias %s: %w", spec.Alias, err)
+	}
+	if !ok {
+		other, _ := s.rdb.Get(ctx, s.lockKey(spec.Alias)).Result()
+		return fmt.Errorf("%w: alias %s has the unfinished job %s (clean it up or roll it back first)", ErrBusy, spec.Alias, other)
+	}
+	rawSpec, _ := json.Marshal(spec)
+	rawStart, _ := json.Marshal(start)
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, s.jobKey(spec.ID), fSpec, rawSpec, fStep, string(StepPlanned), fStart, rawStart,
+			fRPS, formatRate(spec.Options.RequestsPerSecond), fPaused, "0", fStepAt+string(StepPlanned), time.Now().UTC().Format(time.RFC3339Nano))
+		p.SAdd(ctx, s.jobsKey(), spec.ID)
+		return nil
+	})
+	if err != nil {
+		s.rdb.Del(ctx, s.lockKey(spec.Alias))
+		return fmt.Errorf("reindex: store job %s: %w", spec.ID, err)
+	}
+	return nil
+}
+
+func (s *store) releaseLock(ctx context.Context, alias, id string) error {
+	held, err := s.rdb.Get(ctx, s.lockKey(alias)).Result()
+	if errors.Is(err, redis.Nil) || (err == nil && held != id) {
+		return nil
+	}
+	if err == nil {
+		err = s.rdb.Del(ctx, s.lockKey(alias)).Err()
+	}
+	if err != nil {
+		return fmt.Errorf("reindex: release lock of %s: %w", alias, err)
+	}
+	return nil
+}
+
+func (s *store) fields(ctx context.Context, id string) (map[string]string, error) {
+	m, err := s.rdb.HGetAll(ctx, s.jobKey(id)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("reindex: load job %s: %w", id, err)
+	}
+	if len(m) == 0 {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	return m, nil
+}
+
+// load returns a job's status.
+func (s *store) load(ctx context.Context, id string) (Status, map[string]string, error) {
+	m, err := s.fields(ctx, id)
+	if err != nil {
+		return Status{}, nil, err
+	}
+	var st Status
+	if err := json.Unmarshal([]byte(m[fSpec]), &st.Spec); err != nil {
+		return Status{}, nil, fmt.Errorf("reindex: job %s: decode spec: %w", id, err)
+	}
+	st.Step, st.FailedStep, st.Error, st.TaskID = Step(m[fStep]), Step(m[fFailedStep]), m[fError], m[fTask]
+	st.Paused, st.Frozen = m[fPaused] == "1", m[fFrozen]
+	st.RequestsPerSecond, _ = strconv.ParseFloat(m[fRPS], 64)
+	if raw := m[fCopy]; raw != "" {
+		_ = json.Unmarshal([]byte(raw), &st.Copy)
+	}
+	st.CopyPercent = 100 * st.Copy.Fraction()
+	st.CopyETASeconds = st.Copy.ETA().Seconds()
+	st.CatchUpEvents, _ = strconv.ParseInt(m[fCatchUp], 10, 64)
+	st.CatchUpRejected, _ = strconv.ParseInt(m[fRejected], 10, 64)
+	timing := func(name string) float64 {
+		v, _ := strconv.ParseFloat(m[fTimings+name], 64)
+		return v
+	}
+	st.CopySeconds, st.ReplicaBuildSeconds = timing("copy"), timing("replica_build")
+	st.CatchUpSeconds, st.FreezeSeconds = timing("catchup"), timing("freeze")
+	st.StepTimes = map[Step]time.Time{}
+	for k, v := range m {
+		if step, ok := strings.CutPrefix(k, fStepAt); ok {
+			if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+				st.StepTimes[Step(step)] = t
+			}
+		}
+	}
+	return st, m, nil
+}
+
+// setStep persists a step (and clears a previous failure).
+func (s *store) setStep(ctx context.Context, id string, step Step, extra ...any) error {
+	args := append([]any{fStep, string(step), fStepAt + string(step), time.Now().UTC().Format(time.RFC3339Nano)}, extra...)
+	if err := s.rdb.HSet(ctx, s.jobKey(id), args...).Err(); err != nil {
+		return fmt.Errorf("reindex: job %s: persist step %s: %w", id, step, err)
+	}
+	return nil
+}
+
+func (s *store) set(ctx context.Context, id string, fieldValues ...any) error {
+	if err := s.rdb.HSet(ctx, s.jobKey(id), fieldValues...).Err(); err != nil {
+		return fmt.Errorf("reindex: job %s: persist %v: %w", id, fieldValues[0], err)
+	}
+	return nil
+}
+
+func (s *store) addCount(ctx context.Context, id, field string, n int64) error {
+	if n == 0 {
+		return nil
+	}
+	if err := s.rdb.HIncrBy(ctx, s.jobKey(id), field, n).Err(); err != nil {
+		return fmt.Errorf("reindex: job %s: count %s: %w", id, field, err)
+	}
+	return nil
+}
+
+func (s *store) list(ctx context.Context) ([]string, error) {
+	ids, err := s.rdb.SMembers(ctx, s.jobsKey()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("reindex: list jobs: %w", err)
+	}
+	return ids, nil
+}
+
+// lease is one orchestrator's exclusive right to run a job.
+type lease struct {
+	s     *store
+	id    string
+	owner string
+	ttl   time.Duration
+}
+
+// acquireLease takes the job's lease, waiting up to wait for an expired
+// holder (a killed orchestrator) to let go.
+func (s *store) acquireLease(ctx context.Context, id string, ttl, wait time.Duration) (*lease, error) {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	l := &lease{s: s, id: id, owner: hex.EncodeToString(b), ttl: ttl}
+	deadline := time.Now().Add(wait)
+	for {
+		ok, err := s.rdb.SetNX(ctx, s.leaseKey(id), l.owner, ttl).Result()
+		if err != nil {
+			return nil, fmt.Errorf("reindex: lease of job %s: %w", id, err)
+		}
+		if ok {
+			return l, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%w: job %s is being run by another orchestrator (its lease expires within %s)", ErrBusy, id, ttl)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// renewScript extends the lease only if this owner still holds it.
+var renewScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("PEXPIRE", KEYS[1], ARGV[2]) else return 0 end`)
+
+var releaseScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) else return 0 end`)
+
+// keep renews the lease until ctx ends; it calls lost when the lease is gone.
+func (l *lease) keep(ctx context.Context, lost func()) {
+	t := time.NewTicker(l.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := renewScript.Run(ctx, l.s.rdb, []string{l.s.leaseKey(l.id)}, l.owner, l.ttl.Milliseconds()).Int()
+		if err == nil && n == 0 {
+			lost()
+			return
+		}
+	}
+}
+
+func (l *lease) release(ctx context.Context) {
+	_ = releaseScript.Run(ctx, l.s.rdb, []string{l.s.leaseKey(l.id)}, l.owner).Err()
+}
