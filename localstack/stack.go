@@ -436,3 +436,31 @@ func (st *State) RedactedPostgresURL() string {
 func listenLoopback(port int) (net.Listener, error) {
 	return net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 }
+
+// UseOrStart returns the stack running in stateDir, or starts a temporary
+// one (single node, free ports) that the returned stop function stops and
+// removes. Benchmarks use it so they run with or without `baedal up`.
+func UseOrStart(ctx context.Context, stateDir string, progress io.Writer) (*State, func(), error) {
+	if st, err := Load(stateDir); err == nil {
+		return st, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "baedal-bench-")
+	if err != nil {
+		return nil, nil, err
+	}
+	// PostgreSQL runs as the postgres user, which must reach the directory.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	cfg := Defaults()
+	cfg.StateDir, cfg.PortBase = dir, 0
+	st, err := Up(ctx, cfg, progress)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return st, func() {
+		_ = Down(dir, progress)
+		os.RemoveAll(dir)
+	}, nil
+}

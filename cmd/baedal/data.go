@@ -142,8 +142,18 @@ func benchFeed(ctx context.Context, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if err := backendsFromStack(&backends, *stateDir); err != nil {
-		return err
+	if backends.Redis.Addr == "" || backends.Postgres.URL == "" {
+		st, stop, err := localstack.UseOrStart(ctx, *stateDir, os.Stderr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		if backends.Redis.Addr == "" {
+			backends.Redis.Addr = st.RedisAddr
+		}
+		if backends.Postgres.URL == "" {
+			backends.Postgres.URL = st.PostgresURL
+		}
 	}
 	cfg.PostgresURL, cfg.RedisAddr = backends.Postgres.URL, backends.Redis.Addr
 	cfg.Command = bench.CommandLine()

@@ -153,7 +153,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, progress io.Writer) 
 	if cfg.Queries == 0 {
 		cfg.Queries = bench.Pick(p, 300, 2000)
 	}
-	st, stop, err := stack(ctx, cfg.StateDir, progress)
+	st, stop, err := localstack.UseOrStart(ctx, cfg.StateDir, progress)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -175,30 +175,6 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, progress io.Writer) 
 		_ = r.idx.DeleteIndices(context.WithoutCancel(ctx), r.osc, layout.Split)
 	}()
 	return r.measure(ctx)
-}
-
-// stack returns a running local stack, starting a temporary one if needed.
-func stack(ctx context.Context, stateDir string, progress io.Writer) (*localstack.State, func(), error) {
-	if st, err := localstack.Load(stateDir); err == nil {
-		return st, func() {}, nil
-	}
-	dir, err := os.MkdirTemp("", "baedal-bench-")
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return nil, nil, err
-	}
-	cfg := localstack.Defaults()
-	cfg.StateDir, cfg.PortBase = dir, 0
-	st, err := localstack.Up(ctx, cfg, progress)
-	if err != nil {
-		return nil, nil, err
-	}
-	return st, func() {
-		_ = localstack.Down(dir, progress)
-		os.RemoveAll(dir)
-	}, nil
 }
 
 // setup creates fresh indices and loads the catalog into both layouts.
