@@ -20,6 +20,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/opensearch-project/opensearch-go/v4"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/baedal/baedal/internal/osapi"
 )
 
 // OpenSearchConfig says how to reach OpenSearch.
@@ -267,19 +269,10 @@ func (c *Clients) Probe(ctx context.Context, timeout time.Duration) []Health {
 }
 
 func (c *Clients) probeOpenSearch(ctx context.Context) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "/_cluster/health", nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := c.OpenSearch.Perform(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
 	var h struct {
 		Status string `json:"status"`
 	}
-	if err := decodeJSON(resp, &h); err != nil {
+	if err := osapi.New(c.OpenSearch).Do(ctx, http.MethodGet, "/_cluster/health", nil, &h); err != nil {
 		return "", err
 	}
 	if h.Status == "red" {

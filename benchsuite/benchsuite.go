@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -97,7 +98,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) ([]Result, error) 
 	names := Benchmarks()
 	if len(cfg.Only) > 0 {
 		for _, n := range cfg.Only {
-			if !contains(names, n) {
+			if !slices.Contains(names, n) {
 				return nil, fmt.Errorf("benchsuite: unknown benchmark %q; allowed: %s", n, strings.Join(names, ", "))
 			}
 		}
@@ -128,15 +129,6 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) ([]Result, error) 
 		results = append(results, r)
 	}
 	return results, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // lookup finds a dotted key in a summary.

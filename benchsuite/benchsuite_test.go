@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,7 +64,7 @@ func TestRunRefusesAnUnknownBenchmark(t *testing.T) {
 
 func TestEveryMeasureNamesAKnownBenchmark(t *testing.T) {
 	for _, m := range Measures() {
-		if !contains(Benchmarks(), m.Bench) || m.Key == "" || m.Label == "" {
+		if !slices.Contains(Benchmarks(), m.Bench) || m.Key == "" || m.Label == "" {
 			t.Errorf("bad measure %+v", m)
 		}
 	}

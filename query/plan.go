@@ -1,5 +1,7 @@
 package query
 
+import "slices"
+
 // Index is the index a step reads.
 type Index string
 
@@ -48,14 +50,7 @@ type Step struct {
 }
 
 // Has reports whether the step runs a phase.
-func (s Step) Has(p Phase) bool {
-	for _, q := range s.Phases {
-		if q == p {
-			return true
-		}
-	}
-	return false
-}
+func (s Step) Has(p Phase) bool { return slices.Contains(s.Phases, p) }
 
 // Name is a short label such as "menus:query".
 func (s Step) Name() string {

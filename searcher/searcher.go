@@ -17,6 +17,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -239,7 +240,7 @@ func matchedMenus(h hit) []MatchedMenu {
 		if len(ih.Highlight) > 0 {
 			m.Highlight = map[string][]string{}
 			for k, v := range ih.Highlight {
-				m.Highlight[trimPrefix(k, "menus.")] = v
+				m.Highlight[strings.TrimPrefix(k, "menus.")] = v
 			}
 		}
 		out = append(out, m)
@@ -267,13 +268,6 @@ func haversineMeters(lat1, lon1, lat2, lon2 float64) float64 {
 }
 
 func ms(d time.Duration) float64 { return math.Round(float64(d.Microseconds())) / 1000 }
-
-func trimPrefix(s, p string) string {
-	if len(s) >= len(p) && s[:len(p)] == p {
-		return s[len(p):]
-	}
-	return s
-}
 
 func trimFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 

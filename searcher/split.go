@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/baedal/baedal/layout"
@@ -55,22 +56,16 @@ func (e *execution) split(ctx context.Context) (*Response, error) {
 	return resp, nil
 }
 
-func has(cs []query.Carry, c query.Carry) bool {
-	for _, x := range cs {
-		if x == c {
-			return true
-		}
-	}
-	return false
-}
-
 // menuQuery collects every shop with a matched menu, and the carried values.
 func (e *execution) menuQuery(ctx context.Context, step query.Step, restrict *candidates) (*candidates, error) {
 	r := e.req
-	scoring := has(step.Carries, query.CarryScore)
-	filter := coldShopFilters(r)
+	scoring := slices.Contains(step.Carries, query.CarryScore)
+	var filter arr
 	if step.Restricted && restrict != nil {
-		filter = append(filter, obj{"terms": obj{"id": restrict.ids}})
+		// The shop query already applied the cold filters to these ids.
+		filter = arr{obj{"terms": obj{"id": restrict.ids}}}
+	} else {
+		filter = coldShopFilters(r)
 	}
 	clause := nestedMenus(menuPredicate(r, scoring, nil), nil)
 	b := obj{}
@@ -89,7 +84,7 @@ func (e *execution) menuQuery(ctx context.Context, step query.Step, restrict *ca
 	minOf := func(field string) obj {
 		return obj{field: obj{"order": "asc", "mode": "min", "nested": obj{"path": "menus", "filter": menuPredicate(r, false, nil)}}}
 	}
-	wantExtra, wantCook := has(step.Carries, query.CarryMinExtraFee), has(step.Carries, query.CarryMinCookMinutes)
+	wantExtra, wantCook := slices.Contains(step.Carries, query.CarryMinExtraFee), slices.Contains(step.Carries, query.CarryMinCookMinutes)
 	if wantExtra {
 		sorts = append(sorts, minOf("menus.extra_fee"))
 	}

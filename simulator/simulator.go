@@ -49,8 +49,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 
 // Validate names the first invalid field.
 func (c *Config) Validate() error {
-	if c.Shops < 0 || c.Shops > 5_000_000 {
-		return fmt.Errorf("demo-shops: got %d, allowed: 0..5000000", c.Shops)
+	if c.Shops < 0 || c.Shops > 1_000_000 {
+		return fmt.Errorf("demo-shops: got %d, allowed: 0..1000000 (the indices' max_terms_count)", c.Shops)
 	}
 	if c.Rate < 0 || c.Rate > 100_000 {
 		return fmt.Errorf("demo-rate: got %g, allowed: 0..100000", c.Rate)

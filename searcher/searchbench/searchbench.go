@@ -75,8 +75,8 @@ func (c *Config) Validate() error {
 		return err
 	}
 	switch {
-	case c.Shops < 0 || c.Shops > 5_000_000:
-		return fmt.Errorf("shops: got %d, allowed: 0..5000000", c.Shops)
+	case c.Shops < 0 || c.Shops > 1_000_000:
+		return fmt.Errorf("shops: got %d, allowed: 0..1000000 (the indices' max_terms_count)", c.Shops)
 	case c.Queries < 0 || c.Queries > 1_000_000:
 		return fmt.Errorf("queries: got %d, allowed: 0..1000000", c.Queries)
 	case c.Deadline <= 0:
