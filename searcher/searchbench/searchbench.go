@@ -106,12 +106,14 @@ type PhaseFigures struct {
 
 // Summary is the JSON line.
 type Summary struct {
-	Bench                string       `json:"bench"`
-	Profile              string       `json:"profile"`
-	Shops                int          `json:"shops"`
-	Queries              int          `json:"queries"`
-	Equivalent           bool         `json:"equivalent"`
-	Mismatches           int          `json:"mismatches"`
+	Bench      string `json:"bench"`
+	Profile    string `json:"profile"`
+	Shops      int    `json:"shops"`
+	Queries    int    `json:"queries"`
+	Equivalent bool   `json:"equivalent"`
+	Mismatches int    `json:"mismatches"`
+	// NotCompared counts idle pages one layout did not answer in time.
+	NotCompared          int          `json:"not_compared"`
 	DeadlineMs           float64      `json:"deadline_ms"`
 	NestedMaxUpdatesPerS float64      `json:"nested_max_updates_per_s"`
 	UpdateRate           float64      `json:"update_rate"`
@@ -278,7 +280,7 @@ func (r *run) measureNestedMax(ctx context.Context) (float64, error) {
 }
 
 // phase runs every query on both layouts, alternating which goes first.
-func (r *run) phase(ctx context.Context, name string, queries []query.Request, compare bool) (nested, split *bench.LatencyRecorder, timeouts [2]int, mismatches int, err error) {
+func (r *run) phase(ctx context.Context, name string, queries []query.Request, compare bool) (nested, split *bench.LatencyRecorder, timeouts [2]int, mismatches, notCompared int, err error) {
 	nested, split = bench.NewLatencyRecorder(), bench.NewLatencyRecorder()
 	prog := bench.NewProgress(r.progress, name, int64(len(queries)))
 	defer prog.Done()
@@ -302,19 +304,21 @@ func (r *run) phase(ctx context.Context, name string, queries []query.Request, c
 				continue
 			}
 			if err != nil {
-				return nil, nil, timeouts, 0, fmt.Errorf("searchbench: %s query %d (%s) on %s: %w", name, i, q.Encode().Encode(), k, err)
+				return nil, nil, timeouts, 0, 0, fmt.Errorf("searchbench: %s query %d (%s) on %s: %w", name, i, q.Encode().Encode(), k, err)
 			}
 			got[slot] = resp
 		}
-		// A page one layout could not answer in time was not compared: it
-		// counts against equivalence.
-		if compare && (got[0] == nil || got[1] == nil || !samePage(got[0], got[1])) {
+		switch {
+		case !compare:
+		case got[0] == nil || got[1] == nil:
+			notCompared++ // a layout did not answer in time
+		case !samePage(got[0], got[1]):
 			mismatches++
 			r.log.Warn("layouts disagree", "query", q.Encode().Encode())
 		}
 		prog.Add(1)
 	}
-	return nested, split, timeouts, mismatches, nil
+	return nested, split, timeouts, mismatches, notCompared, nil
 }
 
 // samePage compares what a person sees: totals, the shops in order, their
@@ -441,11 +445,11 @@ func (r *run) measure(ctx context.Context) (Summary, error) {
 	}
 	queries := QueryMix(uint64(cfg.Bench.Seed), cfg.Queries)
 
-	idleN, idleS, idleT, mismatches, err := r.phase(ctx, "search idle", queries, true)
+	idleN, idleS, idleT, mismatches, notCompared, err := r.phase(ctx, "search idle", queries, true)
 	if err != nil {
 		return s, err
 	}
-	s.Mismatches, s.Equivalent = mismatches, mismatches == 0
+	s.Mismatches, s.NotCompared, s.Equivalent = mismatches, notCompared, mismatches == 0
 	s.Idle = figures(idleN, idleS, idleT, [2]float64{})
 
 	fmt.Fprintf(r.progress, "searching each layout while it takes %.0f hot updates/s (rounds alternate the layouts)\n", s.UpdateRate)
@@ -486,8 +490,8 @@ func (r *run) report(s Summary, idleN, idleS, loadN, loadS *bench.LatencyRecorde
 		Title: "Setup",
 		Text: fmt.Sprintf("%d shops (~30 menus each), %d queries per phase, each run on both layouts back to back in alternating order. "+
 			"Under load, each layout is searched while it alone takes %.0f hot shop updates/s through the production indexer, in alternating rounds (both layouts share one OpenSearch node here; the nested layout's maximum measured in this run was %.0f/s). "+
-			"Searches slower than %.0f ms count as timeouts. Equivalent: %v (%d idle pages differed).",
-			s.Shops, s.Queries, s.UpdateRate, s.NestedMaxUpdatesPerS, s.DeadlineMs, s.Equivalent, s.Mismatches),
+			"Searches slower than %.0f ms count as timeouts. Equivalent: %v (%d idle pages differed, %d not compared because a layout timed out).",
+			s.Shops, s.Queries, s.UpdateRate, s.NestedMaxUpdatesPerS, s.DeadlineMs, s.Equivalent, s.Mismatches, s.NotCompared),
 	})
 	idleTable := bench.CompareLatency("nested", idleN, "split", idleS)
 	loadTable := bench.CompareLatency("nested", loadN, "split", loadS)
