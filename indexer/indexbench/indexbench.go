@@ -329,7 +329,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	sum.MixedThroughputRatio = round2(bench.Ratio(sum.SplitMixedPerS, sum.NestedMixedPerS))
 	sum.BytesRatio = round2(bench.Ratio(float64(sum.SplitBytesWritten), float64(sum.NestedBytesWritten)))
 
-	rep := bench.NewReport("index", "Indexing: nested vs split", bench.CommandLine())
+	rep := bench.NewReport("indexing", "Indexing: nested vs split", bench.CommandLine()) // not "index": bench all writes index.html
 	rep.Add(bench.Section{Title: "Setup", Text: fmt.Sprintf(
 		"%d shops, %.1f menus per shop on average; per round and layout %d hot shop updates then %d realistic-mix events, in batches of %d through indexer.Apply; %d ABBA rounds. Bytes written: Δ translog + Δ store (≥0) + Δ merged bytes from the indices' _stats.",
 		cfg.Shops, sum.MenusPerShopAvg, cfg.HotEvents, cfg.MixedEvents, cfg.BatchSize, cfg.Rounds)})
