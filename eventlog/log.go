@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baedal/baedal/catalog"
+	"github.com/baedal/baedal/internal/promreg"
 )
 
 // Config says where the log lives and how it is trimmed.
@@ -88,25 +89,10 @@ func New(cfg Config, rdb *redis.Client, log *slog.Logger, reg prometheus.Registe
 		dead:     prometheus.NewCounter(prometheus.CounterOpts{Name: "baedal_eventlog_dead_lettered_total", Help: "Entries moved to the dead-letter stream."}),
 	}
 	if reg != nil {
-		l.appended = registerOrReuse(reg, l.appended)
-		l.dead = registerOrReuse(reg, l.dead)
+		l.appended = promreg.RegisterOrReuse(reg, l.appended)
+		l.dead = promreg.RegisterOrReuse(reg, l.dead)
 	}
 	return l, nil
-}
-
-// registerOrReuse registers c, or returns the collector already registered
-// under the same name (several Logs may share one registry).
-func registerOrReuse[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(err)
-	}
-	return c
 }
 
 // Config returns the log's configuration.

@@ -1,9 +1,9 @@
 package indexer
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/baedal/baedal/internal/promreg"
 )
 
 // metrics are labelled by layout; several Indexers share them through the
@@ -49,27 +49,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"layout", "partition"}),
 	}
 	if reg != nil {
-		m.events = registerOrReuse(reg, m.events)
-		m.docs = registerOrReuse(reg, m.docs)
-		m.conflicts = registerOrReuse(reg, m.conflicts)
-		m.retries = registerOrReuse(reg, m.retries)
-		m.deadLettered = registerOrReuse(reg, m.deadLettered)
-		m.bulkSeconds = registerOrReuse(reg, m.bulkSeconds)
-		m.freshness = registerOrReuse(reg, m.freshness)
-		m.lag = registerOrReuse(reg, m.lag)
+		m.events = promreg.RegisterOrReuse(reg, m.events)
+		m.docs = promreg.RegisterOrReuse(reg, m.docs)
+		m.conflicts = promreg.RegisterOrReuse(reg, m.conflicts)
+		m.retries = promreg.RegisterOrReuse(reg, m.retries)
+		m.deadLettered = promreg.RegisterOrReuse(reg, m.deadLettered)
+		m.bulkSeconds = promreg.RegisterOrReuse(reg, m.bulkSeconds)
+		m.freshness = promreg.RegisterOrReuse(reg, m.freshness)
+		m.lag = promreg.RegisterOrReuse(reg, m.lag)
 	}
 	return m
-}
-
-func registerOrReuse[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(err)
-	}
-	return c
 }
