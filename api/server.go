@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"time"
 
@@ -179,8 +180,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	_, pattern := s.mux.Handler(r)
 	if pattern == "" {
-		// The mux would answer with a plain-text 404/405; answer with a problem.
-		WriteProblem(rec, NewProblem(http.StatusNotFound, "no route for "+r.Method+" "+r.URL.Path))
+		// The mux answers 404 or 405 (with Allow) in plain text; keep its
+		// status and Allow header, and answer with a problem body.
+		probe := httptest.NewRecorder()
+		s.mux.ServeHTTP(probe, r)
+		if allow := probe.Header().Get("Allow"); allow != "" {
+			rec.Header().Set("Allow", allow)
+		}
+		WriteProblem(rec, NewProblem(probe.Code, "no route for "+r.Method+" "+r.URL.Path))
 		return
 	}
 	s.mux.ServeHTTP(rec, r)

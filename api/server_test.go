@@ -59,6 +59,7 @@ func TestErrorsAreProblemBodies(t *testing.T) {
 		{"POST", "/echo", "", 400, "body"},
 		{"POST", "/echo", strings.Repeat("x", 2000), 413, ""},
 		{"GET", "/nope", "", 404, ""},
+		{"GET", "/echo", "", 405, ""},
 		{"GET", "/boom", "", 500, ""},
 		{"GET", "/internal", "", 500, ""},
 	}
