@@ -46,6 +46,10 @@ func startOpenSearchNode(stateDir, jdkHome, launcherDir, heap string, node openS
 		"--transport-port", strconv.Itoa(node.transportPort),
 		"--home", home,
 		"--data-path", filepath.Join(home, "data"),
+		// baedal creates every index it writes, behind an alias; a write to a
+		// missing alias must fail rather than create an index with dynamic
+		// mappings in the alias's place.
+		"--setting", "action.auto_create_index=false",
 	}
 	if len(all) > 1 {
 		var seeds, names []string
