@@ -71,14 +71,12 @@ func (c *s2DictCodec) Decode(src []byte) (*Record, error) {
 	if n > c.maxSize {
 		return nil, errTooLarge(CodecProtoS2Dict, n, c.maxSize)
 	}
-	s := getProtoScratch()
-	defer putProtoScratch(s)
-	if cap(s.out) < n {
-		s.out = make([]byte, n)
-	}
-	out, err := d.s2.Decode(s.out[:n], payload)
+	// Decompress into a buffer of its own that the Record's strings then
+	// share (decodeProtoOwned): one allocation and no copy, where a pooled
+	// buffer would need a second allocation to copy the strings out of.
+	out, err := d.s2.Decode(make([]byte, n), payload)
 	if err != nil {
 		return nil, wrapCorrupt(CodecProtoS2Dict, err)
 	}
-	return decodeProto(out)
+	return decodeProtoOwned(out)
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -122,8 +123,39 @@ func appendProto(dst []byte, rec *Record, _ *protoScratch) ([]byte, error) {
 }
 
 // validateRecordStrings rejects strings protobuf cannot carry (proto3
-// strings are UTF-8), naming the field.
+// strings are UTF-8), naming the field. The common all-valid case is one
+// chain of checks; only a failure pays for finding the field's name.
 func validateRecordStrings(rec *Record) error {
+	if recordStringsValid(rec) {
+		return nil
+	}
+	return findInvalidRecordString(rec)
+}
+
+// recordStringsValid reports whether every string of rec is valid UTF-8.
+func recordStringsValid(rec *Record) bool {
+	d, u := &rec.Device, &rec.UTM
+	ok := utf8.ValidString(rec.TrackingLink) && utf8.ValidString(rec.Campaign.Name) && utf8.ValidString(rec.AdGroup.Name) &&
+		utf8.ValidString(rec.Creative.Name) && utf8.ValidString(rec.Channel.Name) && utf8.ValidString(rec.DeepLinkURL) &&
+		utf8.ValidString(rec.FallbackURL) && utf8.ValidString(rec.Referrer) &&
+		utf8.ValidString(d.UserAgent) && utf8.ValidString(d.OS) && utf8.ValidString(d.OSVersion) && utf8.ValidString(d.Model) &&
+		utf8.ValidString(d.Locale) && utf8.ValidString(d.Timezone) && utf8.ValidString(d.Carrier) && utf8.ValidString(d.Network) &&
+		utf8.ValidString(u.Source) && utf8.ValidString(u.Medium) && utf8.ValidString(u.Campaign) && utf8.ValidString(u.Term) &&
+		utf8.ValidString(u.Content)
+	if !ok {
+		return false
+	}
+	for k, v := range rec.SubParams {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// findInvalidRecordString returns the error naming the first field of rec
+// that is not valid UTF-8, or nil.
+func findInvalidRecordString(rec *Record) error {
 	check := func(field, s string) error {
 		if !utf8.ValidString(s) {
 			return fmt.Errorf("%w: click %s: field %s is not valid UTF-8", ErrInvalidRecord, rec.ClickID, field)
@@ -340,7 +372,18 @@ func wireError(what string, pos, code int) error {
 // decodeProto decodes a protobuf payload (see the comment at the top of this
 // file). payload is not retained.
 func decodeProto(payload []byte) (*Record, error) {
-	r := wireReader{buf: payload, str: string(payload)}
+	return decodeProtoWith(wireReader{buf: payload, str: string(payload)})
+}
+
+// decodeProtoOwned is decodeProto for a payload the caller hands over: the
+// decoded strings are substrings of payload itself (no copy), so the caller
+// must never use or modify payload again. Codecs that decompress into a
+// fresh buffer use it to save the copy.
+func decodeProtoOwned(payload []byte) (*Record, error) {
+	return decodeProtoWith(wireReader{buf: payload, str: unsafe.String(unsafe.SliceData(payload), len(payload))})
+}
+
+func decodeProtoWith(r wireReader) (*Record, error) {
 	rec := new(Record)
 	for {
 		num, typ, ok, err := r.field()
@@ -362,13 +405,13 @@ func decodeProto(payload []byte) (*Record, error) {
 		case fieldTrackingLink:
 			rec.TrackingLink, err = r.string("tracking_link")
 		case fieldCampaign:
-			err = r.namedID("campaign", &rec.Campaign)
+			err = r.namedID(&campaignFieldNames, &rec.Campaign)
 		case fieldAdGroup:
-			err = r.namedID("ad_group", &rec.AdGroup)
+			err = r.namedID(&adGroupFieldNames, &rec.AdGroup)
 		case fieldCreative:
-			err = r.namedID("creative", &rec.Creative)
+			err = r.namedID(&creativeFieldNames, &rec.Creative)
 		case fieldChannel:
-			err = r.namedID("channel", &rec.Channel)
+			err = r.namedID(&channelFieldNames, &rec.Channel)
 		case fieldSubParams:
 			err = r.mapEntry(rec)
 		case fieldDeepLinkURL:
@@ -451,8 +494,19 @@ func (r *wireReader) millis(name string, dst *time.Time) error {
 	return nil
 }
 
-func (r *wireReader) namedID(name string, dst *NamedID) error {
-	m, err := r.sub(name)
+// namedIDFieldNames are the error names of a NamedID field and its two
+// sub-fields, spelled out so that decoding builds no strings.
+type namedIDFieldNames struct{ field, id, name string }
+
+var (
+	campaignFieldNames = namedIDFieldNames{"campaign", "campaign.id", "campaign.name"}
+	adGroupFieldNames  = namedIDFieldNames{"ad_group", "ad_group.id", "ad_group.name"}
+	creativeFieldNames = namedIDFieldNames{"creative", "creative.id", "creative.name"}
+	channelFieldNames  = namedIDFieldNames{"channel", "channel.id", "channel.name"}
+)
+
+func (r *wireReader) namedID(names *namedIDFieldNames, dst *NamedID) error {
+	m, err := r.sub(names.field)
 	if err != nil {
 		return err
 	}
@@ -464,9 +518,9 @@ func (r *wireReader) namedID(name string, dst *NamedID) error {
 		if !wireTypeMatches(namedIDFieldTypes[:], num, typ) {
 			err = m.skip(num, typ)
 		} else if num == fieldNamedIDID {
-			dst.ID, err = m.varint(name + ".id")
+			dst.ID, err = m.varint(names.id)
 		} else {
-			dst.Name, err = m.string(name + ".name")
+			dst.Name, err = m.string(names.name)
 		}
 		if err != nil {
 			return err
@@ -594,6 +648,8 @@ func (r *wireReader) mapEntry(rec *Record) error {
 		}
 	}
 	if rec.SubParams == nil {
+		// 8 is one swiss-table group: the records' usual 3-6 entries fit
+		// without growing, and a smaller hint allocates the same.
 		rec.SubParams = make(map[string]string, 8)
 	}
 	rec.SubParams[key] = value
