@@ -381,3 +381,78 @@ func TestC3PullIntervalSpacesPulls(t *testing.T) {
 		t.Fatalf("negative PullInterval: %v, want an error naming PullInterval", err)
 	}
 }
+
+// Replicas whose ranks are within Tolerance of the best take turns; strict
+// argmin (negative Tolerance) sends everything to the lowest rank. A
+// replica outside the band is never chosen while the others are idle.
+func TestC3ToleranceRotatesAmongNearEqual(t *testing.T) {
+	ms := time.Millisecond
+	results := []Result{okWithServer(2*ms, 2*ms, 0), okWithServer(2200*time.Microsecond, 2200*time.Microsecond, 0), okWithServer(6*ms, 6*ms, 0)}
+	run := func(tolerance float64) [3]int {
+		// An hour between pulls: the stats stay as set after the first.
+		p := newTestPolicy(t, 3, Config{Tolerance: tolerance, PullInterval: time.Hour, Now: newFakeClock().Now})
+		for r, res := range results {
+			complete(p, r, res)
+		}
+		var picks [3]int
+		for range 10 {
+			r := p.Pick()
+			picks[r]++
+			p.Done(r, results[r])
+		}
+		return picks
+	}
+	if got := run(-1); got != [3]int{10, 0, 0} {
+		t.Errorf("strict argmin: picks %v, want [10 0 0]", got)
+	}
+	if got := run(0.25); got != [3]int{5, 5, 0} {
+		t.Errorf("tolerance 0.25 (replica 1 ranks 10%% worse, replica 2 3x worse): picks %v, want [5 5 0]", got)
+	}
+	if err := (Config{Tolerance: math.NaN()}).Validate(); err == nil || !strings.Contains(err.Error(), "Tolerance") {
+		t.Errorf("Tolerance NaN: %v, want an error naming Tolerance", err)
+	}
+}
+
+// A replica whose response time is over SlowFactor × the lowest ranks last
+// although its short backlog gives it the best Ψ (a throttled Redis: tiny
+// service time, long stalls). The pull toward the winner brings it back.
+func TestC3SlowFactorRanksStalledReplicaLast(t *testing.T) {
+	us := time.Microsecond
+	ms := time.Millisecond
+	setup := func(slowFactor float64) (Policy, *fakeClock) {
+		clock := newFakeClock()
+		p := newTestPolicy(t, 3, Config{SlowFactor: slowFactor, PullInterval: 100 * ms, Now: clock.Now})
+		complete(p, 0, okWithServer(30*ms, 20*us, 0))
+		complete(p, 1, okWithServer(5*ms, 20*us, 0))
+		complete(p, 2, okWithServer(5*ms, 20*us, 0))
+		for range 15 { // 15 in flight on each healthy one: q̂³·S = 4096·20µs ≈ 82ms
+			p.Start(1)
+			p.Start(2)
+		}
+		return p, clock
+	}
+	if p, _ := setup(0); p.Select(nil)[0] != 0 {
+		t.Fatalf("SlowFactor off: want the stalled replica 0 first by Ψ (the flaw), got %v", p.Select(nil))
+	}
+	p, clock := setup(3)
+	order := p.Select(nil)
+	if order[2] != 0 {
+		t.Fatalf("SlowFactor 3, replica 0 R = 30ms vs 5ms: order %v, want replica 0 last", order)
+	}
+	p.Done(order[0], okWithServer(5*ms, 20*us, 0))
+	// Every 100ms a selection pulls R₀ 15% of the way to 5ms: from 30ms it
+	// is under 15ms after 6 pulls.
+	for i := range 20 {
+		clock.Advance(100 * ms)
+		r := p.Pick()
+		if r == 0 {
+			if i < 4 {
+				t.Fatalf("replica 0 chosen after %d pulls, want it ranked last until its R is under 3 × 5ms", i+1)
+			}
+			t.Logf("replica 0 chosen again after %d pulls", i+1)
+			return
+		}
+		p.Done(r, okWithServer(5*ms, 20*us, 0))
+	}
+	t.Fatalf("replica 0 never chosen again in 2 s of pulls, want it retried once its R came back in range")
+}

@@ -74,6 +74,7 @@ const (
 	DefaultErrorBackoff    = 500 * time.Millisecond
 	DefaultMaxErrorBackoff = 30 * time.Second
 	DefaultPingRefresh     = time.Second
+	DefaultTolerance       = 0.25
 )
 
 // Config tunes a Policy. Zero fields take the Default* values.
@@ -104,6 +105,16 @@ type Config struct {
 	// needs it, or thousands of selections a second erase a slow replica's
 	// stats within milliseconds of each sample.
 	PullInterval time.Duration
+	// Tolerance makes C3 treat replicas whose rank Ψ is within this fraction
+	// of the best as equal and rotate among them (0.25: within 25%).
+	// Negative: strict argmin, as the paper.
+	Tolerance float64
+	// SlowFactor, when at least 1, makes C3 rank a replica whose response
+	// time R is over SlowFactor × the lowest R after the others (an
+	// outlier: stalled or throttled). Zero: off, as the paper, and the
+	// default: on the benchmark it cut a throttled replica's share but also
+	// excluded healthy replicas on noise and raised the healthy p99.
+	SlowFactor float64
 	// Seed seeds the random policy. Zero is a valid seed.
 	Seed uint64
 	// Now is the clock; nil means time.Now. Tests inject a fake clock.
@@ -135,6 +146,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.PingRefresh == 0 {
 		c.PingRefresh = DefaultPingRefresh
+	}
+	if c.Tolerance == 0 {
+		c.Tolerance = DefaultTolerance
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -171,6 +185,12 @@ func (c Config) Validate() error {
 	if c.PullInterval < 0 {
 		errs = append(errs, fmt.Errorf("replica: PullInterval: got %s, must not be negative", c.PullInterval))
 	}
+	if math.IsNaN(c.Tolerance) || math.IsInf(c.Tolerance, 0) || c.Tolerance > 10 {
+		errs = append(errs, fmt.Errorf("replica: Tolerance: got %v, allowed: negative (strict argmin) or 0..10", c.Tolerance))
+	}
+	if math.IsNaN(c.SlowFactor) || c.SlowFactor < 0 || (c.SlowFactor > 0 && c.SlowFactor < 1) {
+		errs = append(errs, fmt.Errorf("replica: SlowFactor: got %v, allowed: 0 (off) or at least 1", c.SlowFactor))
+	}
 	if c.PingRefresh < 0 {
 		errs = append(errs, fmt.Errorf("replica: PingRefresh: got %s, must not be negative", c.PingRefresh))
 	}
@@ -191,5 +211,7 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 	fs.DurationVar(&c.MaxErrorBackoff, prefix+"max-error-backoff", d.MaxErrorBackoff, "cap of the error backoff")
 	fs.DurationVar(&c.PingRefresh, prefix+"ping-refresh", d.PingRefresh, "how often the lowest-ping policy re-reads latencies")
 	fs.DurationVar(&c.PullInterval, prefix+"pull-interval", d.PullInterval, "C3: pull losers' stats toward the winner at most once per interval (0: every selection)")
+	fs.Float64Var(&c.Tolerance, prefix+"tolerance", d.Tolerance, "C3: ranks within this fraction of the best count as equal and rotate (negative: strict argmin)")
+	fs.Float64Var(&c.SlowFactor, prefix+"slow-factor", d.SlowFactor, "C3: rank a replica whose response time is over this factor × the lowest last (0: off)")
 	fs.Uint64Var(&c.Seed, prefix+"seed", d.Seed, "seed of the random policy")
 }

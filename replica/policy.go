@@ -102,7 +102,7 @@ func New(replicas int, cfg Config) (Policy, error) {
 	}
 	switch cfg.Policy {
 	case PolicyC3:
-		s.strategy = c3Strategy{}
+		s.strategy = &c3Strategy{}
 	case PolicyRoundRobin:
 		s.strategy = &roundRobinStrategy{}
 	case PolicyRandom:
@@ -163,7 +163,8 @@ func (a sortKey) less(b sortKey) bool {
 const (
 	tierProbe     = 0 // no stats, below the probe limit: try first
 	tierRanked    = 1
-	tierProbeFull = 2 // no stats, at the probe limit: do not flood
+	tierSlow      = 2 // C3: response time over SlowFactor × the lowest
+	tierProbeFull = 3 // no stats, at the probe limit: do not flood
 	tierBackedOff = 10
 )
 
@@ -226,7 +227,16 @@ func (s *selector) orderLocked(dst []int) []int {
 			dst[i], dst[i-1] = dst[i-1], dst[i]
 		}
 	}
+	if rf, ok := s.strategy.(frontChooser); ok {
+		rf.chooseFront(s, dst)
+	}
 	return dst
+}
+
+// frontChooser is a strategy that may move another replica than the
+// lowest-keyed one to the front of a sorted order.
+type frontChooser interface {
+	chooseFront(s *selector, sorted []int)
 }
 
 func (s *selector) startLocked(r int) {

@@ -36,7 +36,8 @@ func TestConfigDefaultsAndValidate(t *testing.T) {
 	d := Config{}.WithDefaults()
 	if d.Policy != PolicyC3 || d.Alpha != 0.3 || d.Clients != 1 || d.ProbeLimit != 1 || d.Now == nil ||
 		d.ErrorPenalty != DefaultErrorPenalty || d.ErrorBackoff != DefaultErrorBackoff ||
-		d.MaxErrorBackoff != DefaultMaxErrorBackoff || d.PingRefresh != DefaultPingRefresh {
+		d.MaxErrorBackoff != DefaultMaxErrorBackoff || d.PingRefresh != DefaultPingRefresh ||
+		d.Tolerance != 0.25 || d.SlowFactor != 0 {
 		t.Errorf("Config{}.WithDefaults() = %+v, want the Default* values", d)
 	}
 	if err := (Config{}).Validate(); err != nil {
@@ -59,6 +60,9 @@ func TestConfigDefaultsAndValidate(t *testing.T) {
 		{Config{ErrorBackoff: -time.Second}, "ErrorBackoff"},
 		{Config{ErrorBackoff: time.Minute, MaxErrorBackoff: time.Second}, "MaxErrorBackoff"},
 		{Config{PingRefresh: -time.Second}, "PingRefresh"},
+		{Config{Tolerance: 11}, "Tolerance"},
+		{Config{SlowFactor: 0.5}, "SlowFactor"},
+		{Config{SlowFactor: -1}, "SlowFactor"},
 	}
 	for _, tt := range tests {
 		err := tt.cfg.Validate()

@@ -3,6 +3,7 @@ package replica
 import (
 	"container/heap"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -50,9 +51,18 @@ func (h *completionHeap) Pop() any {
 // runSim returns the request log in arrival order.
 func runSim(t testing.TB, name PolicyName, w simWorkload) []simRequest {
 	t.Helper()
+	return runSimConfig(t, Config{Policy: name}, w)
+}
+
+// runSimConfig is runSim with a policy configuration; Seed and Now are set
+// by the simulation.
+func runSimConfig(t testing.TB, cfg Config, w simWorkload) []simRequest {
+	t.Helper()
+	name := cfg.WithDefaults().Policy
 	clock := newFakeClock()
 	start := clock.Now()
-	p := newTestPolicy(t, w.replicas, Config{Policy: name, Seed: w.seed, Now: clock.Now})
+	cfg.Seed, cfg.Now = w.seed, clock.Now
+	p := newTestPolicy(t, w.replicas, cfg)
 	rng := rand.New(rand.NewPCG(w.seed, 1))
 
 	log := make([]simRequest, 0, w.requests)
@@ -189,5 +199,41 @@ func TestSimulationSlowThenRecoveredReplica(t *testing.T) {
 	}
 	if after < 0.2 || after < 2*slow {
 		t.Errorf("share after recovery %.3f (while slow %.3f), want traffic back: over 0.2 and twice the slow share", after, slow)
+	}
+}
+
+// latencyPercentile returns the q-quantile (0..1) of the logged latencies.
+func latencyPercentile(log []simRequest, q float64) time.Duration {
+	lat := make([]time.Duration, len(log))
+	for i, req := range log {
+		lat[i] = req.latency
+	}
+	slices.Sort(lat)
+	return lat[min(len(lat)-1, int(q*float64(len(lat))))]
+}
+
+// Three equal replicas at 80% load: C3 must not lose to round-robin, with
+// the tolerance band (default) or strict argmin, at the median or the tail.
+func TestSimulationC3HealthyNotWorseThanRoundRobin(t *testing.T) {
+	w := simWorkload{
+		replicas:     3,
+		requests:     60000,
+		interarrival: 417 * time.Microsecond, // 2400 req/s over 3 × 1000 req/s
+		meanService:  func(int, time.Duration) time.Duration { return time.Millisecond },
+		seed:         3,
+	}
+	rr := runSim(t, PolicyRoundRobin, w)
+	rrP50, rrP99 := latencyPercentile(rr, 0.5), latencyPercentile(rr, 0.99)
+	t.Logf("%-22s p50 %s p99 %s", "round-robin", rrP50, rrP99)
+	for _, tc := range []struct {
+		name      string
+		tolerance float64
+	}{{"c3 tolerance 0.25", 0.25}, {"c3 strict argmin", -1}} {
+		log := runSimConfig(t, Config{Policy: PolicyC3, Tolerance: tc.tolerance}, w)
+		p50, p99 := latencyPercentile(log, 0.5), latencyPercentile(log, 0.99)
+		t.Logf("%-22s p50 %s p99 %s", tc.name, p50, p99)
+		if float64(p50) > 1.03*float64(rrP50) || float64(p99) > 1.03*float64(rrP99) {
+			t.Errorf("%s: p50 %s p99 %s, round-robin p50 %s p99 %s: want C3 at most 3%% worse", tc.name, p50, p99, rrP50, rrP99)
+		}
 	}
 }

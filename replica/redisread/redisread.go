@@ -20,6 +20,9 @@
 //     the PING round trip is mostly client-side scheduling noise, and the
 //     cubed queue term then herded reads onto whichever replica had a lucky
 //     PING. The os·n term stands for the queue this client builds.
+//   - n (clients): 1. A ReadClient is one client in C3's sense however many
+//     goroutines call Do: os already counts all of their reads in flight, so
+//     n = goroutines would count each of them that many times over.
 //   - ping (for the lowest-ping baseline only): the same PING's round trip.
 //
 // Main invariant: Do runs fn on exactly one server at a time, best replica
