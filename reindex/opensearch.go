@@ -243,12 +243,22 @@ func swapAlias(ctx context.Context, os *osapi.Client, alias, from, to string) er
 
 // pointAliases makes each alias point at exactly the given index (catch-up
 // aliases), in one request.
+// Removals name the alias's current concrete indices: an "index": "*"
+// wildcard resolves every index of the cluster and fails with 404 when any
+// other index is deleted meanwhile.
 func pointAliases(ctx context.Context, os *osapi.Client, aliasToIndex map[string]string) error {
 	var actions []any
 	for alias, index := range aliasToIndex {
-		actions = append(actions,
-			map[string]any{"remove": map[string]any{"index": "*", "alias": alias, "must_exist": false}},
-			map[string]any{"add": map[string]any{"index": index, "alias": alias, "is_write_index": true}})
+		current, err := aliasIndices(ctx, os, alias)
+		if err != nil {
+			return err
+		}
+		for _, old := range current {
+			if old != index {
+				actions = append(actions, map[string]any{"remove": map[string]any{"index": old, "alias": alias, "must_exist": false}})
+			}
+		}
+		actions = append(actions, map[string]any{"add": map[string]any{"index": index, "alias": alias, "is_write_index": true}})
 	}
 	body, _ := json.Marshal(map[string]any{"actions": actions})
 	if err := os.Do(ctx, http.MethodPost, "/_aliases", body, nil); err != nil {
@@ -260,7 +270,13 @@ func pointAliases(ctx context.Context, os *osapi.Client, aliasToIndex map[string
 func removeAliases(ctx context.Context, os *osapi.Client, aliases []string) error {
 	var actions []any
 	for _, a := range aliases {
-		actions = append(actions, map[string]any{"remove": map[string]any{"index": "*", "alias": a, "must_exist": false}})
+		current, err := aliasIndices(ctx, os, a)
+		if err != nil {
+			return err
+		}
+		for _, idx := range current {
+			actions = append(actions, map[string]any{"remove": map[string]any{"index": idx, "alias": a, "must_exist": false}})
+		}
 	}
 	if len(actions) == 0 {
 		return nil
