@@ -554,26 +554,16 @@ func freshnessRun(ctx context.Context, cfg Config, icfg indexer.Config, clients 
 }
 
 // backends returns the backend configuration: the given one when it names
-// OpenSearch, else the local stack in StateDir, started when none runs there.
+// OpenSearch, else the local stack in StateDir, or a temporary one.
 func backends(ctx context.Context, cfg Config) (backend.Config, func(), error) {
 	bc := cfg.Backends
 	if len(bc.OpenSearch.URLs) > 0 {
 		return bc, func() {}, nil
 	}
-	stop := func() {}
-	st, err := localstack.Load(cfg.StateDir)
+	st, stop, err := localstack.UseOrStart(ctx, cfg.StateDir, cfg.Log)
 	if err != nil {
-		lc := localstack.Defaults()
-		lc.StateDir = cfg.StateDir
-		lc.PortBase = 0
-		fmt.Fprintf(cfg.Log, "no stack in %s (%v); starting one\n", cfg.StateDir, err)
-		if st, err = localstack.Up(ctx, lc, cfg.Log); err != nil {
-			return bc, stop, fmt.Errorf("indexbench: start the local stack in %s: %w", cfg.StateDir, err)
-		}
-		stop = func() { _ = localstack.Down(cfg.StateDir, cfg.Log) }
+		return bc, func() {}, fmt.Errorf("indexbench: local stack: %w", err)
 	}
-	bc.OpenSearch.URLs = st.OpenSearchURLs
-	bc.Redis.Addr = st.RedisAddr
-	bc.Postgres.URL = st.PostgresURL
+	bc.OpenSearch.URLs, bc.Redis.Addr, bc.Postgres.URL = st.OpenSearchURLs, st.RedisAddr, st.PostgresURL
 	return bc, stop, nil
 }
