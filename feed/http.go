@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/baedal/baedal/api"
@@ -172,14 +173,14 @@ func (h handlers) feed(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := h.svc.Feed(r.Context(), id, before, int(limit))
+	page, err := h.svc.FeedRaw(r.Context(), id, before, int(limit))
 	if err != nil {
 		return problemFor(err, "id")
 	}
-	if page.Posts == nil {
-		page.Posts = []Post{}
-	}
-	api.WriteJSON(w, http.StatusOK, page)
+	buf := responseBuffers.Get().(*[]byte)
+	defer putResponseBuffer(buf)
+	*buf = appendPagePayload((*buf)[:0], page.Posts, page.NextBefore)
+	writeJSONBytes(w, http.StatusOK, buf)
 	return nil
 }
 
@@ -192,16 +193,38 @@ func (h handlers) compatFeed(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := h.svc.Feed(r.Context(), id, 0, 0)
+	page, err := h.svc.FeedRaw(r.Context(), id, 0, 0)
 	if err != nil {
 		return problemFor(err, "user-id")
 	}
-	items := make([]CompatFeedItem, len(page.Posts))
-	for i, p := range page.Posts {
-		items[i] = CompatFeedItem{Username: p.Username, ProfilePic: p.ProfilePic, Text: p.Text, Timestamp: p.CreatedAt}
+	buf := responseBuffers.Get().(*[]byte)
+	defer putResponseBuffer(buf)
+	if *buf, err = appendCompatPayload((*buf)[:0], page.Posts); err != nil {
+		return err // FeedRaw checked every payload: a bug
 	}
-	api.WriteJSON(w, http.StatusOK, items)
+	writeJSONBytes(w, http.StatusOK, buf)
 	return nil
+}
+
+// responseBuffers holds *[]byte buffers for feed responses.
+var responseBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
+
+// putResponseBuffer returns buf to the pool unless it grew large.
+func putResponseBuffer(buf *[]byte) {
+	if cap(*buf) <= 256<<10 {
+		responseBuffers.Put(buf)
+	}
+}
+
+// writeJSONBytes writes the JSON value in *body and a newline, the way
+// api.WriteJSON's encoder ends a body, with its Content-Length.
+func writeJSONBytes(w http.ResponseWriter, status int, body *[]byte) {
+	*body = append(*body, '\n')
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(*body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(*body)
 }
 
 func (h handlers) compatTweet(w http.ResponseWriter, r *http.Request) error {

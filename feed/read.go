@@ -18,38 +18,65 @@ type Page struct {
 	NextBefore int64  `json:"nextBefore,omitempty"`
 }
 
+// RawPage is a Page whose posts are still their stored JSON payloads, each
+// the encoding of a Post with the layout scanPayload checks. The HTTP
+// handlers write them into responses without decoding them.
+type RawPage struct {
+	Posts      []json.RawMessage
+	NextBefore int64
+}
+
 // pullChunk bounds the commands of one pull pipeline.
 const pullChunk = 2000
 
 // Feed returns up to limit posts of the user's feed older than the post id
-// before (0: from the newest), assembled by the configured strategy.
+// before (0: from the newest), assembled by the configured strategy. It is
+// FeedRaw with the payloads decoded.
 func (s *Service) Feed(ctx context.Context, user, before int64, limit int) (Page, error) {
+	raw, err := s.FeedRaw(ctx, user, before, limit)
+	if err != nil {
+		return Page{}, err
+	}
+	page := Page{NextBefore: raw.NextBefore}
+	if len(raw.Posts) > 0 {
+		page.Posts = make([]Post, len(raw.Posts))
+	}
+	for i, p := range raw.Posts {
+		if err := json.Unmarshal(p, &page.Posts[i]); err != nil {
+			return Page{}, fmt.Errorf("feed: decode payload %.100s: %w", p, err)
+		}
+	}
+	return page, nil
+}
+
+// FeedRaw is Feed without decoding the posts' payloads.
+func (s *Service) FeedRaw(ctx context.Context, user, before int64, limit int) (RawPage, error) {
 	start := time.Now()
 	if limit <= 0 {
 		limit = s.cfg.DefaultPageSize
 	}
 	if limit > s.cfg.MaxPageSize {
-		return Page{}, &InvalidError{Field: "limit", Detail: fmt.Sprintf("must be 1..%d, got %d", s.cfg.MaxPageSize, limit)}
+		return RawPage{}, &InvalidError{Field: "limit", Detail: fmt.Sprintf("must be 1..%d, got %d", s.cfg.MaxPageSize, limit)}
 	}
 	if before < 0 {
-		return Page{}, invalid("before", "must be a post id > 0, got %d", before)
+		return RawPage{}, invalid("before", "must be a post id > 0, got %d", before)
 	}
 	ids, err := s.feedIDs(ctx, user, before, limit)
 	if err != nil {
-		return Page{}, err
+		return RawPage{}, err
 	}
 	posts, err := s.hydrate(ctx, ids)
 	if err != nil {
-		return Page{}, err
+		return RawPage{}, err
 	}
 	if len(posts) == 0 {
 		// An empty feed is the only case that needs to know whether the user
 		// exists; a non-empty one proves it.
 		if err := requireUsers(ctx, s.db, user); err != nil {
-			return Page{}, err
+			return RawPage{}, err
 		}
 	}
-	page := Page{Posts: posts}
+	page := RawPage{Posts: posts}
 	if len(ids) == limit {
 		page.NextBefore = ids[len(ids)-1]
 	}
@@ -139,9 +166,9 @@ func (s *Service) readAuthors(ctx context.Context, rc redis.Cmdable, authors []s
 	return lists, nil
 }
 
-// hydrate turns ids into posts: payloads from Redis, any missing ones from
-// PostgreSQL. Ids without a post anywhere are left out.
-func (s *Service) hydrate(ctx context.Context, ids []int64) ([]Post, error) {
+// hydrate returns the payloads of the posts ids names, in order: from
+// Redis, any missing ones from PostgreSQL (see payloads).
+func (s *Service) hydrate(ctx context.Context, ids []int64) ([]json.RawMessage, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -158,39 +185,68 @@ func (s *Service) hydrate(ctx context.Context, ids []int64) ([]Post, error) {
 	if err != nil {
 		return nil, fmt.Errorf("feed: read %d post payloads: %w", len(ids), err)
 	}
-	posts := make([]Post, len(ids))
-	found := make([]bool, len(ids))
+	return s.payloads(ctx, ids, vals)
+}
+
+// payloads turns vals, the values of the payload keys of ids (nil when
+// missing), into the payloads of those posts, in order. A value that is not
+// the encoded Post of its id (missing, malformed, another post's) is replaced
+// by the post loaded from PostgreSQL; ids without a post anywhere are left
+// out. The payloads share one buffer.
+func (s *Service) payloads(ctx context.Context, ids []int64, vals []any) ([]json.RawMessage, error) {
+	if len(vals) != len(ids) {
+		return nil, fmt.Errorf("feed: %d payloads for %d post ids", len(vals), len(ids))
+	}
+	size := 0
+	for _, v := range vals {
+		if str, ok := v.(string); ok {
+			size += len(str)
+		}
+	}
+	// buf never grows past its capacity, so the payloads sliced from it
+	// stay valid.
+	buf := make([]byte, 0, size)
+	out := make([]json.RawMessage, len(ids))
 	var missing []int64
-	for i, v := range vals {
-		str, ok := v.(string)
-		if ok && json.Unmarshal([]byte(str), &posts[i]) == nil && posts[i].ID == ids[i] {
-			found[i] = true
+	for i, id := range ids {
+		str, _ := vals[i].(string)
+		start := len(buf)
+		buf = append(buf, str...)
+		p := buf[start:len(buf):len(buf)]
+		if _, err := checkPayload(p, id); err != nil {
+			buf = buf[:start]
+			missing = append(missing, id)
 			continue
 		}
-		missing = append(missing, ids[i])
+		out[i] = p
 	}
 	if len(missing) > 0 {
 		loaded, err := s.loadPosts(ctx, missing)
 		if err != nil {
 			return nil, err
 		}
-		byID := make(map[int64]Post, len(loaded))
+		byID := make(map[int64]json.RawMessage, len(loaded))
 		for _, p := range loaded {
-			byID[p.ID] = p
+			enc, err := json.Marshal(p)
+			if err != nil {
+				return nil, fmt.Errorf("feed: encode post %d: %w", p.ID, err)
+			}
+			byID[p.ID] = enc
 		}
 		for i, id := range ids {
-			if p, ok := byID[id]; ok && !found[i] {
-				posts[i], found[i] = p, true
+			if out[i] == nil {
+				out[i] = byID[id]
 			}
 		}
 	}
-	out := posts[:0]
-	for i := range posts {
-		if found[i] {
-			out = append(out, posts[i])
+	n := 0
+	for _, p := range out {
+		if p != nil {
+			out[n] = p
+			n++
 		}
 	}
-	return out, nil
+	return out[:n], nil
 }
 
 func parseIDs(members []string) ([]int64, error) {

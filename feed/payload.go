@@ -1,0 +1,147 @@
+package feed
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+)
+
+// A post's payload (Redis key post:{id}) is json.Marshal of its Post, so its
+// bytes are always, in this order and without spaces:
+//
+//	{"id":N,"authorId":N,"username":"…","profilePic":"…","text":"…","createdAt":"…"}
+//
+// Reads splice payloads into responses as they are instead of decoding and
+// encoding every post again. Before a payload is used, scanPayload checks it
+// has exactly this layout, with the id that was asked for; any other payload
+// (corrupt, from another version, under the wrong key) is treated as missing
+// and the post is loaded from PostgreSQL.
+
+// payloadFields are the raw JSON values of one payload's fields, slices of
+// the payload: numbers as digits, strings with their quotes and escapes.
+type payloadFields struct {
+	id, authorID, username, profilePic, text, createdAt []byte
+}
+
+// errPayload says a payload does not have the layout of an encoded Post.
+var errPayload = errors.New("feed: post payload is not an encoded post")
+
+// payloadLayout is the field sequence of an encoded Post.
+var payloadLayout = [...]struct {
+	prefix string // the bytes before the value
+	str    bool   // a JSON string, else a non-negative integer
+}{
+	{`{"id":`, false},
+	{`,"authorId":`, false},
+	{`,"username":`, true},
+	{`,"profilePic":`, true},
+	{`,"text":`, true},
+	{`,"createdAt":`, true},
+}
+
+// scanPayload checks that payload is an encoded Post and returns its fields.
+// It does not allocate. Strings are checked to be well delimited (escapes
+// skipped, no raw control characters); their UTF-8 is not checked again.
+func scanPayload(payload []byte) (payloadFields, error) {
+	var values [len(payloadLayout)][]byte
+	rest := payload
+	for i, f := range payloadLayout {
+		if len(rest) < len(f.prefix) || string(rest[:len(f.prefix)]) != f.prefix {
+			return payloadFields{}, errPayload
+		}
+		rest = rest[len(f.prefix):]
+		var n int
+		if f.str {
+			n = jsonStringLen(rest)
+		} else {
+			for n < len(rest) && n < 20 && rest[n] >= '0' && rest[n] <= '9' {
+				n++
+			}
+		}
+		if n == 0 {
+			return payloadFields{}, errPayload
+		}
+		values[i], rest = rest[:n], rest[n:]
+	}
+	if len(rest) != 1 || rest[0] != '}' {
+		return payloadFields{}, errPayload
+	}
+	return payloadFields{id: values[0], authorID: values[1], username: values[2],
+		profilePic: values[3], text: values[4], createdAt: values[5]}, nil
+}
+
+// jsonStringLen returns the length of the JSON string s starts with, quotes
+// included, or 0 if s does not start with a well-delimited one.
+func jsonStringLen(s []byte) int {
+	if len(s) < 2 || s[0] != '"' {
+		return 0
+	}
+	for i := 1; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			return i + 1
+		case c == '\\':
+			i++ // the escaped byte; \uXXXX's digits are plain bytes
+		case c < 0x20:
+			return 0
+		}
+	}
+	return 0
+}
+
+// checkPayload returns payload's fields if it is the encoded Post with the
+// given id.
+func checkPayload(payload []byte, id int64) (payloadFields, error) {
+	f, err := scanPayload(payload)
+	if err != nil {
+		return f, err
+	}
+	var buf [20]byte
+	if string(f.id) != string(strconv.AppendInt(buf[:0], id, 10)) {
+		return f, errPayload
+	}
+	return f, nil
+}
+
+// appendPagePayload appends the JSON of a Page holding the given payloads:
+// {"posts":[…],"nextBefore":N}, nextBefore left out when 0 (as for Page).
+func appendPagePayload(dst []byte, posts []json.RawMessage, nextBefore int64) []byte {
+	dst = append(dst, `{"posts":[`...)
+	for i, p := range posts {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, p...)
+	}
+	dst = append(dst, ']')
+	if nextBefore != 0 {
+		dst = append(dst, `,"nextBefore":`...)
+		dst = strconv.AppendInt(dst, nextBefore, 10)
+	}
+	return append(dst, '}')
+}
+
+// appendCompatPayload appends the JSON array of CompatFeedItem of the given
+// post payloads, each {"username":…,"profilePic":…,"text":…,"timestamp":…}.
+func appendCompatPayload(dst []byte, posts []json.RawMessage) ([]byte, error) {
+	dst = append(dst, '[')
+	for i, p := range posts {
+		f, err := scanPayload(p)
+		if err != nil {
+			return dst, err
+		}
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"username":`...)
+		dst = append(dst, f.username...)
+		dst = append(dst, `,"profilePic":`...)
+		dst = append(dst, f.profilePic...)
+		dst = append(dst, `,"text":`...)
+		dst = append(dst, f.text...)
+		dst = append(dst, `,"timestamp":`...)
+		dst = append(dst, f.createdAt...)
+		dst = append(dst, '}')
+	}
+	return append(dst, ']'), nil
+}
