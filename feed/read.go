@@ -61,11 +61,21 @@ func (s *Service) FeedRaw(ctx context.Context, user, before int64, limit int) (R
 	if before < 0 {
 		return RawPage{}, invalid("before", "must be a post id > 0, got %d", before)
 	}
-	ids, err := s.feedIDs(ctx, user, before, limit)
-	if err != nil {
-		return RawPage{}, err
+	var ids []int64
+	var posts []json.RawMessage
+	var err error
+	if s.cfg.Strategy == StrategyPull {
+		if ids, err = s.feedIDs(ctx, user, before, limit); err != nil {
+			return RawPage{}, err
+		}
+		posts, err = s.hydrate(ctx, ids)
+	} else {
+		var vals []any
+		if ids, vals, err = s.readPage(ctx, user, before, limit); err != nil {
+			return RawPage{}, err
+		}
+		posts, err = s.payloads(ctx, ids, vals)
 	}
-	posts, err := s.hydrate(ctx, ids)
 	if err != nil {
 		return RawPage{}, err
 	}
@@ -84,7 +94,9 @@ func (s *Service) FeedRaw(ctx context.Context, user, before int64, limit int) (R
 	return page, nil
 }
 
-// feedIDs returns the newest post ids of the user's feed, below before.
+// feedIDs returns the newest post ids of the user's feed, below before, with
+// pipelined commands. Pull reads with it; push and hybrid read with
+// readScript, which must return the same ids (TestReadScriptMatchesPipeline).
 func (s *Service) feedIDs(ctx context.Context, user, before int64, limit int) (ids []int64, err error) {
 	err = s.read(ctx, func(ctx context.Context, rc redis.Cmdable) error {
 		ids, err = s.feedIDsFrom(ctx, rc, user, before, limit)
@@ -148,7 +160,7 @@ func (s *Service) readAuthors(ctx context.Context, rc redis.Cmdable, authors []s
 		pipe := rc.Pipeline()
 		cmds := make([]*redis.StringSliceCmd, len(chunk))
 		for i, a := range chunk {
-			cmds[i] = pipe.ZRevRangeByScore(ctx, s.cfg.KeyPrefix+"au:"+a, rng)
+			cmds[i] = pipe.ZRevRangeByScore(ctx, s.keys.authorPrefix()+a, rng)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return nil, fmt.Errorf("feed: read recent posts of %d authors: %w", len(chunk), err)
