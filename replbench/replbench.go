@@ -74,6 +74,9 @@ type Config struct {
 	ReportDir string
 	// Seed makes the read mix reproducible.
 	Seed uint64
+	// Tuning holds the C3 knobs every policy client gets (Policy and Seed
+	// are set per client); zero fields are replica's defaults.
+	Tuning replica.Config
 }
 
 // WithDefaults fills zero fields from the profile (quick when unset).
@@ -179,6 +182,11 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.OpenSearchRoundDuration, "opensearch-round-duration", c.OpenSearchRoundDuration, "time per ARS side per round (0: the profile's)")
 	fs.IntVar(&c.OpenSearchDegradePercent, "opensearch-degrade-percent", c.OpenSearchDegradePercent, "CPU quota of the degraded OpenSearch node, % of one core (0: 10)")
 	fs.StringVar(&c.ReportDir, "report-dir", c.ReportDir, "directory of the HTML report")
+	d := c.Tuning.WithDefaults()
+	fs.Float64Var(&c.Tuning.Tolerance, "c3-tolerance", d.Tolerance, "C3: ranks within this fraction of the best rotate (negative: strict argmin)")
+	fs.Float64Var(&c.Tuning.SlowFactor, "c3-slow-factor", d.SlowFactor, "C3: rank a replica whose response time is over this factor × the lowest last (0: off)")
+	fs.IntVar(&c.Tuning.Clients, "c3-clients", d.Clients, "C3: n in the queue estimate q̂ = 1 + os·n + q")
+	fs.DurationVar(&c.Tuning.PullInterval, "c3-pull-interval", d.PullInterval, "C3: pull losers' stats toward the winner at most once per interval (0: the Redis client's default)")
 	fs.Func("policies", "comma-separated policies to compare (default: all): "+policyList(), func(s string) error {
 		c.Policies = nil
 		for _, part := range strings.Split(s, ",") {
@@ -190,6 +198,12 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 		}
 		return nil
 	})
+}
+
+// tuned is the policy configuration of one compared client.
+func tuned(t replica.Config, policy replica.PolicyName, seed uint64) replica.Config {
+	t.Policy, t.Seed = policy, seed
+	return t
 }
 
 func policyList() string {
@@ -489,7 +503,7 @@ func runScenario(ctx context.Context, cfg Config, rcfg backend.RedisConfig, pref
 	}()
 	var sides []bench.Side
 	for i, policy := range cfg.Policies {
-		c, err := redisread.Open(rcfg, redisread.Config{Policy: replica.Config{Policy: policy, Seed: cfg.Seed}, Path: name + "-" + string(policy)}, nil, nil)
+		c, err := redisread.Open(rcfg, redisread.Config{Policy: tuned(cfg.Tuning, policy, cfg.Seed), Path: name + "-" + string(policy)}, nil, nil)
 		if err != nil {
 			return sc, err
 		}
