@@ -33,6 +33,8 @@ import (
 	"github.com/baedal/baedal/layout"
 	"github.com/baedal/baedal/linkstore"
 	"github.com/baedal/baedal/reindex"
+	"github.com/baedal/baedal/replica"
+	"github.com/baedal/baedal/replica/osread"
 	"github.com/baedal/baedal/replica/redisread"
 	"github.com/baedal/baedal/searcher"
 	"github.com/baedal/baedal/simulator"
@@ -52,6 +54,9 @@ type Config struct {
 	// RedisReads picks the Redis read replica of timeline and link reads
 	// when replicas are configured (C3 by default).
 	RedisReads redisread.Config
+	// OpenSearchReads picks the OpenSearch endpoint of each request when
+	// several URLs are configured (C3 by default).
+	OpenSearchReads osread.Config
 	// Demo is the generated catalog and live traffic; Shops 0 disables it.
 	Demo simulator.Config
 	// Workers runs the indexer and feed fan-out workers in this process.
@@ -86,6 +91,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	c.Links.Flags(fs)
 	c.Reindex.Flags(fs)
 	c.RedisReads.Flags(fs, "redis-replica-")
+	c.OpenSearchReads.Flags(fs, "opensearch-endpoint-")
 	c.Demo.Flags(fs)
 	fs.BoolVar(&c.Workers, "workers-enabled", c.Workers, "run the indexer and feed fan-out workers in this process")
 	fs.DurationVar(&c.HealthTimeout, "health-timeout", c.HealthTimeout, "timeout of each backend probe in /healthz")
@@ -94,7 +100,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 // Validate checks every component and joins the errors.
 func (c *Config) Validate() error {
 	errs := []error{c.API.Validate(), c.Backends.Validate(), c.Indexer.Validate(),
-		c.Search.Validate(), c.Feed.Validate(), c.Links.Validate(), c.RedisReads.Validate(), c.Demo.Validate()}
+		c.Search.Validate(), c.Feed.Validate(), c.Links.Validate(), c.RedisReads.Validate(), c.OpenSearchReads.Validate(), c.Demo.Validate()}
 	if c.HealthTimeout <= 0 {
 		errs = append(errs, errors.New("health-timeout: must be > 0"))
 	}
@@ -124,8 +130,30 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	srv := api.New(cfg.API, log, reg)
 	srv.Handle("GET /healthz", healthHandler(clients, cfg.HealthTimeout))
 
+	// S3: with several OpenSearch URLs, every request goes to the endpoint
+	// C3 ranks best.
+	osClient := clients.OpenSearch
+	if urls := cfg.Backends.OpenSearch.URLs; len(urls) > 1 {
+		endpoints, err := osread.NewTransport(urls, backend.NewOpenSearchTransport(cfg.Backends.OpenSearch), cfg.OpenSearchReads, log, reg)
+		if err != nil {
+			return err
+		}
+		defer endpoints.Close()
+		// The transport rewrites each request's host, so the client knows
+		// one URL and keeps no node pool of its own.
+		osCfg := cfg.Backends.OpenSearch
+		osCfg.URLs = urls[:1]
+		if osClient, err = backend.OpenOpenSearchVia(osCfg, endpoints); err != nil {
+			return err
+		}
+		srv.HandleAdmin("GET /v1/admin/opensearch-endpoints", func(w http.ResponseWriter, r *http.Request) error {
+			api.WriteJSON(w, http.StatusOK, endpointStatus(endpoints))
+			return nil
+		})
+	}
+
 	// S1: events in, search out.
-	osc := osapi.New(clients.OpenSearch)
+	osc := osapi.New(osClient)
 	evlog, err := eventlog.New(cfg.Indexer.Log, clients.Redis, log, reg)
 	if err != nil {
 		return err
@@ -260,4 +288,19 @@ func redacted(urls []string) []string {
 		}
 	}
 	return out
+}
+
+// endpointStatus is the admin view of the OpenSearch endpoint selection:
+// each endpoint (host:port, no credentials) and its C3 statistics.
+func endpointStatus(t *osread.Transport) any {
+	type endpoint struct {
+		Host string `json:"host"`
+		replica.ReplicaStats
+	}
+	hosts := t.Endpoints()
+	var out []endpoint
+	for _, s := range t.Policy().Snapshot(nil) {
+		out = append(out, endpoint{Host: hosts[s.Replica], ReplicaStats: s})
+	}
+	return map[string]any{"policy": t.Policy().Name(), "endpoints": out}
 }

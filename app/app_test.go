@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -55,6 +56,100 @@ func TestHealthzReportsADownBackend(t *testing.T) {
 	checkHealth(t, addr, http.StatusOK, true)
 	killRedis()
 	checkHealth(t, addr, http.StatusServiceUnavailable, false)
+}
+
+// With several OpenSearch URLs every request goes through the C3 endpoint
+// selector: the client itself is given only the first URL, a dead one here,
+// so searches succeed only because the selector sends them to the live
+// endpoint, and its statistics (admin endpoint) show where they went.
+func TestSeveralOpenSearchURLsGoThroughTheEndpointSelector(t *testing.T) {
+	st := stacktest.Require(t)
+	dead := "http://127.0.0.1:1"
+	cfg := Defaults()
+	cfg.API.Addr = "127.0.0.1:0"
+	cfg.API.AdminToken = "test-admin-token"
+	cfg.Workers = false
+	cfg.Backends.OpenSearch.URLs = []string{dead, st.OpenSearchURLs[0]}
+	cfg.Backends.Redis.Addr = st.RedisAddr
+	cfg.Backends.Postgres.URL = st.PostgresURL
+	cfg.Indexer.Layout.Prefix = stacktest.Namespace(t) + "_"
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg, nil, func(a string) { addrc <- a }) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		done <- nil
+		t.Fatalf("Run ended early: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("server did not start")
+	}
+
+	// The search indices are created in the background after start-up.
+	search := func() (int, string) {
+		resp, err := http.Get("http://" + addr + "/v1/search?q=%ED%94%BC%EC%9E%90&lat=37.5&lon=127.0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if code, body := search(); code == http.StatusOK {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("search: status %d: %s", code, body)
+		}
+	}
+	for i := 0; i < 5; i++ {
+		if code, body := search(); code != http.StatusOK {
+			t.Fatalf("search %d: status %d: %s", i, code, body)
+		}
+	}
+
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/admin/opensearch-endpoints", nil)
+	req.Header.Set("Authorization", "Bearer "+cfg.API.AdminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var status struct {
+		Policy    string `json:"policy"`
+		Endpoints []struct {
+			Host     string
+			Chosen   uint64
+			Failures uint64
+		} `json:"endpoints"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&status); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || len(status.Endpoints) != 2 {
+		t.Fatalf("status %d, endpoints %+v", resp.StatusCode, status.Endpoints)
+	}
+	if status.Policy != "c3" {
+		t.Errorf("policy %q, want c3 (the default)", status.Policy)
+	}
+	deadEP, live := status.Endpoints[0], status.Endpoints[1]
+	if want := strings.TrimPrefix(st.OpenSearchURLs[0], "http://"); deadEP.Host != "127.0.0.1:1" || live.Host != want {
+		t.Errorf("endpoints %q, %q; want 127.0.0.1:1, %q", deadEP.Host, live.Host, want)
+	}
+	if live.Chosen < 5 {
+		t.Errorf("live endpoint chosen %d times, want at least the 5 searches", live.Chosen)
+	}
+	if deadEP.Chosen != deadEP.Failures {
+		t.Errorf("dead endpoint: chosen %d, failed %d; every request to it must fail", deadEP.Chosen, deadEP.Failures)
+	}
 }
 
 func checkHealth(t *testing.T, addr string, status int, redisUp bool) {

@@ -313,6 +313,21 @@ func redactedError(err error, rawURL string) string {
 // OpenOpenSearch builds only the OpenSearch client (tools and tests that need
 // no Redis or PostgreSQL).
 func OpenOpenSearch(cfg OpenSearchConfig) (*opensearch.Client, error) {
+	return OpenOpenSearchVia(cfg, NewOpenSearchTransport(cfg))
+}
+
+// NewOpenSearchTransport is the HTTP transport of OpenSearch clients: pooled
+// keep-alive connections and a response-header timeout of RequestTimeout.
+func NewOpenSearchTransport(cfg OpenSearchConfig) *http.Transport {
+	return &http.Transport{
+		MaxIdleConnsPerHost:   64,
+		ResponseHeaderTimeout: cfg.RequestTimeout,
+		IdleConnTimeout:       90 * time.Second,
+	}
+}
+
+// OpenOpenSearchVia is OpenOpenSearch sending through rt.
+func OpenOpenSearchVia(cfg OpenSearchConfig, rt http.RoundTripper) (*opensearch.Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -321,11 +336,7 @@ func OpenOpenSearch(cfg OpenSearchConfig) (*opensearch.Client, error) {
 		Username:       cfg.Username,
 		Password:       cfg.Password,
 		RequestTimeout: cfg.RequestTimeout,
-		Transport: &http.Transport{
-			MaxIdleConnsPerHost:   64,
-			ResponseHeaderTimeout: cfg.RequestTimeout,
-			IdleConnTimeout:       90 * time.Second,
-		},
+		Transport:      rt,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("backend: opensearch client for %v: %w", cfg.URLs, err)
