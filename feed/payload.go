@@ -77,17 +77,30 @@ func jsonStringLen(s []byte) int {
 		return 0
 	}
 	for i := 1; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"':
+		if !stringSpecial[s[i]] {
+			continue
+		}
+		switch s[i] {
+		case '"':
 			return i + 1
-		case c == '\\':
+		case '\\':
 			i++ // the escaped byte; \uXXXX's digits are plain bytes
-		case c < 0x20:
-			return 0
+		default:
+			return 0 // a raw control character
 		}
 	}
 	return 0
 }
+
+// stringSpecial marks the bytes jsonStringLen must look at: the quote, the
+// backslash and the control characters JSON forbids raw in a string.
+var stringSpecial = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
 
 // checkPayload returns payload's fields if it is the encoded Post with the
 // given id.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -128,4 +129,36 @@ func FuzzPayloadRoundTrip(f *testing.F) {
 			t.Fatalf("compat (%v):\n got %s\nwant %s", err, got, want)
 		}
 	})
+}
+
+// BenchmarkPayloadPage checks and splices a page of 20 payloads, as a
+// compatibility read does.
+//
+//	go test ./feed -run '^$' -bench PayloadPage -benchmem
+func BenchmarkPayloadPage(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	raw := make([]json.RawMessage, 20)
+	ids := make([]int64, len(raw))
+	size := 0
+	for i := range raw {
+		p := Post{ID: PostIDAt(time.Now(), i), AuthorID: int64(i + 1), Username: "user" + strconv.Itoa(i),
+			ProfilePic: "https://img.example/u/" + strconv.Itoa(i) + ".png", Text: strings.Repeat("some text ", 10+rng.IntN(10)), CreatedAt: PostTime(PostIDAt(time.Now(), i))}
+		raw[i], _ = json.Marshal(p)
+		ids[i] = p.ID
+		size += len(raw[i])
+	}
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	buf := make([]byte, 0, 16<<10)
+	for b.Loop() {
+		for i, p := range raw {
+			if _, err := checkPayload(p, ids[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		var err error
+		if buf, err = appendCompatPayload(buf[:0], raw); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

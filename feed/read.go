@@ -121,7 +121,7 @@ func (s *Service) feedIDsFrom(ctx context.Context, rc redis.Cmdable, user, befor
 	case StrategyHybrid:
 		pipe := rc.Pipeline()
 		timeline := pipe.ZRevRangeByScore(ctx, s.keys.timeline(user), rng)
-		celebs := pipe.SInter(ctx, s.keys.celebrities(), s.keys.followees(user))
+		celebs := pipe.SInter(ctx, s.keys.celebrities, s.keys.followees(user))
 		if _, err := pipe.Exec(ctx); err != nil {
 			return nil, fmt.Errorf("feed: read timeline of %d: %w", user, err)
 		}
@@ -160,7 +160,7 @@ func (s *Service) readAuthors(ctx context.Context, rc redis.Cmdable, authors []s
 		pipe := rc.Pipeline()
 		cmds := make([]*redis.StringSliceCmd, len(chunk))
 		for i, a := range chunk {
-			cmds[i] = pipe.ZRevRangeByScore(ctx, s.keys.authorPrefix()+a, rng)
+			cmds[i] = pipe.ZRevRangeByScore(ctx, s.keys.authorPrefix+a, rng)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return nil, fmt.Errorf("feed: read recent posts of %d authors: %w", len(chunk), err)

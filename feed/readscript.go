@@ -70,7 +70,7 @@ return {ids, redis.call('MGET', unpack(keys))}
 func (s *Service) readPage(ctx context.Context, user, before int64, limit int) (ids []int64, vals []any, err error) {
 	keys := []string{s.keys.timeline(user)}
 	if s.cfg.Strategy == StrategyHybrid {
-		keys = append(keys, s.keys.celebrities(), s.keys.followees(user))
+		keys = append(keys, s.keys.celebrities, s.keys.followees(user))
 	}
 	maxScore := "+inf"
 	if before > 0 {
@@ -79,7 +79,7 @@ func (s *Service) readPage(ctx context.Context, user, before int64, limit int) (
 	var reply []any
 	err = s.read(ctx, func(ctx context.Context, rc redis.Cmdable) error {
 		var err error
-		reply, err = readScript.RunRO(ctx, rc, keys, maxScore, limit, s.keys.authorPrefix(), s.keys.postPrefix()).Slice()
+		reply, err = readScript.RunRO(ctx, rc, keys, maxScore, limit, s.keys.authorPrefix, s.keys.postPrefix).Slice()
 		return err
 	})
 	if err != nil {

@@ -61,7 +61,7 @@ func TestReadScriptMatchesPipeline(t *testing.T) {
 			zadd(k.author(a), pick(rng.IntN(40)))
 		}
 	}
-	if err := b.rdb.SAdd(ctx, k.celebrities(), celebs...).Err(); err != nil {
+	if err := b.rdb.SAdd(ctx, k.celebrities, celebs...).Err(); err != nil {
 		t.Fatal(err)
 	}
 	for u := int64(101); u < 101+readers; u++ {

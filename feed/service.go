@@ -115,7 +115,7 @@ func NewService(cfg Config, db *pgxpool.Pool, rdb *redis.Client, log *slog.Logge
 		reg = prometheus.NewRegistry()
 	}
 	s := &Service{
-		cfg: cfg, db: db, rdb: rdb, keys: keys{cfg.KeyPrefix}, ids: NewIDGenerator(nil),
+		cfg: cfg, db: db, rdb: rdb, keys: newKeys(cfg.KeyPrefix), ids: NewIDGenerator(nil),
 		log: log.With("component", "feed", "strategy", string(cfg.Strategy)), metrics: newMetrics(reg, cfg.Strategy),
 	}
 	s.read = func(ctx context.Context, read func(context.Context, redis.Cmdable) error) error {
@@ -270,9 +270,9 @@ func (s *Service) Follow(ctx context.Context, follower, followee int64) error {
 	pipe := s.rdb.Pipeline()
 	pipe.SAdd(ctx, s.keys.followees(follower), followee)
 	if s.cfg.Strategy == StrategyHybrid && followers >= s.cfg.CelebrityThreshold {
-		pipe.SAdd(ctx, s.keys.celebrities(), followee)
+		pipe.SAdd(ctx, s.keys.celebrities, followee)
 	}
-	pulled := pipe.SIsMember(ctx, s.keys.celebrities(), followee)
+	pulled := pipe.SIsMember(ctx, s.keys.celebrities, followee)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("feed: redis side of %d follows %d: %w", follower, followee, err)
 	}
@@ -346,7 +346,7 @@ func (s *Service) Unfollow(ctx context.Context, follower, followee int64) error 
 	if len(ids) > 0 {
 		pipe.ZRem(ctx, s.keys.timeline(follower), idStrings(ids)...)
 	}
-	wasCelebrity := pipe.SIsMember(ctx, s.keys.celebrities(), followee)
+	wasCelebrity := pipe.SIsMember(ctx, s.keys.celebrities, followee)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("feed: redis side of %d unfollows %d: %w", follower, followee, err)
 	}
