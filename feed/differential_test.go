@@ -129,7 +129,7 @@ func runDifferential(t *testing.T, seed uint64) {
 	if nonEmpty < users/2 {
 		t.Fatalf("only %d of %d users have a non-empty feed; the test proves little", nonEmpty, users)
 	}
-	celebs, err := svcs[2].rdb.SCard(ctx, svcs[2].keys.celebrities()).Result()
+	celebs, err := svcs[2].rdb.SCard(ctx, svcs[2].keys.celebrities).Result()
 	if err != nil || celebs == 0 {
 		t.Errorf("hybrid ended with %d celebrities (%v); the test should exercise pulling", celebs, err)
 	}

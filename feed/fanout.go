@@ -191,7 +191,7 @@ func (s *Service) runJob(ctx context.Context, consumer string, m redis.XMessage)
 		}
 		celebrity := false
 		if s.cfg.Strategy == StrategyHybrid {
-			if celebrity, err = s.rdb.SIsMember(ctx, s.keys.celebrities(), author).Result(); err != nil {
+			if celebrity, err = s.rdb.SIsMember(ctx, s.keys.celebrities, author).Result(); err != nil {
 				return "", fmt.Errorf("feed: is %d a celebrity: %w", author, err)
 			}
 		}
@@ -278,7 +278,7 @@ func (s *Service) demote(ctx context.Context, consumer, jobID string, author int
 			}
 		}
 		if pass == 0 {
-			if err := s.rdb.SRem(ctx, s.keys.celebrities(), author).Err(); err != nil {
+			if err := s.rdb.SRem(ctx, s.keys.celebrities, author).Err(); err != nil {
 				return fmt.Errorf("feed: remove %d from the celebrities: %w", author, err)
 			}
 		}
@@ -299,12 +299,12 @@ func (s *Service) ReconcileCelebrities(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("feed: list celebrities: %w", err)
 	}
-	have, err := s.rdb.SMembers(ctx, s.keys.celebrities()).Result()
+	have, err := s.rdb.SMembers(ctx, s.keys.celebrities).Result()
 	if err != nil {
 		return fmt.Errorf("feed: read celebrities: %w", err)
 	}
 	if len(want) > 0 {
-		if err := s.rdb.SAdd(ctx, s.keys.celebrities(), idStrings(want)...).Err(); err != nil {
+		if err := s.rdb.SAdd(ctx, s.keys.celebrities, idStrings(want)...).Err(); err != nil {
 			return fmt.Errorf("feed: add %d celebrities: %w", len(want), err)
 		}
 	}

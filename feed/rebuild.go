@@ -92,7 +92,7 @@ func (s *Service) Rebuild(ctx context.Context, progress io.Writer) error {
 			return fmt.Errorf("feed: rebuild: celebrities: %w", err)
 		}
 		if len(celebs) > 0 {
-			b.pipe().SAdd(ctx, s.keys.celebrities(), idStrings(celebs)...)
+			b.pipe().SAdd(ctx, s.keys.celebrities, idStrings(celebs)...)
 		}
 	}
 	// Each follower gets the newest TimelineCap posts of the authors pushed
