@@ -18,6 +18,15 @@
 // stay too long (the process died between commit and XADD, or Redis lost the
 // job); XAUTOCLAIM hands jobs pending on a dead worker to a live one.
 //
+// A read of a push or hybrid feed is one round trip: a read-only Lua script
+// (readScript, run with EVALSHA_RO through the replica selector's ReadFunc)
+// reads the timeline range, the recent posts of the celebrities the user
+// follows, merges them newest first and returns the ids with their payloads.
+// Pull pipelines its reads. The stored payloads (json.Marshal of a Post) are
+// checked for the Post layout and the id asked for, then spliced into the
+// response as they are; any other payload is replaced by the post from
+// PostgreSQL.
+//
 // Main invariant: a post accepted by Post (its transaction committed) reaches
 // every follower's timeline at least once, whatever process dies when; and
 // because a timeline is a sorted set keyed by post id, delivering it again
