@@ -2,6 +2,7 @@ package replica
 
 import (
 	"math"
+	"math/rand/v2"
 	"time"
 )
 
@@ -47,34 +48,36 @@ func c3RankOf(st *replicaState, clients int) float64 {
 // while fewer than ProbeLimit requests are in flight to them, and after the
 // ranked ones otherwise, so a new replica is probed but not flooded.
 //
-// Replicas whose rank is within Config.Tolerance of the best are taken as
-// equal and the winner among them rotates round-robin (next is the replica
-// after the last winner): strict argmin on noisy estimates herds the reads
-// onto whichever replica looked best at the last sample.
+// Which ranked replica wins: with Config.TwoChoices, the lower Ψ of two
+// drawn at random; otherwise the best Ψ, rotating round-robin among the
+// replicas within Config.Tolerance of it (next is the replica after the
+// last winner). Strict argmin on estimates that one client refreshes only
+// as its replies come back herds the reads onto whichever replica answered
+// last.
 //
-// With Config.SlowFactor set, a replica whose response-time EWMA R is over
-// SlowFactor times the lowest R ranks after every other ranked one, whatever
-// its Ψ (off by default, see Config). Ψ's queue term q̂³·S grows with this
-// client's outstanding requests, so on its own it keeps feeding a stalled
-// replica (a CPU-throttled Redis answers in 90 ms bursts, yet executes each
+// With Config.SlowFactor set, a replica is an outlier when its latency
+// signal, the larger of its response-time EWMA R and how long it has had
+// requests in flight without completing any, is over SlowFactor times the
+// lowest signal. An outlier is ejected: it ranks after every other replica
+// for EjectTime, doubling on repeats (see Config). Ψ alone does not do
+// this: its queue term q̂³·S grows with this client's outstanding requests
+// and S is the server's CPU time per command, so Ψ keeps feeding a
+// CPU-throttled Redis (it answers in 90 ms bursts, yet executes each
 // command in microseconds) as soon as its backlog is a little shorter than
-// the others'. The pull toward the winner brings its R back into range, so
-// it is retried and recovers its share.
-type c3Strategy struct{ next int }
+// the others'.
+type c3Strategy struct {
+	next int
+	rng  *rand.Rand
+}
 
-func (*c3Strategy) fillKeys(s *selector, _ time.Time) {
-	slowAbove := math.Inf(1)
+func (*c3Strategy) fillKeys(s *selector, now time.Time) {
 	if s.cfg.SlowFactor > 0 {
-		for r := range s.replicas {
-			if st := &s.replicas[r]; st.hasStats() {
-				slowAbove = min(slowAbove, st.responseTime.value*s.cfg.SlowFactor)
-			}
-		}
+		ejectOutliers(s, now)
 	}
 	for r := range s.replicas {
 		st := &s.replicas[r]
 		switch {
-		case st.hasStats() && st.responseTime.value > slowAbove:
+		case st.hasStats() && now.Before(st.ejectedUntil):
 			s.keys[r] = sortKey{tier: tierSlow, value: c3RankOf(st, s.cfg.Clients)}
 		case st.hasStats():
 			s.keys[r] = sortKey{tier: tierRanked, value: c3RankOf(st, s.cfg.Clients)}
@@ -86,23 +89,83 @@ func (*c3Strategy) fillKeys(s *selector, _ time.Time) {
 	}
 }
 
-// chooseFront moves to the front of sorted, among the ranked replicas within
-// Tolerance of the best rank, the first one at or after next in replica
-// order. Probes and backed-off replicas keep their places.
+// ejectOutliers ejects the replicas whose latency signal is over SlowFactor
+// times the lowest one, and lets those whose ejection has ended back in with
+// their R reset to the lowest R. When every replica stalls at once (a pause
+// of this client, not of a server), the lowest signal rises with them and
+// none is an outlier.
+func ejectOutliers(s *selector, now time.Time) {
+	lowestR, lowestSignal := math.Inf(1), math.Inf(1)
+	for r := range s.replicas {
+		if st := &s.replicas[r]; st.hasStats() {
+			lowestR = min(lowestR, st.responseTime.value)
+			lowestSignal = min(lowestSignal, max(st.responseTime.value, st.stalled(now)))
+		}
+	}
+	limit := lowestSignal * s.cfg.SlowFactor
+	for r := range s.replicas {
+		st := &s.replicas[r]
+		switch {
+		case !st.hasStats():
+		case now.Before(st.ejectedUntil):
+			// still ejected
+		case !st.ejectedUntil.IsZero():
+			// The ejection ended: judge the replica on fresh samples.
+			st.ejectedUntil = time.Time{}
+			st.responseTime.value = lowestR
+		case max(st.responseTime.value, st.stalled(now)) > limit:
+			eject(s, st, now)
+		}
+	}
+}
+
+// eject ranks st last for EjectTime, doubled for each ejection since the
+// replica last served 10 × EjectTime without one, up to MaxEjectTime.
+func eject(s *selector, st *replicaState, now time.Time) {
+	if now.Sub(st.lastEjectionEnd) > 10*s.cfg.EjectTime {
+		st.ejections = 0
+	}
+	d := s.cfg.EjectTime
+	for i := 0; i < st.ejections && d < s.cfg.MaxEjectTime; i++ {
+		d *= 2
+	}
+	st.ejections++
+	st.ejectedUntil = now.Add(min(d, s.cfg.MaxEjectTime))
+	st.lastEjectionEnd = st.ejectedUntil
+}
+
+// chooseFront moves the winner among the ranked replicas to the front of
+// sorted: with TwoChoices the better of two drawn at random, otherwise the
+// first at or after next in replica order among those within Tolerance of
+// the best rank. Probes and ejected or backed-off replicas keep their
+// places.
 func (c *c3Strategy) chooseFront(s *selector, sorted []int) {
-	if s.cfg.Tolerance <= 0 || len(sorted) < 2 || s.keys[sorted[0]].tier != tierRanked {
+	ranked := 0
+	for ranked < len(sorted) && s.keys[sorted[ranked]].tier == tierRanked {
+		ranked++
+	}
+	if ranked < 2 || s.keys[sorted[0]].tier != tierRanked {
 		return
 	}
-	n := len(s.replicas)
-	limit := s.keys[sorted[0]].value * (1 + s.cfg.Tolerance)
-	best, bestDistance := 0, n
-	for i, r := range sorted {
-		k := s.keys[r]
-		if k.tier != tierRanked || k.value > limit {
-			break
+	best := 0
+	switch {
+	case s.cfg.TwoChoices:
+		a, b := c.rng.IntN(ranked), c.rng.IntN(ranked-1)
+		if b >= a {
+			b++
 		}
-		if d := (r - c.next + n) % n; d < bestDistance {
-			best, bestDistance = i, d
+		best = min(a, b) // sorted by rank: the lower index wins
+	case s.cfg.Tolerance > 0:
+		n := len(s.replicas)
+		limit := s.keys[sorted[0]].value * (1 + s.cfg.Tolerance)
+		bestDistance := n
+		for i, r := range sorted[:ranked] {
+			if s.keys[r].value > limit {
+				break
+			}
+			if d := (r - c.next + n) % n; d < bestDistance {
+				best, bestDistance = i, d
+			}
 		}
 	}
 	winner := sorted[best]

@@ -413,15 +413,16 @@ func TestC3ToleranceRotatesAmongNearEqual(t *testing.T) {
 	}
 }
 
-// A replica whose response time is over SlowFactor × the lowest ranks last
-// although its short backlog gives it the best Ψ (a throttled Redis: tiny
-// service time, long stalls). The pull toward the winner brings it back.
-func TestC3SlowFactorRanksStalledReplicaLast(t *testing.T) {
+// A replica whose response time is over SlowFactor × the lowest is ejected
+// (ranked last) although its short backlog gives it the best Ψ (a throttled
+// Redis: tiny service time, long stalls). When the ejection ends it is
+// tried on fresh samples; stalling again ejects it for twice as long.
+func TestC3SlowFactorEjectsStalledReplica(t *testing.T) {
 	us := time.Microsecond
 	ms := time.Millisecond
 	setup := func(slowFactor float64) (Policy, *fakeClock) {
 		clock := newFakeClock()
-		p := newTestPolicy(t, 3, Config{SlowFactor: slowFactor, PullInterval: 100 * ms, Now: clock.Now})
+		p := newTestPolicy(t, 3, Config{SlowFactor: slowFactor, EjectTime: 250 * ms, PullInterval: time.Hour, Now: clock.Now})
 		complete(p, 0, okWithServer(30*ms, 20*us, 0))
 		complete(p, 1, okWithServer(5*ms, 20*us, 0))
 		complete(p, 2, okWithServer(5*ms, 20*us, 0))
@@ -435,24 +436,88 @@ func TestC3SlowFactorRanksStalledReplicaLast(t *testing.T) {
 		t.Fatalf("SlowFactor off: want the stalled replica 0 first by Ψ (the flaw), got %v", p.Select(nil))
 	}
 	p, clock := setup(3)
-	order := p.Select(nil)
-	if order[2] != 0 {
-		t.Fatalf("SlowFactor 3, replica 0 R = 30ms vs 5ms: order %v, want replica 0 last", order)
-	}
-	p.Done(order[0], okWithServer(5*ms, 20*us, 0))
-	// Every 100ms a selection pulls R₀ 15% of the way to 5ms: from 30ms it
-	// is under 15ms after 6 pulls.
-	for i := range 20 {
-		clock.Advance(100 * ms)
-		r := p.Pick()
-		if r == 0 {
-			if i < 4 {
-				t.Fatalf("replica 0 chosen after %d pulls, want it ranked last until its R is under 3 × 5ms", i+1)
-			}
-			t.Logf("replica 0 chosen again after %d pulls", i+1)
-			return
+	// advance moves the clock while replicas 1 and 2 keep answering, so
+	// only replica 0 can look stalled.
+	advance := func(d time.Duration) {
+		clock.Advance(d)
+		for _, r := range []int{1, 2} {
+			p.Done(r, okWithServer(5*ms, 20*us, 0))
+			p.Start(r)
 		}
+	}
+	order := p.Select(nil)
+	p.Done(order[0], okWithServer(5*ms, 20*us, 0))
+	if order[2] != 0 {
+		t.Fatalf("replica 0 R = 30ms vs 5ms: order %v, want replica 0 last", order)
+	}
+	advance(200 * ms)
+	if r := p.Pick(); r == 0 {
+		t.Fatal("replica 0 chosen 200ms into a 250ms ejection")
+	} else {
 		p.Done(r, okWithServer(5*ms, 20*us, 0))
 	}
-	t.Fatalf("replica 0 never chosen again in 2 s of pulls, want it retried once its R came back in range")
+	advance(100 * ms)
+	if r := p.Pick(); r != 0 {
+		t.Fatalf("after its ejection replica 0 (R reset, nothing in flight) should win on Ψ; got %d", r)
+	}
+	// Replica 0 holds that request for 20ms without answering: over 3 × 5ms.
+	advance(20 * ms)
+	if r := p.Pick(); r == 0 {
+		t.Fatal("replica 0 stalled 20ms (> 3 × 5ms) and was chosen again")
+	} else {
+		p.Done(r, okWithServer(5*ms, 20*us, 0))
+	}
+	p.Done(0, okWithServer(20*ms, 20*us, 0))
+	// The second ejection lasts 500ms.
+	advance(400 * ms)
+	if r := p.Pick(); r == 0 {
+		t.Fatal("replica 0 chosen 400ms into its second (500ms) ejection")
+	} else {
+		p.Done(r, okWithServer(5*ms, 20*us, 0))
+	}
+	advance(150 * ms)
+	if r := p.Pick(); r != 0 {
+		t.Fatalf("replica 0 not tried again after its second ejection; got %d", r)
+	}
+}
+
+// When every replica stalls at once (this client paused, not a server) no
+// replica is an outlier: Ψ decides as usual.
+func TestC3SlowFactorIgnoresStallsOfEveryReplica(t *testing.T) {
+	ms := time.Millisecond
+	clock := newFakeClock()
+	p := newTestPolicy(t, 3, Config{SlowFactor: 3, PullInterval: time.Hour, Now: clock.Now})
+	for r := range 3 {
+		complete(p, r, ok(time.Duration(r+1)*ms))
+		p.Start(r)
+	}
+	clock.Advance(time.Second)
+	if order := p.Select(nil); order[0] != 0 || order[2] != 2 {
+		t.Fatalf("order %v, want Ψ order 0, 1, 2 (no ejection)", order)
+	}
+}
+
+// With TwoChoices the worst of three ranked replicas never wins (it always
+// meets a better one), the best wins in about two draws of three and the
+// middle one in about one.
+func TestC3TwoChoices(t *testing.T) {
+	ms := time.Millisecond
+	p := newTestPolicy(t, 3, Config{TwoChoices: true, PullInterval: time.Hour, Now: newFakeClock().Now, Seed: 7})
+	latency := []time.Duration{1 * ms, 2 * ms, 3 * ms}
+	for r := range 3 {
+		complete(p, r, ok(latency[r]))
+	}
+	var wins [3]int
+	const n = 3000
+	for range n {
+		r := p.Pick()
+		wins[r]++
+		p.Done(r, ok(latency[r]))
+	}
+	if wins[2] != 0 {
+		t.Errorf("the worst replica won %d of %d", wins[2], n)
+	}
+	if share := float64(wins[0]) / n; share < 0.6 || share > 0.73 {
+		t.Errorf("the best replica won %.3f of the draws, want about 2/3 (wins %v)", share, wins)
+	}
 }

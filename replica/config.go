@@ -75,6 +75,8 @@ const (
 	DefaultMaxErrorBackoff = 30 * time.Second
 	DefaultPingRefresh     = time.Second
 	DefaultTolerance       = 0.25
+	DefaultEjectTime       = 250 * time.Millisecond
+	DefaultMaxEjectTime    = 30 * time.Second
 )
 
 // Config tunes a Policy. Zero fields take the Default* values.
@@ -115,7 +117,21 @@ type Config struct {
 	// default: on the benchmark it cut a throttled replica's share but also
 	// excluded healthy replicas on noise and raised the healthy p99.
 	SlowFactor float64
-	// Seed seeds the random policy. Zero is a valid seed.
+	// TwoChoices makes C3 compare two replicas drawn at random among the
+	// ranked ones and take the lower Ψ (power of two choices) instead of
+	// the best of all (Tolerance is then unused). One client with many
+	// requests in flight refreshes its view of a replica only as replies
+	// come back, so the best-of-all sends every new request to the replica
+	// whose replies just arrived, in bursts.
+	TwoChoices bool
+	// EjectTime is how long C3 ranks a replica found slow by SlowFactor
+	// after the others; it doubles with each ejection that follows within
+	// 10 × EjectTime of the last one, up to MaxEjectTime. When it ends, the
+	// replica's response time restarts at the lowest R, so it is tried on
+	// fresh samples. Used only with SlowFactor.
+	EjectTime    time.Duration
+	MaxEjectTime time.Duration
+	// Seed seeds the random policy and C3's two choices. Zero is a valid seed.
 	Seed uint64
 	// Now is the clock; nil means time.Now. Tests inject a fake clock.
 	Now func() time.Time
@@ -149,6 +165,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Tolerance == 0 {
 		c.Tolerance = DefaultTolerance
+	}
+	if c.EjectTime == 0 {
+		c.EjectTime = DefaultEjectTime
+	}
+	if c.MaxEjectTime == 0 {
+		c.MaxEjectTime = max(DefaultMaxEjectTime, c.EjectTime)
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -191,6 +213,12 @@ func (c Config) Validate() error {
 	if math.IsNaN(c.SlowFactor) || c.SlowFactor < 0 || (c.SlowFactor > 0 && c.SlowFactor < 1) {
 		errs = append(errs, fmt.Errorf("replica: SlowFactor: got %v, allowed: 0 (off) or at least 1", c.SlowFactor))
 	}
+	if c.EjectTime < 0 {
+		errs = append(errs, fmt.Errorf("replica: EjectTime: got %s, must not be negative", c.EjectTime))
+	}
+	if c.MaxEjectTime < c.EjectTime {
+		errs = append(errs, fmt.Errorf("replica: MaxEjectTime: got %s, must be at least EjectTime (%s)", c.MaxEjectTime, c.EjectTime))
+	}
 	if c.PingRefresh < 0 {
 		errs = append(errs, fmt.Errorf("replica: PingRefresh: got %s, must not be negative", c.PingRefresh))
 	}
@@ -213,5 +241,8 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 	fs.DurationVar(&c.PullInterval, prefix+"pull-interval", d.PullInterval, "C3: pull losers' stats toward the winner at most once per interval (0: every selection)")
 	fs.Float64Var(&c.Tolerance, prefix+"tolerance", d.Tolerance, "C3: ranks within this fraction of the best count as equal and rotate (negative: strict argmin)")
 	fs.Float64Var(&c.SlowFactor, prefix+"slow-factor", d.SlowFactor, "C3: rank a replica whose response time is over this factor × the lowest last (0: off)")
-	fs.Uint64Var(&c.Seed, prefix+"seed", d.Seed, "seed of the random policy")
+	fs.BoolVar(&c.TwoChoices, prefix+"two-choices", d.TwoChoices, "C3: take the better of two random replicas instead of the best of all")
+	fs.DurationVar(&c.EjectTime, prefix+"eject-time", d.EjectTime, "C3: how long a replica found slow (slow-factor) ranks last; doubles on repeats")
+	fs.DurationVar(&c.MaxEjectTime, prefix+"max-eject-time", d.MaxEjectTime, "C3: cap of the ejection time")
+	fs.Uint64Var(&c.Seed, prefix+"seed", d.Seed, "seed of the random policy and of C3's two choices")
 }

@@ -102,7 +102,7 @@ func New(replicas int, cfg Config) (Policy, error) {
 	}
 	switch cfg.Policy {
 	case PolicyC3:
-		s.strategy = &c3Strategy{}
+		s.strategy = &c3Strategy{rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x243f6a8885a308d3))}
 	case PolicyRoundRobin:
 		s.strategy = &roundRobinStrategy{}
 	case PolicyRandom:
@@ -135,6 +135,16 @@ type replicaState struct {
 	queueLen     ewma // q
 	ping         ewma
 	outstanding  int // os
+	// waitingSince is when the replica last completed a request, or got
+	// one while idle: with requests outstanding, now − waitingSince is how
+	// long it has answered nothing (see stalled).
+	waitingSince time.Time
+	// C3 outlier ejection (Config.SlowFactor): ranked last until
+	// ejectedUntil; ejections counts those since the replica last served
+	// 10 × EjectTime after an ejection (lastEjectionEnd) without one.
+	ejectedUntil    time.Time
+	lastEjectionEnd time.Time
+	ejections       int
 
 	chosen              uint64
 	failures            uint64
@@ -143,6 +153,15 @@ type replicaState struct {
 }
 
 func (st *replicaState) hasStats() bool { return st.responseTime.set }
+
+// stalled is how long, at now, the replica has had requests outstanding
+// without completing any (zero when it has none outstanding).
+func (st *replicaState) stalled(now time.Time) float64 {
+	if st.outstanding == 0 {
+		return 0
+	}
+	return now.Sub(st.waitingSince).Seconds()
+}
 
 // sortKey orders replicas: by tier, then value, then replica number.
 type sortKey struct {
@@ -241,6 +260,9 @@ type frontChooser interface {
 
 func (s *selector) startLocked(r int) {
 	st := &s.replicas[r]
+	if st.outstanding == 0 {
+		st.waitingSince = s.cfg.Now()
+	}
 	st.outstanding++
 	st.chosen++
 }
@@ -259,6 +281,7 @@ func (s *selector) Done(r int, res Result) {
 	if st.outstanding > 0 {
 		st.outstanding--
 	}
+	st.waitingSince = s.cfg.Now()
 	latency := max(res.Latency, 0)
 	if res.Failed {
 		latency = max(latency, s.cfg.ErrorPenalty)
