@@ -183,10 +183,10 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.OpenSearchDegradePercent, "opensearch-degrade-percent", c.OpenSearchDegradePercent, "CPU quota of the degraded OpenSearch node, % of one core (0: 10)")
 	fs.StringVar(&c.ReportDir, "report-dir", c.ReportDir, "directory of the HTML report")
 	d := c.Tuning.WithDefaults()
-	fs.Float64Var(&c.Tuning.Tolerance, "c3-tolerance", d.Tolerance, "C3: ranks within this fraction of the best rotate (negative: strict argmin)")
-	fs.Float64Var(&c.Tuning.SlowFactor, "c3-slow-factor", d.SlowFactor, "C3: rank a replica whose response time is over this factor × the lowest last (0: off)")
+	fs.Float64Var(&c.Tuning.Tolerance, "c3-tolerance", d.Tolerance, "C3 with --c3-best-of-all: ranks within this fraction of the best rotate (negative: strict argmin)")
+	fs.Float64Var(&c.Tuning.SlowFactor, "c3-slow-factor", d.SlowFactor, "C3: eject a replica whose latency is over this factor × the lowest (0: the Redis client's default; negative: off)")
 	fs.IntVar(&c.Tuning.Clients, "c3-clients", d.Clients, "C3: n in the queue estimate q̂ = 1 + os·n + q")
-	fs.BoolVar(&c.Tuning.TwoChoices, "c3-two-choices", d.TwoChoices, "C3: take the better of two random replicas instead of the best of all")
+	fs.BoolVar(&c.Tuning.BestOfAll, "c3-best-of-all", d.BestOfAll, "C3: take the best of all replicas instead of the better of two random ones")
 	fs.DurationVar(&c.Tuning.EjectTime, "c3-eject-time", d.EjectTime, "C3: how long a replica found slow ranks last (doubles on repeats)")
 	fs.DurationVar(&c.Tuning.PullInterval, "c3-pull-interval", d.PullInterval, "C3: pull losers' stats toward the winner at most once per interval (0: the Redis client's default)")
 	fs.Func("policies", "comma-separated policies to compare (default: all): "+policyList(), func(s string) error {

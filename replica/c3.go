@@ -48,12 +48,12 @@ func c3RankOf(st *replicaState, clients int) float64 {
 // while fewer than ProbeLimit requests are in flight to them, and after the
 // ranked ones otherwise, so a new replica is probed but not flooded.
 //
-// Which ranked replica wins: with Config.TwoChoices, the lower Ψ of two
-// drawn at random; otherwise the best Ψ, rotating round-robin among the
-// replicas within Config.Tolerance of it (next is the replica after the
-// last winner). Strict argmin on estimates that one client refreshes only
-// as its replies come back herds the reads onto whichever replica answered
-// last.
+// Which ranked replica wins: the lower Ψ of two drawn at random (power of
+// two choices); with Config.BestOfAll, the best Ψ, rotating round-robin
+// among the replicas within Config.Tolerance of it (next is the replica
+// after the last winner). Argmin on estimates that one client refreshes
+// only as its replies come back herds the reads onto whichever replica
+// answered last.
 //
 // With Config.SlowFactor set, a replica is an outlier when its latency
 // signal, the larger of its response-time EWMA R and how long it has had
@@ -135,9 +135,9 @@ func eject(s *selector, st *replicaState, now time.Time) {
 }
 
 // chooseFront moves the winner among the ranked replicas to the front of
-// sorted: with TwoChoices the better of two drawn at random, otherwise the
-// first at or after next in replica order among those within Tolerance of
-// the best rank. Probes and ejected or backed-off replicas keep their
+// sorted: the better of two drawn at random, or with BestOfAll the first at
+// or after next in replica order among those within Tolerance of the best
+// rank. Probes and ejected or backed-off replicas keep their
 // places.
 func (c *c3Strategy) chooseFront(s *selector, sorted []int) {
 	ranked := 0
@@ -149,7 +149,7 @@ func (c *c3Strategy) chooseFront(s *selector, sorted []int) {
 	}
 	best := 0
 	switch {
-	case s.cfg.TwoChoices:
+	case !s.cfg.BestOfAll:
 		a, b := c.rng.IntN(ranked), c.rng.IntN(ranked-1)
 		if b >= a {
 			b++

@@ -242,7 +242,8 @@ func TestC3SpreadsBurstAcrossEqualReplicas(t *testing.T) {
 func TestC3FailurePenalizesAndBacksOff(t *testing.T) {
 	ms := time.Millisecond
 	clock := newFakeClock()
-	p := newTestPolicy(t, 3, Config{ErrorPenalty: 200 * ms, ErrorBackoff: 100 * ms, MaxErrorBackoff: 350 * ms, Now: clock.Now})
+	// Strict argmin, so the whole order is Ψ's.
+	p := newTestPolicy(t, 3, Config{BestOfAll: true, Tolerance: -1, ErrorPenalty: 200 * ms, ErrorBackoff: 100 * ms, MaxErrorBackoff: 350 * ms, Now: clock.Now})
 	complete(p, 0, ok(1*ms))
 	complete(p, 1, ok(2*ms))
 	complete(p, 2, ok(3*ms))
@@ -390,7 +391,7 @@ func TestC3ToleranceRotatesAmongNearEqual(t *testing.T) {
 	results := []Result{okWithServer(2*ms, 2*ms, 0), okWithServer(2200*time.Microsecond, 2200*time.Microsecond, 0), okWithServer(6*ms, 6*ms, 0)}
 	run := func(tolerance float64) [3]int {
 		// An hour between pulls: the stats stay as set after the first.
-		p := newTestPolicy(t, 3, Config{Tolerance: tolerance, PullInterval: time.Hour, Now: newFakeClock().Now})
+		p := newTestPolicy(t, 3, Config{BestOfAll: true, Tolerance: tolerance, PullInterval: time.Hour, Now: newFakeClock().Now})
 		for r, res := range results {
 			complete(p, r, res)
 		}
@@ -422,7 +423,8 @@ func TestC3SlowFactorEjectsStalledReplica(t *testing.T) {
 	ms := time.Millisecond
 	setup := func(slowFactor float64) (Policy, *fakeClock) {
 		clock := newFakeClock()
-		p := newTestPolicy(t, 3, Config{SlowFactor: slowFactor, EjectTime: 250 * ms, PullInterval: time.Hour, Now: clock.Now})
+		// Strict argmin, so that who wins among the others is Ψ's call.
+		p := newTestPolicy(t, 3, Config{BestOfAll: true, Tolerance: -1, SlowFactor: slowFactor, EjectTime: 250 * ms, PullInterval: time.Hour, Now: clock.Now})
 		complete(p, 0, okWithServer(30*ms, 20*us, 0))
 		complete(p, 1, okWithServer(5*ms, 20*us, 0))
 		complete(p, 2, okWithServer(5*ms, 20*us, 0))
@@ -486,7 +488,7 @@ func TestC3SlowFactorEjectsStalledReplica(t *testing.T) {
 func TestC3SlowFactorIgnoresStallsOfEveryReplica(t *testing.T) {
 	ms := time.Millisecond
 	clock := newFakeClock()
-	p := newTestPolicy(t, 3, Config{SlowFactor: 3, PullInterval: time.Hour, Now: clock.Now})
+	p := newTestPolicy(t, 3, Config{BestOfAll: true, Tolerance: -1, SlowFactor: 3, PullInterval: time.Hour, Now: clock.Now})
 	for r := range 3 {
 		complete(p, r, ok(time.Duration(r+1)*ms))
 		p.Start(r)
@@ -497,12 +499,12 @@ func TestC3SlowFactorIgnoresStallsOfEveryReplica(t *testing.T) {
 	}
 }
 
-// With TwoChoices the worst of three ranked replicas never wins (it always
+// By default (two random choices) the worst of three ranked replicas never wins (it always
 // meets a better one), the best wins in about two draws of three and the
 // middle one in about one.
 func TestC3TwoChoices(t *testing.T) {
 	ms := time.Millisecond
-	p := newTestPolicy(t, 3, Config{TwoChoices: true, PullInterval: time.Hour, Now: newFakeClock().Now, Seed: 7})
+	p := newTestPolicy(t, 3, Config{PullInterval: time.Hour, Now: newFakeClock().Now, Seed: 7})
 	latency := []time.Duration{1 * ms, 2 * ms, 3 * ms}
 	for r := range 3 {
 		complete(p, r, ok(latency[r]))

@@ -62,7 +62,6 @@ func TestConfigDefaultsAndValidate(t *testing.T) {
 		{Config{PingRefresh: -time.Second}, "PingRefresh"},
 		{Config{Tolerance: 11}, "Tolerance"},
 		{Config{SlowFactor: 0.5}, "SlowFactor"},
-		{Config{SlowFactor: -1}, "SlowFactor"},
 	}
 	for _, tt := range tests {
 		err := tt.cfg.Validate()

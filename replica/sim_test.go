@@ -213,7 +213,8 @@ func latencyPercentile(log []simRequest, q float64) time.Duration {
 }
 
 // Three equal replicas at 80% load: C3 must not lose to round-robin, with
-// the tolerance band (default) or strict argmin, at the median or the tail.
+// two random choices (default), the tolerance band or strict argmin, at the
+// median or the tail.
 func TestSimulationC3HealthyNotWorseThanRoundRobin(t *testing.T) {
 	w := simWorkload{
 		replicas:     3,
@@ -227,9 +228,10 @@ func TestSimulationC3HealthyNotWorseThanRoundRobin(t *testing.T) {
 	t.Logf("%-22s p50 %s p99 %s", "round-robin", rrP50, rrP99)
 	for _, tc := range []struct {
 		name      string
+		bestOfAll bool
 		tolerance float64
-	}{{"c3 tolerance 0.25", 0.25}, {"c3 strict argmin", -1}} {
-		log := runSimConfig(t, Config{Policy: PolicyC3, Tolerance: tc.tolerance}, w)
+	}{{"c3 two choices", false, 0}, {"c3 tolerance 0.25", true, 0.25}, {"c3 strict argmin", true, -1}} {
+		log := runSimConfig(t, Config{Policy: PolicyC3, BestOfAll: tc.bestOfAll, Tolerance: tc.tolerance}, w)
 		p50, p99 := latencyPercentile(log, 0.5), latencyPercentile(log, 0.99)
 		t.Logf("%-22s p50 %s p99 %s", tc.name, p50, p99)
 		if float64(p50) > 1.03*float64(rrP50) || float64(p99) > 1.03*float64(rrP99) {

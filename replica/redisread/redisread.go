@@ -57,7 +57,13 @@ const (
 	// DefaultPullInterval is the Policy.PullInterval used when it is zero:
 	// the server stats are sampled 4 times a second, so losers are pulled
 	// toward the winner 10 times a second, not on every read.
-	DefaultPullInterval   = 100 * time.Millisecond
+	DefaultPullInterval = 100 * time.Millisecond
+	// DefaultSlowFactor is the Policy.SlowFactor used when it is zero: a
+	// replica that answers nothing for 10x the lowest response time is
+	// ejected. Ψ alone keeps feeding a CPU-throttled Redis (its per-command
+	// service time stays tiny); at 3x, scheduling stalls of healthy replicas
+	// on the 2-core benchmark machine ejected them too.
+	DefaultSlowFactor     = 10
 	DefaultSampleInterval = 250 * time.Millisecond
 	DefaultSampleTimeout  = time.Second
 	DefaultPath           = "redis"
@@ -83,6 +89,9 @@ type Config struct {
 func (c Config) WithDefaults() Config {
 	if c.Policy.PullInterval == 0 {
 		c.Policy.PullInterval = DefaultPullInterval
+	}
+	if c.Policy.SlowFactor == 0 {
+		c.Policy.SlowFactor = DefaultSlowFactor
 	}
 	c.Policy = c.Policy.WithDefaults()
 	if c.SampleInterval == 0 {

@@ -108,6 +108,16 @@ type replyError string
 func (e replyError) Error() string { return string(e) }
 func (replyError) RedisError()     {}
 
+// The Redis path ejects stalled replicas unless told otherwise; a negative
+// SlowFactor turns it off, an explicit one is kept.
+func TestConfigSlowFactorDefault(t *testing.T) {
+	for _, c := range []struct{ set, want float64 }{{0, DefaultSlowFactor}, {-1, -1}, {4, 4}} {
+		if got := (Config{Policy: replica.Config{SlowFactor: c.set}}).WithDefaults().Policy.SlowFactor; got != c.want {
+			t.Errorf("SlowFactor %v: WithDefaults gives %v, want %v", c.set, got, c.want)
+		}
+	}
+}
+
 func TestConfigValidateNamesTheField(t *testing.T) {
 	cases := []struct {
 		cfg  Config
