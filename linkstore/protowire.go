@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 	"unsafe"
@@ -67,8 +68,8 @@ const (
 // at the top of this file). s is unused; it keeps the signature the codecs
 // call. On error dst is returned unchanged.
 func appendProto(dst []byte, rec *Record, _ *protoScratch) ([]byte, error) {
-	if err := validateRecordStrings(rec); err != nil {
-		return dst, err
+	if !recordStringsValid(rec) { // SubParams: appendSubParams checks them
+		return dst, findInvalidRecordString(rec)
 	}
 	var ip []byte
 	var ipBuf [16]byte
@@ -94,13 +95,16 @@ func appendProto(dst []byte, rec *Record, _ *protoScratch) ([]byte, error) {
 	b = appendNamedID(b, fieldCreative, rec.Creative)
 	b = appendNamedID(b, fieldChannel, rec.Channel)
 	if len(rec.SubParams) > 0 {
-		b = appendSubParams(b, rec.SubParams)
+		var err error
+		if b, err = appendSubParams(b, rec); err != nil {
+			return dst, err
+		}
 	}
 	b = appendStringField(b, fieldDeepLinkURL, rec.DeepLinkURL)
 	b = appendStringField(b, fieldFallbackURL, rec.FallbackURL)
 	if rec.Device != (Device{}) {
-		b = protowire.AppendTag(b, fieldDevice, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(deviceSize(&rec.Device, ip)))
+		b = appendTag(b, fieldDevice, protowire.BytesType)
+		b = appendVarint(b, uint64(deviceSize(&rec.Device, ip)))
 		b = appendDevice(b, &rec.Device, ip)
 	}
 	b = appendVarintField(b, fieldClickedAt, uint64(timeToMillis(rec.ClickedAt)))
@@ -110,8 +114,8 @@ func appendProto(dst []byte, rec *Record, _ *protoScratch) ([]byte, error) {
 	b = appendStringField(b, fieldReferrer, rec.Referrer)
 	if rec.UTM != (UTM{}) {
 		u := &rec.UTM
-		b = protowire.AppendTag(b, fieldUTM, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(stringFieldSize(u.Source)+stringFieldSize(u.Medium)+
+		b = appendTag(b, fieldUTM, protowire.BytesType)
+		b = appendVarint(b, uint64(stringFieldSize(u.Source)+stringFieldSize(u.Medium)+
 			stringFieldSize(u.Campaign)+stringFieldSize(u.Term)+stringFieldSize(u.Content)))
 		b = appendStringField(b, 1, u.Source)
 		b = appendStringField(b, 2, u.Medium)
@@ -127,12 +131,19 @@ func appendProto(dst []byte, rec *Record, _ *protoScratch) ([]byte, error) {
 // chain of checks; only a failure pays for finding the field's name.
 func validateRecordStrings(rec *Record) error {
 	if recordStringsValid(rec) {
-		return nil
+		valid := true
+		for k, v := range rec.SubParams {
+			valid = valid && utf8.ValidString(k) && utf8.ValidString(v)
+		}
+		if valid {
+			return nil
+		}
 	}
 	return findInvalidRecordString(rec)
 }
 
-// recordStringsValid reports whether every string of rec is valid UTF-8.
+// recordStringsValid reports whether every string of rec outside SubParams
+// is valid UTF-8 (appendSubParams checks those as it writes them).
 func recordStringsValid(rec *Record) bool {
 	d, u := &rec.Device, &rec.UTM
 	ok := utf8.ValidString(rec.TrackingLink) && utf8.ValidString(rec.Campaign.Name) && utf8.ValidString(rec.AdGroup.Name) &&
@@ -142,15 +153,7 @@ func recordStringsValid(rec *Record) bool {
 		utf8.ValidString(d.Locale) && utf8.ValidString(d.Timezone) && utf8.ValidString(d.Carrier) && utf8.ValidString(d.Network) &&
 		utf8.ValidString(u.Source) && utf8.ValidString(u.Medium) && utf8.ValidString(u.Campaign) && utf8.ValidString(u.Term) &&
 		utf8.ValidString(u.Content)
-	if !ok {
-		return false
-	}
-	for k, v := range rec.SubParams {
-		if !utf8.ValidString(k) || !utf8.ValidString(v) {
-			return false
-		}
-	}
-	return true
+	return ok
 }
 
 // findInvalidRecordString returns the error naming the first field of rec
@@ -186,6 +189,24 @@ func findInvalidRecordString(rec *Record) error {
 	return nil
 }
 
+// appendTag appends the tag of field num: one byte for fields 1-15.
+func appendTag(b []byte, num protowire.Number, typ protowire.Type) []byte {
+	return appendVarint(b, protowire.EncodeTag(num, typ))
+}
+
+// appendVarint is protowire.AppendVarint with the one-byte case inlined:
+// most lengths and small numbers in a record are below 128.
+func appendVarint(b []byte, v uint64) []byte {
+	if v < 0x80 {
+		return append(b, byte(v))
+	}
+	return protowire.AppendVarint(b, v)
+}
+
+func appendLengthPrefixed(b []byte, s string) []byte {
+	return append(appendVarint(b, uint64(len(s))), s...)
+}
+
 func stringFieldSize(s string) int {
 	if s == "" {
 		return 0
@@ -204,32 +225,30 @@ func appendStringField(b []byte, num protowire.Number, s string) []byte {
 	if s == "" {
 		return b
 	}
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendString(b, s)
+	return appendLengthPrefixed(appendTag(b, num, protowire.BytesType), s)
 }
 
 func appendBytesField(b []byte, num protowire.Number, v []byte) []byte {
 	if len(v) == 0 {
 		return b
 	}
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendBytes(b, v)
+	b = appendTag(b, num, protowire.BytesType)
+	return append(appendVarint(b, uint64(len(v))), v...)
 }
 
 func appendVarintField(b []byte, num protowire.Number, v uint64) []byte {
 	if v == 0 {
 		return b
 	}
-	b = protowire.AppendTag(b, num, protowire.VarintType)
-	return protowire.AppendVarint(b, v)
+	return appendVarint(appendTag(b, num, protowire.VarintType), v)
 }
 
 func appendNamedID(b []byte, num protowire.Number, v NamedID) []byte {
 	if v == (NamedID{}) {
 		return b
 	}
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(varintFieldSize(v.ID)+stringFieldSize(v.Name)))
+	b = appendTag(b, num, protowire.BytesType)
+	b = appendVarint(b, uint64(varintFieldSize(v.ID)+stringFieldSize(v.Name)))
 	b = appendVarintField(b, fieldNamedIDID, v.ID)
 	return appendStringField(b, fieldNamedIDName, v.Name)
 }
@@ -266,24 +285,27 @@ func appendDevice(b []byte, d *Device, ip []byte) []byte {
 }
 
 // appendSubParams writes one map entry per key in sorted key order, each
-// with both its key and value fields, as deterministic marshaling does.
-func appendSubParams(b []byte, m map[string]string) []byte {
-	var stack [16]string
-	keys := stack[:0]
-	for k := range m {
-		keys = append(keys, k)
+// with both its key and value fields, as deterministic marshaling does. It
+// also checks the entries are UTF-8 (recordStringsValid leaves them to it,
+// so the map is iterated once); on error b is returned unchanged in length.
+func appendSubParams(b []byte, rec *Record) ([]byte, error) {
+	type entry struct{ key, value string }
+	var stack [16]entry
+	entries := stack[:0]
+	for k, v := range rec.SubParams {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return b, findInvalidRecordString(rec)
+		}
+		entries = append(entries, entry{k, v})
 	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		v := m[k]
-		b = protowire.AppendTag(b, fieldSubParams, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(1+protowire.SizeBytes(len(k))+1+protowire.SizeBytes(len(v))))
-		b = protowire.AppendTag(b, fieldMapKey, protowire.BytesType)
-		b = protowire.AppendString(b, k)
-		b = protowire.AppendTag(b, fieldMapValue, protowire.BytesType)
-		b = protowire.AppendString(b, v)
+	slices.SortFunc(entries, func(x, y entry) int { return strings.Compare(x.key, y.key) })
+	for _, e := range entries {
+		b = appendTag(b, fieldSubParams, protowire.BytesType)
+		b = appendVarint(b, uint64(1+protowire.SizeBytes(len(e.key))+1+protowire.SizeBytes(len(e.value))))
+		b = appendLengthPrefixed(appendTag(b, fieldMapKey, protowire.BytesType), e.key)
+		b = appendLengthPrefixed(appendTag(b, fieldMapValue, protowire.BytesType), e.value)
 	}
-	return b
+	return b, nil
 }
 
 // wireReader walks a protobuf payload. str is the payload as one string:

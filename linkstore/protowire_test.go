@@ -51,6 +51,20 @@ func TestWireCodecRejectsInvalidUTF8(t *testing.T) {
 	if want := "device.user_agent"; !bytes.Contains([]byte(err.Error()), []byte(want)) {
 		t.Fatalf("error %q does not name %s", err, want)
 	}
+	// A sub_params value is checked while the map is written; the error
+	// names it and nothing is appended.
+	rec = Record{TrackingLink: "https://t.example/", SubParams: map[string]string{"a": "ok", "k": "x\xff"}}
+	dst := []byte("prefix")
+	got, err := appendProto(dst, &rec, nil)
+	if !errors.Is(err, ErrInvalidRecord) || !bytes.Contains([]byte(err.Error()), []byte("sub_params.k")) {
+		t.Fatalf("invalid sub_params value: err = %v, want ErrInvalidRecord naming sub_params.k", err)
+	}
+	if string(got) != "prefix" {
+		t.Fatalf("invalid record: appendProto returned %q, want dst unchanged", got)
+	}
+	if err := validateRecordStrings(&rec); err == nil {
+		t.Fatal("validateRecordStrings accepted an invalid sub_params value")
+	}
 	// tracking_link (field 2) = "\xff"
 	if _, err := decodeProto([]byte{0x12, 0x01, 0xff}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("decode invalid UTF-8: err = %v, want ErrCorrupt", err)
