@@ -452,6 +452,9 @@ func TestC3SlowFactorEjectsStalledReplica(t *testing.T) {
 	if order[2] != 0 {
 		t.Fatalf("replica 0 R = 30ms vs 5ms: order %v, want replica 0 last", order)
 	}
+	if st := statsOf(p, 0); st.EjectedUntil.IsZero() || st.Ejections != 1 {
+		t.Fatalf("replica 0 stats: ejected until %v, ejections %d; want an ejection in the snapshot", st.EjectedUntil, st.Ejections)
+	}
 	advance(200 * ms)
 	if r := p.Pick(); r == 0 {
 		t.Fatal("replica 0 chosen 200ms into a 250ms ejection")

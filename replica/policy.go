@@ -83,6 +83,11 @@ type ReplicaStats struct {
 	// BackoffUntil is when a failed replica stops being ranked last; zero
 	// when not backing off.
 	BackoffUntil time.Time
+	// EjectedUntil is when a replica C3 found slow (Config.SlowFactor)
+	// stops being ranked last; zero when not ejected. Ejections counts the
+	// ejections in its current series (each one twice as long).
+	EjectedUntil time.Time
+	Ejections    int
 }
 
 // New returns the policy cfg.Policy over replicas numbered 0..replicas-1.
@@ -339,6 +344,8 @@ func (s *selector) Snapshot(dst []ReplicaStats) []ReplicaStats {
 			Chosen:       st.chosen,
 			Failures:     st.failures,
 			BackoffUntil: st.backoffUntil,
+			EjectedUntil: st.ejectedUntil,
+			Ejections:    st.ejections,
 		}
 		if st.hasStats() {
 			stats.Rank = c3RankOf(st, s.cfg.Clients)
