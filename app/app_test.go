@@ -33,25 +33,7 @@ func TestHealthzReportsADownBackend(t *testing.T) {
 	cfg.Backends.Redis.Addr = redisAddr
 	cfg.Backends.Postgres.URL = st.PostgresURL
 	cfg.Indexer.Layout.Prefix = stacktest.Namespace(t) + "_"
-	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, nil, func(a string) { addrc <- a }) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	var addr string
-	select {
-	case addr = <-addrc:
-	case err := <-done:
-		done <- nil // for the deferred receive
-		t.Fatalf("Run ended early: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("server did not start")
-	}
+	addr := serve(t, cfg)
 
 	checkHealth(t, addr, http.StatusOK, true)
 	killRedis()
@@ -73,25 +55,7 @@ func TestSeveralOpenSearchURLsGoThroughTheEndpointSelector(t *testing.T) {
 	cfg.Backends.Redis.Addr = st.RedisAddr
 	cfg.Backends.Postgres.URL = st.PostgresURL
 	cfg.Indexer.Layout.Prefix = stacktest.Namespace(t) + "_"
-	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, nil, func(a string) { addrc <- a }) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	var addr string
-	select {
-	case addr = <-addrc:
-	case err := <-done:
-		done <- nil
-		t.Fatalf("Run ended early: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("server did not start")
-	}
+	addr := serve(t, cfg)
 
 	// The search indices are created in the background after start-up.
 	search := func() (int, string) {
@@ -150,6 +114,32 @@ func TestSeveralOpenSearchURLsGoThroughTheEndpointSelector(t *testing.T) {
 	if deadEP.Chosen != deadEP.Failures {
 		t.Errorf("dead endpoint: chosen %d, failed %d; every request to it must fail", deadEP.Chosen, deadEP.Failures)
 	}
+}
+
+// serve runs the server with cfg until the test ends and returns its
+// address.
+func serve(t *testing.T, cfg Config) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg, nil, func(a string) { addrc <- a }) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	select {
+	case addr := <-addrc:
+		return addr
+	case err := <-done:
+		done <- nil // for the cleanup's receive
+		t.Fatalf("Run ended early: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("server did not start")
+	}
+	return ""
 }
 
 func checkHealth(t *testing.T, addr string, status int, redisUp bool) {
