@@ -247,3 +247,17 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 	fs.DurationVar(&c.MaxEjectTime, prefix+"max-eject-time", d.MaxEjectTime, "C3: cap of the ejection time")
 	fs.Uint64Var(&c.Seed, prefix+"seed", d.Seed, "seed of the random policy and of C3's two random choices")
 }
+
+// ValidateSampler checks the background stats sampler of a read path
+// (interval and timeout after defaults), naming the fields under name
+// ("redisread", "osread").
+func ValidateSampler(name string, interval, timeout time.Duration) error {
+	var errs []error
+	if interval > 0 && interval < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("%s: SampleInterval: got %s, allowed: negative (off) or at least 10ms", name, interval))
+	}
+	if timeout < 0 {
+		errs = append(errs, fmt.Errorf("%s: SampleTimeout: got %s, must be > 0", name, timeout))
+	}
+	return errors.Join(errs...)
+}

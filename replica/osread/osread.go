@@ -84,18 +84,8 @@ func (c Config) WithDefaults() Config {
 
 // Validate reports every invalid field by name.
 func (c Config) Validate() error {
-	var errs []error
-	if err := c.Policy.Validate(); err != nil {
-		errs = append(errs, err)
-	}
 	d := c.WithDefaults()
-	if d.SampleInterval > 0 && d.SampleInterval < 10*time.Millisecond {
-		errs = append(errs, fmt.Errorf("osread: SampleInterval: got %s, allowed: negative (off) or at least 10ms", d.SampleInterval))
-	}
-	if d.SampleTimeout < 0 {
-		errs = append(errs, fmt.Errorf("osread: SampleTimeout: got %s, must be > 0", d.SampleTimeout))
-	}
-	return errors.Join(errs...)
+	return errors.Join(c.Policy.Validate(), replica.ValidateSampler("osread", d.SampleInterval, d.SampleTimeout))
 }
 
 // Flags binds the configuration to flags named prefix+"policy", … (e.g.
