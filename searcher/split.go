@@ -172,10 +172,7 @@ func (e *execution) shopDecision(ctx context.Context, step query.Step, cands *ca
 		filter = append(filter, coldShopFilters(r)...)
 	}
 	if r.MaxTotalFee != nil {
-		filter = append(filter, obj{"script": obj{"script": obj{
-			"source": "doc['delivery_fee'].value + params.e[String.valueOf(doc['id'].value)] <= params.max",
-			"params": obj{"e": cands.minExtra, "max": *r.MaxTotalFee},
-		}}})
+		filter = append(filter, totalFeeFilter(cands.minExtra, *r.MaxTotalFee))
 	}
 	carried := cands
 	if carried == nil {
@@ -204,6 +201,19 @@ func (e *execution) shopDecision(ctx context.Context, step query.Step, cands *ca
 		resp.Shops = append(resp.Shops, sh)
 	}
 	return nil
+}
+
+// totalFeeFilter is max_total_fee on the shop index: the shop's delivery fee
+// plus the smallest extra_fee of its matched menus, carried from the menu
+// query, is at most max. A shop without a carried value fails it: Lucene may
+// run the script before the terms filter that restricts the step to the
+// carried shops (it orders two-phase checks by their estimated cost), so the
+// script also sees shops that are not candidates.
+func totalFeeFilter(minExtra map[string]int64, max int) obj {
+	return obj{"script": obj{"script": obj{
+		"source": "def e = params.e[String.valueOf(doc['id'].value)]; return e != null && doc['delivery_fee'].value + e <= params.max;",
+		"params": obj{"e": minExtra, "max": max},
+	}}}
 }
 
 // menuFetch reads the matched menus (with highlights) of the final page.
