@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,7 +24,9 @@ import (
 //	go test ./feed/feedbench -run '^$' -bench ReadUserAConcurrent/hybrid -benchtime 5s -cpuprofile /tmp/cpu.out
 //	go tool pprof -top /tmp/cpu.out
 //
-// It reports requests per second; with 2 CPUs RunParallel runs 50 clients.
+// It reports requests per second and the CPU time per request of this
+// process (clients and server) and of redis-server, which depend much less on
+// what else the machine runs; with 2 CPUs RunParallel runs 50 clients.
 func BenchmarkReadUserAConcurrent(b *testing.B) {
 	st := stacktest.Require(b)
 	cfg := Defaults()
@@ -55,6 +59,7 @@ func BenchmarkReadUserAConcurrent(b *testing.B) {
 		}
 		b.Run(string(strategy), func(b *testing.B) {
 			b.SetParallelism((cfg.Clients + 1) / 2)
+			cpu0, redis0 := processCPU(b), redisCPU(b, rdb)
 			start := time.Now()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
@@ -64,7 +69,41 @@ func BenchmarkReadUserAConcurrent(b *testing.B) {
 					}
 				}
 			})
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+			elapsed := time.Since(start)
+			cpu, redisUsed := processCPU(b)-cpu0, redisCPU(b, rdb)-redis0
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "go-cpu-us/req")
+			b.ReportMetric(float64(redisUsed.Microseconds())/float64(b.N), "redis-cpu-us/req")
 		})
 	}
+}
+
+// processCPU returns the user and system CPU time this process used so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// redisCPU returns the user and system CPU time redis-server used so far
+// (INFO cpu).
+func redisCPU(b *testing.B, rdb *redis.Client) time.Duration {
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		name, value, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (name == "used_cpu_sys" || name == "used_cpu_user") {
+			v, err := strconv.ParseFloat(value, 64)
+			if err != nil {
+				b.Fatalf("INFO cpu: %s: %v", line, err)
+			}
+			total += v
+		}
+	}
+	return time.Duration(total * float64(time.Second))
 }
