@@ -95,6 +95,10 @@ type Config struct {
 	// StreamMaxLen caps the fan-out stream (approximately) as a safety net;
 	// processed jobs are deleted from it anyway.
 	StreamMaxLen int64
+	// PostCacheEntries bounds the in-process cache of post payloads (see
+	// postCache): it holds at most twice this many. -1 disables the cache
+	// (0 takes the default, as for every field).
+	PostCacheEntries int
 }
 
 // Defaults returns the default configuration.
@@ -117,6 +121,7 @@ func Defaults() Config {
 		RelayAfter:         60 * time.Second,
 		RelayInterval:      10 * time.Second,
 		StreamMaxLen:       1_000_000,
+		PostCacheEntries:   100_000,
 	}
 }
 
@@ -140,6 +145,7 @@ func (c *Config) EnsureDefaults() {
 	setIfZero(&c.RelayAfter, d.RelayAfter)
 	setIfZero(&c.RelayInterval, d.RelayInterval)
 	setIfZero(&c.StreamMaxLen, d.StreamMaxLen)
+	setIfZero(&c.PostCacheEntries, d.PostCacheEntries)
 }
 
 func setIfZero[T comparable](p *T, def T) {
@@ -162,6 +168,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.FollowerPageSize, "feed-follower-page", c.FollowerPageSize, "followers written per fan-out pipeline")
 	fs.DurationVar(&c.ClaimMinIdle, "feed-claim-min-idle", c.ClaimMinIdle, "take over fan-out jobs pending this long on a dead worker")
 	fs.DurationVar(&c.RelayAfter, "feed-relay-after", c.RelayAfter, "publish again posts whose fan-out has not finished after this long")
+	fs.IntVar(&c.PostCacheEntries, "feed-post-cache", c.PostCacheEntries, "post payloads cached in memory per generation (at most twice this many held); -1 disables the cache")
 }
 
 // Validate names the first invalid field and its allowed values.
@@ -184,6 +191,7 @@ func (c *Config) Validate() error {
 		{"feed-workers", c.Workers, 1, 256},
 		{"feed-follower-page", c.FollowerPageSize, 1, 100_000},
 		{"feed-job-batch", c.JobBatch, 1, 10_000},
+		{"feed-post-cache", c.PostCacheEntries, -1, 10_000_000},
 	} {
 		if b.v < b.min || b.v > b.max {
 			return fmt.Errorf("%s: got %d, allowed: %d..%d", b.name, b.v, b.min, b.max)

@@ -18,14 +18,17 @@
 // stay too long (the process died between commit and XADD, or Redis lost the
 // job); XAUTOCLAIM hands jobs pending on a dead worker to a live one.
 //
-// A read of a push or hybrid feed is one round trip: a read-only Lua script
-// (readScript, run with EVALSHA_RO through the replica selector's ReadFunc)
-// reads the timeline range, the recent posts of the celebrities the user
-// follows, merges them newest first and returns the ids with their payloads.
-// Pull pipelines its reads. The stored payloads (json.Marshal of a Post) are
-// checked for the Post layout and the id asked for, then spliced into the
-// response as they are; any other payload is replaced by the post from
-// PostgreSQL.
+// A read finds the page's post ids, then their payloads. Hybrid reads its ids
+// in one round trip with a read-only Lua script (readScript, run with
+// EVALSHA_RO through the replica selector's ReadFunc): the timeline range,
+// the celebrities the user follows and their recent posts. Push reads its
+// timeline range; pull pipelines its reads. The payloads (json.Marshal of a
+// Post) come from an in-process cache when it has them (posts are never
+// edited, so a cached payload never goes stale), the others from one MGET:
+// they are checked for the Post layout and the id asked for, cached, and
+// spliced into the response as they are; any other payload is replaced by
+// the post from PostgreSQL. With a warm cache a push or hybrid read is one
+// Redis round trip.
 //
 // Main invariant: a post accepted by Post (its transaction committed) reaches
 // every follower's timeline at least once, whatever process dies when; and

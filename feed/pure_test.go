@@ -101,6 +101,7 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		{func(c *Config) { c.TimelineCap = 5 }, "feed-timeline-cap: got 5, allowed: 10..100000"},
 		{func(c *Config) { c.KeyPrefix = "a b" }, "feed-key-prefix"},
 		{func(c *Config) { c.ClaimMinIdle = c.ReadBlock }, "feed-claim-min-idle"},
+		{func(c *Config) { c.PostCacheEntries = -2 }, "feed-post-cache: got -2, allowed: -1..10000000"},
 	}
 	for _, c := range cases {
 		cfg := Defaults()

@@ -62,20 +62,16 @@ func (s *Service) FeedRaw(ctx context.Context, user, before int64, limit int) (R
 		return RawPage{}, invalid("before", "must be a post id > 0, got %d", before)
 	}
 	var ids []int64
-	var posts []json.RawMessage
 	var err error
-	if s.cfg.Strategy == StrategyPull {
-		if ids, err = s.feedIDs(ctx, user, before, limit); err != nil {
-			return RawPage{}, err
-		}
-		posts, err = s.hydrate(ctx, ids)
+	if s.cfg.Strategy == StrategyHybrid {
+		ids, err = s.readPage(ctx, user, before, limit)
 	} else {
-		var vals []any
-		if ids, vals, err = s.readPage(ctx, user, before, limit); err != nil {
-			return RawPage{}, err
-		}
-		posts, err = s.payloads(ctx, ids, vals)
+		ids, err = s.feedIDs(ctx, user, before, limit)
 	}
+	if err != nil {
+		return RawPage{}, err
+	}
+	posts, err := s.hydrate(ctx, ids)
 	if err != nil {
 		return RawPage{}, err
 	}
@@ -95,8 +91,9 @@ func (s *Service) FeedRaw(ctx context.Context, user, before int64, limit int) (R
 }
 
 // feedIDs returns the newest post ids of the user's feed, below before, with
-// pipelined commands. Pull reads with it; push and hybrid read with
-// readScript, which must return the same ids (TestReadScriptMatchesPipeline).
+// pipelined commands. Pull and push read with it (push: one ZREVRANGEBYSCORE);
+// hybrid reads with readScript, which must return the same ids
+// (TestReadScriptMatchesPipeline).
 func (s *Service) feedIDs(ctx context.Context, user, before int64, limit int) (ids []int64, err error) {
 	err = s.read(ctx, func(ctx context.Context, rc redis.Cmdable) error {
 		ids, err = s.feedIDsFrom(ctx, rc, user, before, limit)
@@ -178,77 +175,24 @@ func (s *Service) readAuthors(ctx context.Context, rc redis.Cmdable, authors []s
 	return lists, nil
 }
 
-// hydrate returns the payloads of the posts ids names, in order: from
-// Redis, any missing ones from PostgreSQL (see payloads).
+// hydrate returns the payloads of the posts ids names, in order: from the
+// post cache, the others from Redis (one MGET through s.read, so replicas
+// serve it), and those still missing from PostgreSQL. A Redis value that is
+// not the encoded Post of its id (missing, malformed, another post's) is
+// replaced by the post from PostgreSQL; ids without a post anywhere are left
+// out. What it reads is checked, then cached. The payloads may be shared with
+// the cache: callers must not modify them.
 func (s *Service) hydrate(ctx context.Context, ids []int64) ([]json.RawMessage, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	keys := make([]string, len(ids))
-	for i, id := range ids {
-		keys[i] = s.keys.post(id)
-	}
-	var vals []any
-	err := s.read(ctx, func(ctx context.Context, rc redis.Cmdable) error {
-		var err error
-		vals, err = rc.MGet(ctx, keys...).Result()
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("feed: read %d post payloads: %w", len(ids), err)
-	}
-	return s.payloads(ctx, ids, vals)
-}
-
-// payloads turns vals, the values of the payload keys of ids (nil when
-// missing), into the payloads of those posts, in order. A value that is not
-// the encoded Post of its id (missing, malformed, another post's) is replaced
-// by the post loaded from PostgreSQL; ids without a post anywhere are left
-// out. The payloads share one buffer.
-func (s *Service) payloads(ctx context.Context, ids []int64, vals []any) ([]json.RawMessage, error) {
-	if len(vals) != len(ids) {
-		return nil, fmt.Errorf("feed: %d payloads for %d post ids", len(vals), len(ids))
-	}
-	size := 0
-	for _, v := range vals {
-		if str, ok := v.(string); ok {
-			size += len(str)
-		}
-	}
-	// buf never grows past its capacity, so the payloads sliced from it
-	// stay valid.
-	buf := make([]byte, 0, size)
 	out := make([]json.RawMessage, len(ids))
-	var missing []int64
-	for i, id := range ids {
-		str, _ := vals[i].(string)
-		start := len(buf)
-		buf = append(buf, str...)
-		p := buf[start:len(buf):len(buf)]
-		if _, err := checkPayload(p, id); err != nil {
-			buf = buf[:start]
-			missing = append(missing, id)
-			continue
-		}
-		out[i] = p
-	}
-	if len(missing) > 0 {
-		loaded, err := s.loadPosts(ctx, missing)
-		if err != nil {
+	hits := s.cache.lookup(ids, out)
+	s.metrics.cacheHits.Add(float64(hits))
+	if misses := len(ids) - hits; misses > 0 {
+		s.metrics.cacheMisses.Add(float64(misses))
+		if err := s.readPayloads(ctx, ids, out, misses); err != nil {
 			return nil, err
-		}
-		byID := make(map[int64]json.RawMessage, len(loaded))
-		for _, p := range loaded {
-			enc, err := json.Marshal(p)
-			if err != nil {
-				return nil, fmt.Errorf("feed: encode post %d: %w", p.ID, err)
-			}
-			byID[p.ID] = enc
-		}
-		for i, id := range ids {
-			if out[i] == nil {
-				out[i] = byID[id]
-			}
 		}
 	}
 	n := 0
@@ -259,6 +203,75 @@ func (s *Service) payloads(ctx context.Context, ids []int64, vals []any) ([]json
 		}
 	}
 	return out[:n], nil
+}
+
+// readPayloads fills the misses nil entries of out, the payloads of ids,
+// from Redis and then PostgreSQL (see hydrate), and caches what it found.
+func (s *Service) readPayloads(ctx context.Context, ids []int64, out []json.RawMessage, misses int) error {
+	missing := make([]int64, 0, misses)
+	keys := make([]string, 0, misses)
+	for i, id := range ids {
+		if out[i] == nil {
+			missing = append(missing, id)
+			keys = append(keys, s.keys.post(id))
+		}
+	}
+	var vals []any
+	err := s.read(ctx, func(ctx context.Context, rc redis.Cmdable) error {
+		var err error
+		vals, err = rc.MGet(ctx, keys...).Result()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("feed: read %d post payloads: %w", len(keys), err)
+	}
+	if len(vals) != len(missing) {
+		return fmt.Errorf("feed: %d payloads for %d post ids", len(vals), len(missing))
+	}
+	fresh := make([]json.RawMessage, len(missing))
+	var fromDB []int64
+	for i, id := range missing {
+		str, _ := vals[i].(string)
+		if p := json.RawMessage(str); str != "" && isPayloadOf(p, id) {
+			fresh[i] = p
+		} else {
+			fromDB = append(fromDB, id)
+		}
+	}
+	if len(fromDB) > 0 {
+		loaded, err := s.loadPosts(ctx, fromDB)
+		if err != nil {
+			return err
+		}
+		byID := make(map[int64]json.RawMessage, len(loaded))
+		for _, p := range loaded {
+			enc, err := json.Marshal(p)
+			if err != nil {
+				return fmt.Errorf("feed: encode post %d: %w", p.ID, err)
+			}
+			byID[p.ID] = enc
+		}
+		for i, id := range missing {
+			if fresh[i] == nil {
+				fresh[i] = byID[id]
+			}
+		}
+	}
+	s.cache.add(missing, fresh)
+	j := 0
+	for i := range out {
+		if out[i] == nil {
+			out[i] = fresh[j]
+			j++
+		}
+	}
+	return nil
+}
+
+// isPayloadOf says whether p is the encoded Post with the given id.
+func isPayloadOf(p json.RawMessage, id int64) bool {
+	_, err := checkPayload(p, id)
+	return err == nil
 }
 
 func parseIDs(members []string) ([]int64, error) {

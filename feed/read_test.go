@@ -12,13 +12,17 @@ import (
 // TestFeedPayloadFallbacks breaks post payloads in Redis (deleted, another
 // post's payload under the key, garbage) and checks every strategy serves
 // the same feed from PostgreSQL, and that the HTTP bodies, spliced from the
-// payloads, are what encoding/json makes of the decoded page.
+// payloads, are what encoding/json makes of the decoded page. The service
+// under test has no post cache, so every read meets the broken payloads; a
+// second service with a cache, started after the breakage, must serve the
+// same feed and cache only the right payloads.
 func TestFeedPayloadFallbacks(t *testing.T) {
 	for _, st := range Strategies() {
 		t.Run(string(st), func(t *testing.T) {
 			b := newBackends(t)
 			cfg := testConfig(st, b.prefix)
 			cfg.CelebrityThreshold = 2
+			cfg.PostCacheEntries = -1
 			svc := newService(t, b, cfg)
 			startWorkers(t, svc)
 			s := newTestAPI(t, svc)
@@ -58,6 +62,25 @@ func TestFeedPayloadFallbacks(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("with broken payloads:\n got %+v\nwant %+v", got, want)
+			}
+			cachedCfg := cfg
+			cachedCfg.PostCacheEntries = 100
+			cached, err := NewService(cachedCfg, b.db, b.rdb, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := cached.Feed(ctx, r1, 0, 10); err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("cached service with broken payloads: %v\n got %+v\nwant %+v", err, got, want)
+			}
+			inCache := make([]json.RawMessage, len(ids))
+			if n := cached.cache.lookup(ids, inCache); n != len(ids) {
+				t.Fatalf("%d of %d payloads cached after one read", n, len(ids))
+			}
+			for i, p := range want.Posts {
+				enc, _ := json.Marshal(p)
+				if string(inCache[i]) != string(enc) {
+					t.Errorf("cached payload of post %d (broken in Redis: %v):\n got %s\nwant %s", ids[i], i == 2 || i == 4 || i == 5, inCache[i], enc)
+				}
 			}
 
 			// HTTP: the spliced bodies equal the encoded decoded page.

@@ -121,7 +121,8 @@ func (s *Service) Rebuild(ctx context.Context, progress io.Writer) error {
 	return b.flush()
 }
 
-// DeleteRedisState deletes every Redis key of this deployment (its prefix).
+// DeleteRedisState deletes every Redis key of this deployment (its prefix)
+// and empties the service's post payload cache.
 func (s *Service) DeleteRedisState(ctx context.Context) error {
 	iter := s.rdb.Scan(ctx, 0, s.cfg.KeyPrefix+"*", 1000).Iterator()
 	var batch []string
@@ -142,6 +143,9 @@ func (s *Service) DeleteRedisState(ctx context.Context) error {
 			return fmt.Errorf("feed: delete keys under %q: %w", s.cfg.KeyPrefix, err)
 		}
 	}
+	// The state may be rebuilt from a database seeded again, whose post ids
+	// could name other posts: forget the cached payloads too.
+	s.cache.reset()
 	return nil
 }
 

@@ -53,6 +53,8 @@ type Service struct {
 	ids     *IDGenerator
 	log     *slog.Logger
 	metrics *metrics
+	// cache holds checked post payloads (nil when disabled).
+	cache *postCache
 
 	// afterFanoutPage, if set (tests only), runs after each follower page
 	// a worker wrote.
@@ -65,6 +67,9 @@ type metrics struct {
 	fanoutJobs     *prometheus.CounterVec
 	relayed        prometheus.Counter
 	readDuration   prometheus.Histogram
+	// cacheHits and cacheMisses count post payloads found and not found in
+	// the in-process cache.
+	cacheHits, cacheMisses prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, strategy Strategy) *metrics {
@@ -94,7 +99,12 @@ func newMetrics(reg prometheus.Registerer, strategy Strategy) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
 		}),
 	}
-	reg.MustRegister(m.fanoutLag, m.fanoutDuration, m.fanoutJobs, m.relayed, m.readDuration)
+	cacheLookups := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "baedal_feed_post_cache_lookups_total", ConstLabels: labels,
+		Help: "Post payloads looked up in the in-process cache by result: hit, miss (read from Redis, or PostgreSQL, then cached).",
+	}, []string{"result"})
+	m.cacheHits, m.cacheMisses = cacheLookups.WithLabelValues("hit"), cacheLookups.WithLabelValues("miss")
+	reg.MustRegister(m.fanoutLag, m.fanoutDuration, m.fanoutJobs, m.relayed, m.readDuration, cacheLookups)
 	return m
 }
 
@@ -117,6 +127,7 @@ func NewService(cfg Config, db *pgxpool.Pool, rdb *redis.Client, log *slog.Logge
 	s := &Service{
 		cfg: cfg, db: db, rdb: rdb, keys: newKeys(cfg.KeyPrefix), ids: NewIDGenerator(nil),
 		log: log.With("component", "feed", "strategy", string(cfg.Strategy)), metrics: newMetrics(reg, cfg.Strategy),
+		cache: newPostCache(cfg.PostCacheEntries),
 	}
 	s.read = func(ctx context.Context, read func(context.Context, redis.Cmdable) error) error {
 		return read(ctx, rdb)
