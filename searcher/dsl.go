@@ -81,20 +81,30 @@ func nestedMenus(pred obj, innerHits obj) obj {
 	return obj{"nested": n}
 }
 
-// matchedMenusInnerHits returns up to 3 matched menus with highlights.
-func matchedMenusInnerHits() obj {
-	return obj{
+// matchedMenusInnerHits returns up to 3 matched menus, with highlights when
+// the request has text. The highlighter is given only the clauses on the two
+// highlighted fields: the full text query also has n-gram and shop-name
+// clauses, which cannot add highlights to these fields (a field is
+// highlighted by clauses on itself), yet made the highlighter cost ~2x.
+func matchedMenusInnerHits(q string) obj {
+	ih := obj{
 		"name": "matched",
 		"size": 3,
 		"_source": obj{"includes": arr{"menus.id", "menus.name", "menus.description", "menus.price", "menus.extra_fee",
 			"menus.cook_minutes", "menus.popular", "menus.sold_out"}},
-		"highlight": obj{
+	}
+	if q != "" {
+		ih["highlight"] = obj{
 			"pre_tags": arr{"<em>"}, "post_tags": arr{"</em>"},
 			// Whole values, not sentence fragments: a menu name is short.
-			"fields": obj{"menus.name": obj{"number_of_fragments": 0}, "menus.description": obj{"number_of_fragments": 0}},
-		},
+			"fields":          obj{"menus.name": obj{"number_of_fragments": 0}, "menus.description": obj{"number_of_fragments": 0}},
+			"highlight_query": obj{"bool": obj{"should": arr{matchField("menus.name", q), matchField("menus.description", q)}}},
+		}
 	}
+	return ih
 }
+
+func matchField(field, q string) obj { return obj{"match": obj{field: obj{"query": q}}} }
 
 // coldShopFilters are the filters on cold shop fields, present in both split
 // indices (copied into the menu index): category and the delivery area.

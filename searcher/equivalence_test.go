@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -120,7 +121,9 @@ func compare(a, b *Response) string {
 		if x.DeliveryMinutes != y.DeliveryMinutes || x.Open != y.Open || x.DeliveryFee != y.DeliveryFee || x.Rating != y.Rating {
 			return fmt.Sprintf("shop %d: fields differ: %+v vs %+v", x.ID, x.Shop, y.Shop)
 		}
-		if !slices.EqualFunc(x.MatchedMenus, y.MatchedMenus, func(m, n MatchedMenu) bool { return m.ID == n.ID && m.Price == n.Price }) {
+		if !slices.EqualFunc(x.MatchedMenus, y.MatchedMenus, func(m, n MatchedMenu) bool {
+			return m.ID == n.ID && m.Price == n.Price && maps.EqualFunc(m.Highlight, n.Highlight, slices.Equal)
+		}) {
 			return fmt.Sprintf("shop %d: matched menus differ: %v vs %v", x.ID, menuIDs(x.MatchedMenus), menuIDs(y.MatchedMenus))
 		}
 		if (x.ETAMinutes == nil) != (y.ETAMinutes == nil) || (x.ETAMinutes != nil && *x.ETAMinutes != *y.ETAMinutes) {

@@ -52,7 +52,7 @@ func (e *execution) nested(ctx context.Context) (*Response, error) {
 		filter = append(filter, nestedMenus(menuPredicate(r, false, r.MaxTotalFee), nil))
 	}
 	b := obj{}
-	matched := nestedMenus(menuPredicate(r, r.Q != "", nil), matchedMenusInnerHits())
+	matched := nestedMenus(menuPredicate(r, r.Q != "", nil), matchedMenusInnerHits(r.Q))
 	switch {
 	case r.Q != "":
 		b["must"] = arr{matched}

@@ -226,7 +226,7 @@ func (e *execution) menuFetch(ctx context.Context, step query.Step, resp *Respon
 	for i, sh := range resp.Shops {
 		ids[i] = sh.ID
 	}
-	matched := nestedMenus(menuPredicate(r, r.Q != "", nil), matchedMenusInnerHits())
+	matched := nestedMenus(menuPredicate(r, r.Q != "", nil), matchedMenusInnerHits(r.Q))
 	b := obj{"filter": arr{obj{"terms": obj{"id": ids}}}}
 	if r.Q != "" {
 		b["must"] = arr{matched}
