@@ -21,14 +21,14 @@
 // A read finds the page's post ids, then their payloads. Hybrid reads its ids
 // in one round trip with a read-only Lua script (readScript, run with
 // EVALSHA_RO through the replica selector's ReadFunc): the timeline range,
-// the celebrities the user follows and their recent posts. Push reads its
-// timeline range; pull pipelines its reads. The payloads (json.Marshal of a
-// Post) come from an in-process cache when it has them (posts are never
-// edited, so a cached payload never goes stale), the others from one MGET:
-// they are checked for the Post layout and the id asked for, cached, and
-// spliced into the response as they are; any other payload is replaced by
-// the post from PostgreSQL. With a warm cache a push or hybrid read is one
-// Redis round trip.
+// the celebrities the user follows and their recent posts, merged in Go.
+// Push reads its timeline range; pull pipelines its reads. The payloads
+// (json.Marshal of a Post) come from an in-process cache when it has them
+// (posts are never edited, so a cached payload never goes stale), the others
+// from one MGET: they are checked for the Post layout and the id asked for,
+// cached, and spliced into the response as they are; any other payload is
+// replaced by the post from PostgreSQL. With a warm cache a push or hybrid
+// read is one Redis round trip.
 //
 // Main invariant: a post accepted by Post (its transaction committed) reaches
 // every follower's timeline at least once, whatever process dies when; and

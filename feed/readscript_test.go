@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -176,5 +179,51 @@ func TestFeedReadIsOneRoundTrip(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestParseIDLists parses the read script's reply format, random lists
+// written the way the script writes them, and rejects malformed replies.
+func TestParseIDLists(t *testing.T) {
+	cases := []struct {
+		in   string
+		want [][]int64
+	}{
+		{"", [][]int64{{}}},
+		{";", [][]int64{{}, {}}},
+		{"7", [][]int64{{7}}},
+		{"3,2,1;;9007199254740991,5", [][]int64{{3, 2, 1}, {}, {MaxPostID, 5}}},
+		{";4", [][]int64{{}, {4}}},
+	}
+	for _, c := range cases {
+		got, err := parseIDLists(c.in)
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("parseIDLists(%q) = %v, %v; want %v", c.in, got, err, c.want)
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 200 {
+		want := make([][]int64, 1+rng.IntN(4))
+		var lists []string
+		for i := range want {
+			want[i] = []int64{}
+			var ids []string
+			for range rng.IntN(5) {
+				id := rng.Int64N(MaxPostID + 1)
+				want[i] = append(want[i], id)
+				ids = append(ids, strconv.FormatInt(id, 10))
+			}
+			lists = append(lists, strings.Join(ids, ","))
+		}
+		in := strings.Join(lists, ";")
+		got, err := parseIDLists(in)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("parseIDLists(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{",", "1,", ",1", "1,,2", "1;,", "1;2,", "a", "1 ", "-1", "1234567890123456789", "1:2"} {
+		if got, err := parseIDLists(bad); err == nil {
+			t.Errorf("parseIDLists(%q) = %v, want an error", bad, got)
+		}
 	}
 }
