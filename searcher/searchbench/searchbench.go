@@ -20,6 +20,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,12 +52,20 @@ type Config struct {
 	// StateDir is the local stack to use; if none runs there, a temporary
 	// stack is started and stopped.
 	StateDir string
+	// Clients is how many searches are in flight at once, in both phases.
+	Clients int
 }
 
 // Defaults returns the quick profile's configuration.
 func Defaults() Config {
-	return Config{Deadline: 500 * time.Millisecond, MaxRateSeconds: 15, StateDir: localstack.Defaults().StateDir}
+	return Config{Deadline: 500 * time.Millisecond, MaxRateSeconds: 15, StateDir: localstack.Defaults().StateDir, Clients: DefaultClients}
 }
+
+// DefaultClients is one search in flight per core of this 2-core machine:
+// searches arrive concurrently in production, and one sequential client can
+// never use more than one core of the node, so it cannot show indexing and
+// search competing for CPU.
+const DefaultClients = 2
 
 // Flags binds the configuration.
 func (c *Config) Flags(fs *flag.FlagSet) {
@@ -67,6 +76,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.UpdateRate, "update-rate", c.UpdateRate, "hot updates/s applied to each layout under load (0: half the nested maximum measured in this run)")
 	fs.IntVar(&c.MaxRateSeconds, "max-rate-seconds", c.MaxRateSeconds, "seconds spent measuring the nested layout's maximum update rate")
 	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "local stack to use; a temporary one is started if none runs there")
+	fs.IntVar(&c.Clients, "clients", c.Clients, "searches in flight at once, in both phases")
 }
 
 // Validate names the first invalid field.
@@ -85,6 +95,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("update-rate: got %g, must be >= 0", c.UpdateRate)
 	case c.MaxRateSeconds < 1:
 		return fmt.Errorf("max-rate-seconds: got %d, must be >= 1", c.MaxRateSeconds)
+	case c.Clients < 1 || c.Clients > 64:
+		return fmt.Errorf("clients: got %d, allowed: 1..64", c.Clients)
 	}
 	return nil
 }
@@ -110,6 +122,7 @@ type Summary struct {
 	Profile    string `json:"profile"`
 	Shops      int    `json:"shops"`
 	Queries    int    `json:"queries"`
+	Clients    int    `json:"clients"`
 	Equivalent bool   `json:"equivalent"`
 	Mismatches int    `json:"mismatches"`
 	// NotCompared counts idle pages one layout did not answer in time.
@@ -279,12 +292,15 @@ func (r *run) measureNestedMax(ctx context.Context) (float64, error) {
 	return rate, r.refresh(ctx)
 }
 
-// phase runs every query on both layouts, alternating which goes first.
+// phase runs every query on both layouts, alternating which goes first;
+// cfg.Clients queries are in flight at once.
 func (r *run) phase(ctx context.Context, name string, queries []query.Request, compare bool) (nested, split *bench.LatencyRecorder, timeouts [2]int, mismatches, notCompared int, err error) {
 	nested, split = bench.NewLatencyRecorder(), bench.NewLatencyRecorder()
 	prog := bench.NewProgress(r.progress, name, int64(len(queries)))
 	defer prog.Done()
-	for i, q := range queries {
+	var mu sync.Mutex // guards timeouts, mismatches, notCompared
+	err = forEach(r.cfg.Clients, len(queries), func(i int) error {
+		q := queries[i]
 		order := []layout.Kind{layout.Nested, layout.Split}
 		if i%2 == 1 {
 			order = []layout.Kind{layout.Split, layout.Nested}
@@ -300,14 +316,18 @@ func (r *run) phase(ctx context.Context, name string, queries []query.Request, c
 			}
 			rec.Record(took)
 			if errors.Is(err, searcher.ErrTimeout) {
+				mu.Lock()
 				timeouts[slot]++
+				mu.Unlock()
 				continue
 			}
 			if err != nil {
-				return nil, nil, timeouts, 0, 0, fmt.Errorf("searchbench: %s query %d (%s) on %s: %w", name, i, q.Encode().Encode(), k, err)
+				return fmt.Errorf("searchbench: %s query %d (%s) on %s: %w", name, i, q.Encode().Encode(), k, err)
 			}
 			got[slot] = resp
 		}
+		mu.Lock()
+		defer mu.Unlock()
 		switch {
 		case !compare:
 		case got[0] == nil || got[1] == nil:
@@ -317,8 +337,37 @@ func (r *run) phase(ctx context.Context, name string, queries []query.Request, c
 			r.log.Warn("layouts disagree", "query", q.Encode().Encode())
 		}
 		prog.Add(1)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, timeouts, 0, 0, err
 	}
 	return nested, split, timeouts, mismatches, notCompared, nil
+}
+
+// forEach calls fn(0) … fn(n-1) from workers goroutines and returns the
+// first error; after an error no new calls start.
+func forEach(workers, n int, fn func(i int) error) error {
+	var next atomic.Int64
+	var failed atomic.Bool
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for !failed.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := fn(i); err != nil {
+					errs[w] = err
+					failed.Store(true)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // samePage compares what a person sees: totals, the shops in order, their
@@ -407,31 +456,31 @@ func (r *run) searchWhileUpdating(ctx context.Context, k layout.Kind, rate float
 			return nil
 		})
 	}()
-	timeouts := 0
-	var searchErr error
-	for _, q := range queries {
+	var timeouts atomic.Int64
+	searchErr := forEach(r.cfg.Clients, len(queries), func(i int) error {
+		q := queries[i]
 		begin := time.Now()
 		_, err := r.srch.Search(ctx, q, k)
 		rec.Record(time.Since(begin))
 		prog.Add(1)
 		if errors.Is(err, searcher.ErrTimeout) {
-			timeouts++
-			continue
+			timeouts.Add(1)
+			return nil
 		}
 		if err != nil {
-			searchErr = fmt.Errorf("searchbench: query %s on %s under load: %w", q.Encode().Encode(), k, err)
-			break
+			return fmt.Errorf("searchbench: query %s on %s under load: %w", q.Encode().Encode(), k, err)
 		}
-	}
+		return nil
+	})
 	took := time.Since(start)
 	stopLoad()
 	<-done
-	return applied.Load(), took, timeouts, errors.Join(searchErr, loadErr)
+	return applied.Load(), took, int(timeouts.Load()), errors.Join(searchErr, loadErr)
 }
 
 func (r *run) measure(ctx context.Context) (Summary, error) {
 	cfg := r.cfg
-	s := Summary{Bench: "search", Profile: string(cfg.Bench.Profile), Shops: cfg.Shops, Queries: cfg.Queries,
+	s := Summary{Bench: "search", Profile: string(cfg.Bench.Profile), Shops: cfg.Shops, Queries: cfg.Queries, Clients: cfg.Clients,
 		DeadlineMs: bench.Ms(cfg.Deadline)}
 	fmt.Fprintf(r.progress, "measuring the nested layout's maximum update rate for %ds\n", cfg.MaxRateSeconds)
 	maxRate, err := r.measureNestedMax(ctx)
@@ -488,10 +537,10 @@ func (r *run) report(s Summary, idleN, idleS, loadN, loadS *bench.LatencyRecorde
 	rep := bench.NewReport("search", "Search latency: split layout vs nested baseline", bench.CommandLine())
 	rep.Add(bench.Section{
 		Title: "Setup",
-		Text: fmt.Sprintf("%d shops (~30 menus each), %d queries per phase, each run on both layouts back to back in alternating order. "+
+		Text: fmt.Sprintf("%d shops (~30 menus each), %d queries per phase, each run on both layouts back to back in alternating order, %d searches in flight at once. "+
 			"Under load, each layout is searched while it alone takes %.0f hot shop updates/s through the production indexer, in alternating rounds (both layouts share one OpenSearch node here; the nested layout's maximum measured in this run was %.0f/s). "+
 			"Searches slower than %.0f ms count as timeouts. Equivalent: %v (%d idle pages differed, %d not compared because a layout timed out).",
-			s.Shops, s.Queries, s.UpdateRate, s.NestedMaxUpdatesPerS, s.DeadlineMs, s.Equivalent, s.Mismatches, s.NotCompared),
+			s.Shops, s.Queries, s.Clients, s.UpdateRate, s.NestedMaxUpdatesPerS, s.DeadlineMs, s.Equivalent, s.Mismatches, s.NotCompared),
 	})
 	idleTable := bench.CompareLatency("nested", idleN, "split", idleS)
 	loadTable := bench.CompareLatency("nested", loadN, "split", loadS)

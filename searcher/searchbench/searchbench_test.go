@@ -3,9 +3,13 @@ package searchbench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"os"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/baedal/baedal/bench"
 	"github.com/baedal/baedal/internal/stacktest"
@@ -69,5 +73,48 @@ func TestQueryMixIsRealistic(t *testing.T) {
 	}
 	if text < 700 || text > 950 {
 		t.Errorf("%d of 1000 searches have text, want most but not all", text)
+	}
+}
+
+func TestForEachCallsEveryIndexOnceAndStopsOnError(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[int]int{}
+	var inFlight, peak atomic.Int64
+	err := forEach(3, 100, func(i int) error {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		time.Sleep(time.Millisecond)
+		mu.Lock()
+		seen[i]++
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		if seen[i] != 1 {
+			t.Fatalf("index %d called %d times", i, seen[i])
+		}
+	}
+	if p := peak.Load(); p < 2 || p > 3 {
+		t.Errorf("peak concurrency %d, want 2..3 of 3 workers", p)
+	}
+	var calls atomic.Int64
+	boom := errors.New("boom")
+	err = forEach(2, 1000, func(i int) error {
+		calls.Add(1)
+		if i == 10 {
+			return boom
+		}
+		return nil
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("got %v, want boom", err)
+	}
+	if c := calls.Load(); c >= 1000 {
+		t.Errorf("%d calls after an error at index 10: it should stop early", c)
 	}
 }
