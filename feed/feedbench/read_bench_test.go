@@ -24,6 +24,8 @@ import (
 //	go test ./feed/feedbench -run '^$' -bench ReadUserAConcurrent/hybrid -benchtime 5s -cpuprofile /tmp/cpu.out
 //	go tool pprof -top /tmp/cpu.out
 //
+// The clients are the lean keep-alive client of `baedal bench feed`
+// (sub-benchmarks push, hybrid) or net/http's (push-nethttp, hybrid-nethttp).
 // It reports requests per second and the CPU time per request of this
 // process (clients and server) and of redis-server, which depend much less on
 // what else the machine runs; with 2 CPUs RunParallel runs 50 clients.
@@ -57,24 +59,46 @@ func BenchmarkReadUserAConcurrent(b *testing.B) {
 		if err := getJSON(ctx, client, path, nil); err != nil {
 			b.Fatal(err)
 		}
-		b.Run(string(strategy), func(b *testing.B) {
-			b.SetParallelism((cfg.Clients + 1) / 2)
-			cpu0, redis0 := processCPU(b), redisCPU(b, rdb)
-			start := time.Now()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if err := getJSON(ctx, client, path, nil); err != nil {
-						b.Error(err)
-						return
+		req, err := newLeanRequest(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		clients := []struct {
+			name string
+			// read returns a function reading the feed once, for one
+			// goroutine, and a function releasing what it holds.
+			read func() (func() error, func())
+		}{
+			{string(strategy), func() (func() error, func()) {
+				c := newLeanConn(req.addr, 30*time.Second)
+				return func() error { return leanReadFeed(ctx, c, req) }, c.close
+			}},
+			{string(strategy) + "-nethttp", func() (func() error, func()) {
+				return func() error { return getJSON(ctx, client, path, nil) }, func() {}
+			}},
+		}
+		for _, cl := range clients {
+			b.Run(cl.name, func(b *testing.B) {
+				b.SetParallelism((cfg.Clients + 1) / 2)
+				cpu0, redis0 := processCPU(b), redisCPU(b, rdb)
+				start := time.Now()
+				b.RunParallel(func(pb *testing.PB) {
+					read, done := cl.read()
+					defer done()
+					for pb.Next() {
+						if err := read(); err != nil {
+							b.Error(err)
+							return
+						}
 					}
-				}
+				})
+				elapsed := time.Since(start)
+				cpu, redisUsed := processCPU(b)-cpu0, redisCPU(b, rdb)-redis0
+				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
+				b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "go-cpu-us/req")
+				b.ReportMetric(float64(redisUsed.Microseconds())/float64(b.N), "redis-cpu-us/req")
 			})
-			elapsed := time.Since(start)
-			cpu, redisUsed := processCPU(b)-cpu0, redisCPU(b, rdb)-redis0
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
-			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "go-cpu-us/req")
-			b.ReportMetric(float64(redisUsed.Microseconds())/float64(b.N), "redis-cpu-us/req")
-		})
+		}
 	}
 }
 
