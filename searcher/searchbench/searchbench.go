@@ -17,9 +17,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -116,6 +119,43 @@ type PhaseFigures struct {
 	SplitUpdatesPerS  float64 `json:"split_updates_per_s"`
 }
 
+// StepFigures are the times of one plan step over a phase.
+type StepFigures struct {
+	Count int64   `json:"count"`
+	P50Ms float64 `json:"p50_ms"`
+	P99Ms float64 `json:"p99_ms"`
+}
+
+// stepTimes records the time of every executed step, by layout and step.
+type stepTimes struct {
+	mu   sync.Mutex
+	recs map[string]*bench.LatencyRecorder
+}
+
+func (st *stepTimes) record(k layout.Kind, resp *searcher.Response) {
+	if st == nil || resp == nil || resp.Explain == nil {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, step := range resp.Explain.Steps {
+		key := string(k) + " " + step.Name
+		if st.recs[key] == nil {
+			st.recs[key] = bench.NewLatencyRecorder()
+		}
+		st.recs[key].Record(time.Duration(step.TookMs * float64(time.Millisecond)))
+	}
+}
+
+func (st *stepTimes) figures() map[string]StepFigures {
+	out := map[string]StepFigures{}
+	for k, rec := range st.recs {
+		sum := rec.Summary()
+		out[k] = StepFigures{Count: rec.Count(), P50Ms: sum.P50Ms, P99Ms: sum.P99Ms}
+	}
+	return out
+}
+
 // Summary is the JSON line.
 type Summary struct {
 	Bench      string `json:"bench"`
@@ -131,10 +171,13 @@ type Summary struct {
 	NestedMaxUpdatesPerS float64      `json:"nested_max_updates_per_s"`
 	UpdateRate           float64      `json:"update_rate"`
 	Idle                 PhaseFigures `json:"idle"`
-	UnderLoad            PhaseFigures `json:"under_load"`
-	P50RatioUnderLoad    float64      `json:"p50_ratio_under_load"`
-	P99RatioUnderLoad    float64      `json:"p99_ratio_under_load"`
-	Report               string       `json:"report"`
+	// IdleSteps are the idle phase's per-step times (from explain), keyed
+	// "layout step", e.g. "split menus:fetch".
+	IdleSteps         map[string]StepFigures `json:"idle_steps"`
+	UnderLoad         PhaseFigures           `json:"under_load"`
+	P50RatioUnderLoad float64                `json:"p50_ratio_under_load"`
+	P99RatioUnderLoad float64                `json:"p99_ratio_under_load"`
+	Report            string                 `json:"report"`
 }
 
 // run holds the state of one benchmark run.
@@ -293,14 +336,16 @@ func (r *run) measureNestedMax(ctx context.Context) (float64, error) {
 }
 
 // phase runs every query on both layouts, alternating which goes first;
-// cfg.Clients queries are in flight at once.
-func (r *run) phase(ctx context.Context, name string, queries []query.Request, compare bool) (nested, split *bench.LatencyRecorder, timeouts [2]int, mismatches, notCompared int, err error) {
+// cfg.Clients queries are in flight at once. steps, if not nil, gets the
+// per-step times.
+func (r *run) phase(ctx context.Context, name string, queries []query.Request, compare bool, steps *stepTimes) (nested, split *bench.LatencyRecorder, timeouts [2]int, mismatches, notCompared int, err error) {
 	nested, split = bench.NewLatencyRecorder(), bench.NewLatencyRecorder()
 	prog := bench.NewProgress(r.progress, name, int64(len(queries)))
 	defer prog.Done()
 	var mu sync.Mutex // guards timeouts, mismatches, notCompared
 	err = forEach(r.cfg.Clients, len(queries), func(i int) error {
 		q := queries[i]
+		q.Explain = steps != nil
 		order := []layout.Kind{layout.Nested, layout.Split}
 		if i%2 == 1 {
 			order = []layout.Kind{layout.Split, layout.Nested}
@@ -325,6 +370,7 @@ func (r *run) phase(ctx context.Context, name string, queries []query.Request, c
 				return fmt.Errorf("searchbench: %s query %d (%s) on %s: %w", name, i, q.Encode().Encode(), k, err)
 			}
 			got[slot] = resp
+			steps.record(k, resp)
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -494,12 +540,14 @@ func (r *run) measure(ctx context.Context) (Summary, error) {
 	}
 	queries := QueryMix(uint64(cfg.Bench.Seed), cfg.Queries)
 
-	idleN, idleS, idleT, mismatches, notCompared, err := r.phase(ctx, "search idle", queries, true)
+	steps := &stepTimes{recs: map[string]*bench.LatencyRecorder{}}
+	idleN, idleS, idleT, mismatches, notCompared, err := r.phase(ctx, "search idle", queries, true, steps)
 	if err != nil {
 		return s, err
 	}
 	s.Mismatches, s.NotCompared, s.Equivalent = mismatches, notCompared, mismatches == 0
 	s.Idle = figures(idleN, idleS, idleT, [2]float64{})
+	s.IdleSteps = steps.figures()
 
 	fmt.Fprintf(r.progress, "searching each layout while it takes %.0f hot updates/s (rounds alternate the layouts)\n", s.UpdateRate)
 	rounds := cfg.Bench.Rounds
@@ -544,6 +592,12 @@ func (r *run) report(s Summary, idleN, idleS, loadN, loadS *bench.LatencyRecorde
 	})
 	idleTable := bench.CompareLatency("nested", idleN, "split", idleS)
 	loadTable := bench.CompareLatency("nested", loadN, "split", loadS)
+	stepTable := &bench.Table{Header: []string{"layout · step", "searches", "p50 ms", "p99 ms"}}
+	for _, k := range slices.Sorted(maps.Keys(s.IdleSteps)) {
+		f := s.IdleSteps[k]
+		stepTable.Rows = append(stepTable.Rows, []string{k, strconv.FormatInt(f.Count, 10), fmt.Sprintf("%.2f", f.P50Ms), fmt.Sprintf("%.2f", f.P99Ms)})
+	}
+	rep.Add(bench.Section{Title: "Idle, by plan step (explain)", Text: "Client-side time of each request of the plan; a step runs only when the plan needs it.", Table: stepTable})
 	rep.Add(bench.Section{Title: "Idle", Table: &idleTable, Charts: []bench.Chart{bench.LatencyCDF("Idle search latency", []string{"nested", "split"}, []*bench.LatencyRecorder{idleN, idleS})}})
 	rep.Add(bench.Section{Title: "Under hot-update load", Table: &loadTable, Charts: []bench.Chart{bench.LatencyCDF("Search latency under load", []string{"nested", "split"}, []*bench.LatencyRecorder{loadN, loadS})}})
 	rep.SetSummary(s)

@@ -40,8 +40,13 @@ func TestSmoke(t *testing.T) {
 	}
 	if missing := bench.MissingKeys(parsed, "bench", "queries", "equivalent", "idle.nested_p50_ms", "idle.nested_p99_ms",
 		"idle.split_p50_ms", "idle.split_p99_ms", "idle.timeouts_nested", "idle.timeouts_split",
-		"under_load.nested_p50_ms", "under_load.split_p99_ms", "p50_ratio_under_load", "p99_ratio_under_load"); len(missing) > 0 {
+		"under_load.nested_p50_ms", "under_load.split_p99_ms", "p50_ratio_under_load", "p99_ratio_under_load", "clients"); len(missing) > 0 {
 		t.Fatalf("summary lacks %v: %s", missing, line.String())
+	}
+	for _, step := range []string{"nested nested:query+decision+fetch", "split shops:query+decision+fetch", "split menus:fetch"} {
+		if f := s.IdleSteps[step]; f.Count == 0 || f.P50Ms <= 0 {
+			t.Errorf("idle_steps[%q] = %+v, want timed searches", step, f)
+		}
 	}
 	if !s.Equivalent {
 		t.Errorf("layouts disagreed on %d idle pages", s.Mismatches)
