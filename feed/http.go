@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -185,7 +186,7 @@ func (h handlers) feed(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h handlers) compatFeed(w http.ResponseWriter, r *http.Request) error {
-	raw := r.URL.Query().Get("user-id")
+	raw := queryValue(r, "user-id")
 	if raw == "" {
 		return api.BadRequest("user-id", "is required: a user id > 0")
 	}
@@ -204,6 +205,26 @@ func (h handlers) compatFeed(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSONBytes(w, http.StatusOK, buf)
 	return nil
+}
+
+// queryValue returns the first value of the query parameter name, as
+// r.URL.Query().Get(name) does. A query without escapes ('%', '+') or ';' is
+// scanned in place, without parsing every parameter into a map; any other goes
+// through url.ParseQuery.
+func queryValue(r *http.Request, name string) string {
+	q := r.URL.RawQuery
+	if strings.ContainsAny(q, "%+;") {
+		return r.URL.Query().Get(name)
+	}
+	for q != "" {
+		var pair string
+		pair, q, _ = strings.Cut(q, "&")
+		key, value, _ := strings.Cut(pair, "=")
+		if key == name {
+			return value
+		}
+	}
+	return ""
 }
 
 // responseBuffers holds *[]byte buffers for feed responses.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -208,6 +209,23 @@ func FuzzDecodeJSON(f *testing.F) {
 		var p *api.Problem
 		if !errors.As(err, &p) || p.Status < 400 || p.Status >= 500 || p.Field == "" && p.Status == 400 {
 			t.Fatalf("decodeJSON(%q) = %v, want a 4xx problem naming a field", body, err)
+		}
+	})
+}
+
+// FuzzQueryValue: queryValue returns what r.URL.Query().Get returns, for
+// every query string.
+//
+//	go test ./feed -run '^$' -fuzz FuzzQueryValue -fuzztime 20000x
+func FuzzQueryValue(f *testing.F) {
+	for _, seed := range []string{"user-id=7", "a=1&user-id=2&user-id=3", "user-id", "user-id=", "&&user-id=5&", "user-id=%37",
+		"user%2Did=8", "user-id=1;x=2", "x=1;user-id=2", "user-id=1+2", "=&=user-id", "user-id=a=b", ""} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, rawQuery string) {
+		r := &http.Request{URL: &url.URL{Path: "/api/v1/feeds", RawQuery: rawQuery}}
+		if got, want := queryValue(r, "user-id"), r.URL.Query().Get("user-id"); got != want {
+			t.Fatalf("queryValue(%q) = %q, want %q", rawQuery, got, want)
 		}
 	})
 }

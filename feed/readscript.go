@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -70,16 +71,8 @@ func (s *Service) readPage(ctx context.Context, user, before int64, limit int) (
 // post ids separated by ','; an empty list is an empty string. The lists
 // share one backing array. It returns at least one list.
 func parseIDLists(s string) ([][]int64, error) {
-	n, ids := 1, 1
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case ';':
-			n++
-			ids++
-		case ',':
-			ids++
-		}
-	}
+	n := 1 + strings.Count(s, ";")
+	ids := n + strings.Count(s, ",")
 	all := make([]int64, 0, ids)
 	lists := make([][]int64, 0, n)
 	start := 0   // index in all of the current list's first id
