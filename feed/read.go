@@ -19,8 +19,9 @@ type Page struct {
 }
 
 // RawPage is a Page whose posts are still their stored JSON payloads, each
-// the encoding of a Post with the layout scanPayload checks. The HTTP
-// handlers write them into responses without decoding them.
+// the encoding of a Post with the layout scanPayload checks, shared with the
+// post cache (read-only). The HTTP handlers write them into responses without
+// decoding them.
 type RawPage struct {
 	Posts      []json.RawMessage
 	NextBefore int64
@@ -49,7 +50,8 @@ func (s *Service) Feed(ctx context.Context, user, before int64, limit int) (Page
 	return page, nil
 }
 
-// FeedRaw is Feed without decoding the posts' payloads.
+// FeedRaw is Feed without decoding the posts' payloads. The payloads may be
+// shared with the service's post cache: callers must not modify them.
 func (s *Service) FeedRaw(ctx context.Context, user, before int64, limit int) (RawPage, error) {
 	start := time.Now()
 	if limit <= 0 {
