@@ -99,29 +99,38 @@ type Config struct {
 	// postCache): it holds at most twice this many. -1 disables the cache
 	// (0 takes the default, as for every field).
 	PostCacheEntries int
+	// ReadBatch is the most read commands (a hybrid page's script, a push
+	// timeline range, an MGET of payloads) that concurrent reads send to
+	// Redis together in one pipeline (see readBatcher). -1 sends each read
+	// alone.
+	ReadBatch int
+	// ReadBatchesInFlight is the number of such pipelines sent at once.
+	ReadBatchesInFlight int
 }
 
 // Defaults returns the default configuration.
 func Defaults() Config {
 	return Config{
-		Strategy:           StrategyHybrid,
-		CelebrityThreshold: 1000,
-		TimelineCap:        800,
-		AuthorPostsCap:     800,
-		MaxTextRunes:       280,
-		DefaultPageSize:    20,
-		MaxPageSize:        200,
-		KeyPrefix:          "feed:",
-		Workers:            2,
-		FollowerPageSize:   1000,
-		JobBatch:           16,
-		ReadBlock:          time.Second,
-		ClaimMinIdle:       15 * time.Second,
-		ClaimInterval:      5 * time.Second,
-		RelayAfter:         60 * time.Second,
-		RelayInterval:      10 * time.Second,
-		StreamMaxLen:       1_000_000,
-		PostCacheEntries:   100_000,
+		Strategy:            StrategyHybrid,
+		CelebrityThreshold:  1000,
+		TimelineCap:         800,
+		AuthorPostsCap:      800,
+		MaxTextRunes:        280,
+		DefaultPageSize:     20,
+		MaxPageSize:         200,
+		KeyPrefix:           "feed:",
+		Workers:             2,
+		FollowerPageSize:    1000,
+		JobBatch:            16,
+		ReadBlock:           time.Second,
+		ClaimMinIdle:        15 * time.Second,
+		ClaimInterval:       5 * time.Second,
+		RelayAfter:          60 * time.Second,
+		RelayInterval:       10 * time.Second,
+		StreamMaxLen:        1_000_000,
+		PostCacheEntries:    100_000,
+		ReadBatch:           64,
+		ReadBatchesInFlight: 2,
 	}
 }
 
@@ -146,6 +155,8 @@ func (c *Config) EnsureDefaults() {
 	setIfZero(&c.RelayInterval, d.RelayInterval)
 	setIfZero(&c.StreamMaxLen, d.StreamMaxLen)
 	setIfZero(&c.PostCacheEntries, d.PostCacheEntries)
+	setIfZero(&c.ReadBatch, d.ReadBatch)
+	setIfZero(&c.ReadBatchesInFlight, d.ReadBatchesInFlight)
 }
 
 func setIfZero[T comparable](p *T, def T) {
@@ -169,6 +180,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ClaimMinIdle, "feed-claim-min-idle", c.ClaimMinIdle, "take over fan-out jobs pending this long on a dead worker")
 	fs.DurationVar(&c.RelayAfter, "feed-relay-after", c.RelayAfter, "publish again posts whose fan-out has not finished after this long")
 	fs.IntVar(&c.PostCacheEntries, "feed-post-cache", c.PostCacheEntries, "post payloads cached in memory per generation (at most twice this many held); -1 disables the cache")
+	fs.IntVar(&c.ReadBatch, "feed-read-batch", c.ReadBatch, "most concurrent read commands sent to Redis in one pipeline; -1 sends each read alone")
+	fs.IntVar(&c.ReadBatchesInFlight, "feed-read-batches-in-flight", c.ReadBatchesInFlight, "pipelines of concurrent reads sent at once")
 }
 
 // Validate names the first invalid field and its allowed values.
@@ -192,10 +205,14 @@ func (c *Config) Validate() error {
 		{"feed-follower-page", c.FollowerPageSize, 1, 100_000},
 		{"feed-job-batch", c.JobBatch, 1, 10_000},
 		{"feed-post-cache", c.PostCacheEntries, -1, 10_000_000},
+		{"feed-read-batches-in-flight", c.ReadBatchesInFlight, 1, 64},
 	} {
 		if b.v < b.min || b.v > b.max {
 			return fmt.Errorf("%s: got %d, allowed: %d..%d", b.name, b.v, b.min, b.max)
 		}
+	}
+	if c.ReadBatch != -1 && (c.ReadBatch < 1 || c.ReadBatch > 1024) {
+		return fmt.Errorf("feed-read-batch: got %d, allowed: -1 (each read alone) or 1..1024", c.ReadBatch)
 	}
 	if c.KeyPrefix == "" || strings.ContainsAny(c.KeyPrefix, " \r\n\t*?[") {
 		return fmt.Errorf("feed-key-prefix: got %q, want a non-empty prefix without spaces or glob characters", c.KeyPrefix)

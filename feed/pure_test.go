@@ -102,6 +102,9 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		{func(c *Config) { c.KeyPrefix = "a b" }, "feed-key-prefix"},
 		{func(c *Config) { c.ClaimMinIdle = c.ReadBlock }, "feed-claim-min-idle"},
 		{func(c *Config) { c.PostCacheEntries = -2 }, "feed-post-cache: got -2, allowed: -1..10000000"},
+		{func(c *Config) { c.ReadBatch = -2 }, "feed-read-batch: got -2, allowed: -1 (each read alone) or 1..1024"},
+		{func(c *Config) { c.ReadBatch = 1025 }, "feed-read-batch: got 1025"},
+		{func(c *Config) { c.ReadBatchesInFlight = 65 }, "feed-read-batches-in-flight: got 65, allowed: 1..64"},
 	}
 	for _, c := range cases {
 		cfg := Defaults()

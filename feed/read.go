@@ -92,11 +92,22 @@ func (s *Service) FeedRaw(ctx context.Context, user, before int64, limit int) (R
 	return page, nil
 }
 
-// feedIDs returns the newest post ids of the user's feed, below before, with
-// pipelined commands. Pull and push read with it (push: one ZREVRANGEBYSCORE);
-// hybrid reads with readScript, which must return the same ids
+// feedIDs returns the newest post ids of the user's feed, below before. Push
+// reads them with one ZREVRANGEBYSCORE, batched with concurrent reads
+// (readCommand); pull with pipelined commands (feedIDsFrom). Hybrid reads
+// with readScript, which must return the same ids as feedIDsFrom
 // (TestReadScriptMatchesPipeline).
 func (s *Service) feedIDs(ctx context.Context, user, before int64, limit int) (ids []int64, err error) {
+	if s.cfg.Strategy == StrategyPush {
+		rng := idRange(before, limit)
+		cmd, err := readCommand(ctx, s, func(ctx context.Context, c redis.Cmdable) *redis.StringSliceCmd {
+			return c.ZRevRangeByScore(ctx, s.keys.timeline(user), rng)
+		}, nil)
+		if err != nil {
+			return nil, fmt.Errorf("feed: read timeline of %d: %w", user, err)
+		}
+		return parseIDs(cmd.Val())
+	}
 	err = s.read(ctx, func(ctx context.Context, rc redis.Cmdable) error {
 		ids, err = s.feedIDsFrom(ctx, rc, user, before, limit)
 		return err
@@ -104,11 +115,20 @@ func (s *Service) feedIDs(ctx context.Context, user, before int64, limit int) (i
 	return ids, err
 }
 
-func (s *Service) feedIDsFrom(ctx context.Context, rc redis.Cmdable, user, before int64, limit int) ([]int64, error) {
+// idRange is the score range of a page: the limit newest ids below before
+// (0: from the newest).
+func idRange(before int64, limit int) *redis.ZRangeBy {
 	rng := &redis.ZRangeBy{Min: "-inf", Max: "+inf", Count: int64(limit)}
 	if before > 0 {
 		rng.Max = "(" + strconv.FormatInt(before, 10)
 	}
+	return rng
+}
+
+// feedIDsFrom reads the page's ids on rc with plain (pipelined) commands,
+// for any strategy.
+func (s *Service) feedIDsFrom(ctx context.Context, rc redis.Cmdable, user, before int64, limit int) ([]int64, error) {
+	rng := idRange(before, limit)
 	switch s.cfg.Strategy {
 	case StrategyPush:
 		members, err := rc.ZRevRangeByScore(ctx, s.keys.timeline(user), rng).Result()
@@ -179,7 +199,7 @@ func (s *Service) readAuthors(ctx context.Context, rc redis.Cmdable, authors []s
 
 // hydrate returns the payloads of the posts ids names, in order: from the
 // post cache, the others from Redis (one MGET through s.read, so replicas
-// serve it), and those still missing from PostgreSQL. A Redis value that is
+// serve it, batched with concurrent reads), and those still missing from PostgreSQL. A Redis value that is
 // not the encoded Post of its id (missing, malformed, another post's) is
 // replaced by the post from PostgreSQL; ids without a post anywhere are left
 // out. What it reads is checked, then cached. The payloads may be shared with
@@ -218,15 +238,13 @@ func (s *Service) readPayloads(ctx context.Context, ids []int64, out []json.RawM
 			keys = append(keys, s.keys.post(id))
 		}
 	}
-	var vals []any
-	err := s.read(ctx, func(ctx context.Context, rc redis.Cmdable) error {
-		var err error
-		vals, err = rc.MGet(ctx, keys...).Result()
-		return err
-	})
+	cmd, err := readCommand(ctx, s, func(ctx context.Context, c redis.Cmdable) *redis.SliceCmd {
+		return c.MGet(ctx, keys...)
+	}, nil)
 	if err != nil {
 		return fmt.Errorf("feed: read %d post payloads: %w", len(keys), err)
 	}
+	vals := cmd.Val()
 	if len(vals) != len(missing) {
 		return fmt.Errorf("feed: %d payloads for %d post ids", len(vals), len(missing))
 	}

@@ -38,22 +38,26 @@ end
 return table.concat(out, ';')
 `)
 
-// readPage runs readScript for a hybrid feed through s.read and returns the
-// page's post ids: the limit newest distinct ids of the user's timeline and of
-// the celebrities the user follows, newest first, as feedIDsFrom returns
-// them.
+// readPage runs readScript for a hybrid feed through s.read, batched with
+// concurrent reads (readCommand: EVALSHA_RO, then EVAL_RO after NOSCRIPT, as
+// redis.Script.RunRO does), and returns the page's post ids: the limit newest
+// distinct ids of the user's timeline and of the celebrities the user
+// follows, newest first, as feedIDsFrom returns them.
 func (s *Service) readPage(ctx context.Context, user, before int64, limit int) ([]int64, error) {
 	keys := []string{s.keys.timeline(user), s.keys.celebrities, s.keys.followees(user)}
 	maxScore := "+inf"
 	if before > 0 {
 		maxScore = "(" + strconv.FormatInt(before, 10)
 	}
-	var reply string
-	err := s.read(ctx, func(ctx context.Context, rc redis.Cmdable) error {
-		var err error
-		reply, err = readScript.RunRO(ctx, rc, keys, maxScore, limit, s.keys.authorPrefix).Text()
-		return err
+	cmd, err := readCommand(ctx, s, func(ctx context.Context, c redis.Cmdable) *redis.Cmd {
+		return readScript.EvalShaRO(ctx, c, keys, maxScore, limit, s.keys.authorPrefix)
+	}, func(ctx context.Context, c redis.Cmdable) *redis.Cmd {
+		return readScript.EvalRO(ctx, c, keys, maxScore, limit, s.keys.authorPrefix)
 	})
+	if err != nil {
+		return nil, fmt.Errorf("feed: read page of %d: %w", user, err)
+	}
+	reply, err := cmd.Text()
 	if err != nil {
 		return nil, fmt.Errorf("feed: read page of %d: %w", user, err)
 	}

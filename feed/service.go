@@ -55,6 +55,8 @@ type Service struct {
 	metrics *metrics
 	// cache holds checked post payloads (nil when disabled).
 	cache *postCache
+	// batch pipelines concurrent reads (nil when ReadBatch is -1).
+	batch *readBatcher
 
 	// afterFanoutPage, if set (tests only), runs after each follower page
 	// a worker wrote.
@@ -132,14 +134,22 @@ func NewService(cfg Config, db *pgxpool.Pool, rdb *redis.Client, log *slog.Logge
 	s.read = func(ctx context.Context, read func(context.Context, redis.Cmdable) error) error {
 		return read(ctx, rdb)
 	}
+	if cfg.ReadBatch > 0 {
+		s.batch = newReadBatcher(s.read, cfg.ReadBatch, cfg.ReadBatchesInFlight)
+	}
 	return s, nil
 }
 
 // UseReadClient routes timeline reads through f (e.g. the replica selector).
-// Call it before serving.
+// Call it before serving. With read batching, f runs one pipeline of many
+// reads at a time; it may run it again (on another server) when it returns
+// an error, and must not run it twice at once.
 func (s *Service) UseReadClient(f ReadFunc) {
 	if f != nil {
 		s.read = f
+		if s.batch != nil {
+			s.batch.read = f
+		}
 	}
 }
 

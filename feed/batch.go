@@ -1,0 +1,235 @@
+package feed
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// readBatcher pipelines concurrent reads automatically (as rueidis, Lettuce
+// and ioredis' enableAutoPipelining do): a read command is queued, and a batch
+// loop sends whatever is queued, up to max commands, as one pipeline through
+// the service's ReadFunc (so the replica selector picks one server per
+// batch), then hands each caller its own reply or error. While a pipeline is
+// on the wire the next reads queue up, so under load many reads share one
+// write, one read and one wake-up on both sides of the socket; a lone read is
+// sent at once, never held back by a timer.
+//
+// At most inFlight batch loops run at once, each sending one pipeline at a
+// time, so one slow batch does not stall every reader. A loop exists only
+// while there is work: it is started by the read that finds fewer than
+// inFlight loops running and ends when it finds the queue empty. So the
+// batcher needs no Close and leaves no goroutine behind once reads stop.
+//
+// A caller whose context ends stops waiting and gets ctx.Err(); its command
+// is still sent if its batch was already taken (the others in the batch need
+// the pipeline anyway), and is dropped if its batch was not.
+type readBatcher struct {
+	read     ReadFunc
+	max      int // commands per pipeline
+	inFlight int // batch loops, so pipelines, at once
+
+	mu      sync.Mutex
+	queue   []*batchedRead
+	running int // batch loops running
+}
+
+// batchedRead is one read command of a caller.
+type batchedRead struct {
+	ctx context.Context // the caller's: a command whose caller left is not sent
+	// send adds the command to c, a pipeline or (not batched) a client, and
+	// returns it. resend, when not nil, sends the command again after it
+	// failed with NOSCRIPT: a script's EVAL_RO after its EVALSHA_RO.
+	send, resend func(ctx context.Context, c redis.Cmdable) redis.Cmder
+
+	// Set by the batch loop before done is closed.
+	cmd  redis.Cmder
+	err  error
+	done chan struct{}
+}
+
+func newReadBatcher(read ReadFunc, max, inFlight int) *readBatcher {
+	return &readBatcher{read: read, max: max, inFlight: inFlight}
+}
+
+// errNotRun is the error of a read whose ReadFunc returned nil without
+// running it.
+var errNotRun = errors.New("feed: the read function returned without running the read")
+
+// readCommand runs one read command through s.read and returns it, holding
+// its reply: queued in the read batcher, or sent alone when batching is off
+// (Config.ReadBatch -1). send adds the command to c (a pipeline, or the
+// client itself when sent alone) and returns it; resend, when not nil, sends
+// it again after a NOSCRIPT error (as redis.Script.RunRO falls back from
+// EVALSHA_RO to EVAL_RO). The error is the command's own, ctx's when the
+// caller stopped waiting, or the read function's when the batch could not be
+// sent at all.
+func readCommand[C redis.Cmder](ctx context.Context, s *Service, send, resend func(context.Context, redis.Cmdable) C) (C, error) {
+	var zero C
+	if s.batch == nil {
+		var cmd C
+		ran := false
+		err := s.read(ctx, func(ctx context.Context, rc redis.Cmdable) error {
+			cmd, ran = send(ctx, rc), true
+			if resend != nil && isNoScript(cmd.Err()) {
+				cmd = resend(ctx, rc)
+			}
+			return cmd.Err()
+		})
+		if err == nil && !ran {
+			err = errNotRun
+		}
+		return cmd, err
+	}
+	r := &batchedRead{ctx: ctx, send: func(ctx context.Context, c redis.Cmdable) redis.Cmder { return send(ctx, c) }}
+	if resend != nil {
+		r.resend = func(ctx context.Context, c redis.Cmdable) redis.Cmder { return resend(ctx, c) }
+	}
+	if err := s.batch.do(r); err != nil {
+		return zero, err
+	}
+	cmd, ok := r.cmd.(C)
+	if !ok {
+		return zero, errors.New("feed: a batched read returned another command than it sent")
+	}
+	return cmd, nil
+}
+
+// do queues r and waits until its command has a reply or r.ctx ends.
+func (b *readBatcher) do(r *batchedRead) error {
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	r.done = make(chan struct{})
+	b.mu.Lock()
+	b.queue = append(b.queue, r)
+	start := b.running < b.inFlight
+	if start {
+		b.running++
+	}
+	b.mu.Unlock()
+	if start {
+		go b.loop()
+	}
+	select {
+	case <-r.done:
+		return r.err
+	case <-r.ctx.Done():
+		select {
+		case <-r.done: // both ready: the reply is there, take it
+			return r.err
+		default:
+			return r.ctx.Err()
+		}
+	}
+}
+
+// loop sends the queued commands, up to b.max per pipeline, until the queue
+// is empty.
+func (b *readBatcher) loop() {
+	var batch []*batchedRead
+	for {
+		b.mu.Lock()
+		n := min(len(b.queue), b.max)
+		if n == 0 {
+			b.running--
+			b.mu.Unlock()
+			return
+		}
+		batch = append(batch[:0], b.queue[:n]...)
+		left := copy(b.queue, b.queue[n:])
+		clear(b.queue[left:])
+		b.queue = b.queue[:left]
+		b.mu.Unlock()
+		b.send(batch)
+		clear(batch)
+	}
+}
+
+// pipelineError is the error the batch's read function returns: the first
+// failed command's. When the ReadFunc returns it unchanged, each caller gets
+// its own command's error; when it returns something else (every server
+// failed, say), the callers whose commands failed get that.
+type pipelineError struct{ err error }
+
+func (e *pipelineError) Error() string { return e.err.Error() }
+func (e *pipelineError) Unwrap() error { return e.err }
+
+// send runs one batch as one pipeline through b.read and finishes each read.
+// A command that failed with NOSCRIPT and has a resend is sent again, with
+// the others like it, in a second pipeline on the same server.
+//
+// The pipeline runs under a context of its own, not any caller's, so a
+// caller that leaves does not fail the others; the client's read and write
+// timeouts bound it.
+func (b *readBatcher) send(batch []*batchedRead) {
+	live := make([]*batchedRead, 0, len(batch))
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.finish(nil, err)
+			continue
+		}
+		live = append(live, r)
+	}
+	if len(live) == 0 {
+		return
+	}
+	var own *pipelineError
+	err := b.read(context.Background(), func(ctx context.Context, rc redis.Cmdable) error {
+		own = nil
+		pipe := rc.Pipeline()
+		for _, r := range live {
+			r.cmd = r.send(ctx, pipe)
+		}
+		_, _ = pipe.Exec(ctx) // the errors are in the commands
+		var again []*batchedRead
+		for _, r := range live {
+			if r.resend != nil && isNoScript(r.cmd.Err()) {
+				again = append(again, r)
+			}
+		}
+		if len(again) > 0 {
+			pipe = rc.Pipeline()
+			for _, r := range again {
+				r.cmd = r.resend(ctx, pipe)
+			}
+			_, _ = pipe.Exec(ctx)
+		}
+		for _, r := range live {
+			if err := r.cmd.Err(); err != nil {
+				own = &pipelineError{err}
+				return own
+			}
+		}
+		return nil
+	})
+	for _, r := range live {
+		switch {
+		case r.cmd == nil: // the read function never ran the pipeline
+			if err == nil {
+				err = errNotRun
+			}
+			r.finish(nil, err)
+		case r.cmd.Err() == nil:
+			r.finish(r.cmd, nil)
+		case err == nil || own != nil && err == error(own):
+			r.finish(r.cmd, r.cmd.Err())
+		default:
+			r.finish(r.cmd, err)
+		}
+	}
+}
+
+// finish hands r its command and error and wakes its caller.
+func (r *batchedRead) finish(cmd redis.Cmder, err error) {
+	r.cmd, r.err = cmd, err
+	close(r.done)
+}
+
+// isNoScript says whether err is Redis' NOSCRIPT: the server does not have
+// the script of an EVALSHA (after SCRIPT FLUSH, or on a fresh replica).
+func isNoScript(err error) bool {
+	return errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT")
+}
