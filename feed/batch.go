@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -28,8 +29,9 @@ import (
 // the pipeline anyway), and is dropped if its batch was not.
 type readBatcher struct {
 	read     ReadFunc
-	max      int // commands per pipeline
-	inFlight int // batch loops, so pipelines, at once
+	max      int                 // commands per pipeline
+	inFlight int                 // batch loops, so pipelines, at once
+	sizes    prometheus.Observer // commands per pipeline sent
 
 	mu      sync.Mutex
 	queue   []*batchedRead
@@ -50,8 +52,8 @@ type batchedRead struct {
 	done chan struct{}
 }
 
-func newReadBatcher(read ReadFunc, max, inFlight int) *readBatcher {
-	return &readBatcher{read: read, max: max, inFlight: inFlight}
+func newReadBatcher(read ReadFunc, max, inFlight int, sizes prometheus.Observer) *readBatcher {
+	return &readBatcher{read: read, max: max, inFlight: inFlight, sizes: sizes}
 }
 
 // errNotRun is the error of a read whose ReadFunc returned nil without
@@ -176,6 +178,7 @@ func (b *readBatcher) send(batch []*batchedRead) {
 	if len(live) == 0 {
 		return
 	}
+	b.sizes.Observe(float64(len(live)))
 	var own *pipelineError
 	err := b.read(context.Background(), func(ctx context.Context, rc redis.Cmdable) error {
 		own = nil

@@ -72,6 +72,8 @@ type metrics struct {
 	// cacheHits and cacheMisses count post payloads found and not found in
 	// the in-process cache.
 	cacheHits, cacheMisses prometheus.Counter
+	// readBatch observes the read commands of each batched pipeline.
+	readBatch prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer, strategy Strategy) *metrics {
@@ -100,13 +102,18 @@ func newMetrics(reg prometheus.Registerer, strategy Strategy) *metrics {
 			Help:    "Time to assemble one feed page.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
 		}),
+		readBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "baedal_feed_read_batch_commands", ConstLabels: labels,
+			Help:    "Read commands of concurrent feed reads sent to Redis in one pipeline (feed-read-batch).",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
+		}),
 	}
 	cacheLookups := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "baedal_feed_post_cache_lookups_total", ConstLabels: labels,
 		Help: "Post payloads looked up in the in-process cache by result: hit, miss (read from Redis, or PostgreSQL, then cached).",
 	}, []string{"result"})
 	m.cacheHits, m.cacheMisses = cacheLookups.WithLabelValues("hit"), cacheLookups.WithLabelValues("miss")
-	reg.MustRegister(m.fanoutLag, m.fanoutDuration, m.fanoutJobs, m.relayed, m.readDuration, cacheLookups)
+	reg.MustRegister(m.fanoutLag, m.fanoutDuration, m.fanoutJobs, m.relayed, m.readDuration, m.readBatch, cacheLookups)
 	return m
 }
 
@@ -135,7 +142,7 @@ func NewService(cfg Config, db *pgxpool.Pool, rdb *redis.Client, log *slog.Logge
 		return read(ctx, rdb)
 	}
 	if cfg.ReadBatch > 0 {
-		s.batch = newReadBatcher(s.read, cfg.ReadBatch, cfg.ReadBatchesInFlight)
+		s.batch = newReadBatcher(s.read, cfg.ReadBatch, cfg.ReadBatchesInFlight, s.metrics.readBatch)
 	}
 	return s, nil
 }

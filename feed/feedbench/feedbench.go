@@ -452,23 +452,34 @@ func startDeployment(ctx context.Context, cfg Config, st feed.Strategy, seed fee
 	wctx, cancelWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { d.svc.RunWorkers(wctx) })
+	base, stopServer, err := serve(ctx, d.svc)
+	d.stop = func() { stopServer(); cancelWorkers(); wg.Wait() }
+	if err != nil {
+		return d, res, fmt.Errorf("feedbench: serve %s: %w", st, err)
+	}
+	d.base = base
+	return d, res, nil
+}
 
+// serve serves svc's routes on a loopback port until stop is called and
+// returns its base URL (http://127.0.0.1:port). Call stop even on error.
+func serve(ctx context.Context, svc *feed.Service) (base string, stop func(), err error) {
 	acfg := api.Defaults()
 	acfg.Addr = "127.0.0.1:0"
 	srv := api.New(acfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
-	feed.RegisterRoutes(srv, d.svc)
-	sctx, cancelServer := context.WithCancel(context.WithoutCancel(ctx))
+	feed.RegisterRoutes(srv, svc)
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
 	ready := make(chan string, 1)
 	errc := make(chan error, 1)
 	wg.Go(func() { errc <- srv.Run(sctx, func(addr string) { ready <- addr }) })
-	d.stop = func() { cancelServer(); cancelWorkers(); wg.Wait() }
+	stop = func() { cancel(); wg.Wait() }
 	select {
 	case addr := <-ready:
-		d.base = "http://" + addr
+		return "http://" + addr, stop, nil
 	case err := <-errc:
-		return d, res, fmt.Errorf("feedbench: serve %s: %w", st, err)
+		return "", stop, err
 	}
-	return d, res, nil
 }
 
 func (d *deployment) close(cfg Config, rdb *redis.Client) {

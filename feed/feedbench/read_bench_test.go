@@ -5,12 +5,15 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baedal/baedal/feed"
@@ -25,10 +28,18 @@ import (
 //	go tool pprof -top /tmp/cpu.out
 //
 // The clients are the lean keep-alive client of `baedal bench feed`
-// (sub-benchmarks push, hybrid) or net/http's (push-nethttp, hybrid-nethttp).
-// It reports requests per second and the CPU time per request of this
-// process (clients and server) and of redis-server, which depend much less on
-// what else the machine runs; with 2 CPUs RunParallel runs 50 clients.
+// (sub-benchmarks push, hybrid) or net/http's (push-nethttp, hybrid-nethttp);
+// push-batch=off, hybrid-batch=64x2 and the like read with the lean client
+// from services with other read batching settings (feed.Config.ReadBatch,
+// ReadBatchesInFlight) on the same data, to compare them in one run:
+//
+//	go test ./feed/feedbench -run '^$' -bench 'ReadUserAConcurrent/hybrid-batch' -benchtime 3s -count 3
+//
+// It reports requests per second, the median and 99th percentile request
+// time, and the CPU time per request of this process (clients and server)
+// and of redis-server, which depend much less on what else the machine runs;
+// with 2 CPUs RunParallel runs 50 clients. Batching runs also report the
+// mean read commands per pipeline.
 func BenchmarkReadUserAConcurrent(b *testing.B) {
 	st := stacktest.Require(b)
 	cfg := Defaults()
@@ -63,40 +74,92 @@ func BenchmarkReadUserAConcurrent(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		clients := []struct {
+		type benchClient struct {
 			name string
 			// read returns a function reading the feed once, for one
 			// goroutine, and a function releasing what it holds.
 			read func() (func() error, func())
-		}{
-			{string(strategy), func() (func() error, func()) {
+			// reg, if not nil, is the service's registry: the run reports
+			// its read commands per pipeline.
+			reg *prometheus.Registry
+		}
+		lean := func(name string, req leanRequest) benchClient {
+			return benchClient{name: name, read: func() (func() error, func()) {
 				c := newLeanConn(req.addr, 30*time.Second)
 				return func() error { return leanReadFeed(ctx, c, req) }, c.close
-			}},
-			{string(strategy) + "-nethttp", func() (func() error, func()) {
+			}}
+		}
+		clients := []benchClient{
+			lean(string(strategy), req),
+			{name: string(strategy) + "-nethttp", read: func() (func() error, func()) {
 				return func() error { return getJSON(ctx, client, path, nil) }, func() {}
 			}},
+		}
+		// The same data served by services with other read batching:
+		// <strategy>-batch=off reads one command per call of the read
+		// function (the behaviour before batching), -batch=MxN sends up to M
+		// commands per pipeline, N pipelines at once.
+		for _, v := range []struct {
+			name            string
+			batch, inFlight int
+		}{{"off", -1, 1}, {"64x1", 64, 1}, {"64x2", 64, 2}, {"64x4", 64, 4}} {
+			fcfg := d.svc.Config()
+			fcfg.ReadBatch, fcfg.ReadBatchesInFlight = v.batch, v.inFlight
+			reg := prometheus.NewRegistry()
+			svc, err := feed.NewService(fcfg, d.db, rdb, nil, reg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			base, stop, err := serve(ctx, svc)
+			defer stop()
+			if err != nil {
+				b.Fatal(err)
+			}
+			vreq, err := newLeanRequest(base + "/api/v1/feeds?user-id=" + strconv.FormatInt(ids.UserA, 10))
+			if err != nil {
+				b.Fatal(err)
+			}
+			c := lean(string(strategy)+"-batch="+v.name, vreq)
+			c.reg = reg
+			clients = append(clients, c)
 		}
 		for _, cl := range clients {
 			b.Run(cl.name, func(b *testing.B) {
 				b.SetParallelism((cfg.Clients + 1) / 2)
 				cpu0, redis0 := processCPU(b), redisCPU(b, rdb)
+				cmds0, pipes0 := batchStats(b, cl.reg)
+				var mu sync.Mutex
+				var latencies []time.Duration
 				start := time.Now()
 				b.RunParallel(func(pb *testing.PB) {
 					read, done := cl.read()
 					defer done()
+					var own []time.Duration
 					for pb.Next() {
+						t0 := time.Now()
 						if err := read(); err != nil {
 							b.Error(err)
 							return
 						}
+						own = append(own, time.Since(t0))
 					}
+					mu.Lock()
+					latencies = append(latencies, own...)
+					mu.Unlock()
 				})
 				elapsed := time.Since(start)
+				slices.Sort(latencies)
+				if n := len(latencies); n > 0 {
+					b.ReportMetric(float64(latencies[n/2].Microseconds())/1000, "p50-ms")
+					b.ReportMetric(float64(latencies[n*99/100].Microseconds())/1000, "p99-ms")
+				}
 				cpu, redisUsed := processCPU(b)-cpu0, redisCPU(b, rdb)-redis0
 				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
 				b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "go-cpu-us/req")
 				b.ReportMetric(float64(redisUsed.Microseconds())/float64(b.N), "redis-cpu-us/req")
+				if cmds, pipes := batchStats(b, cl.reg); pipes > pipes0 {
+					b.ReportMetric((cmds-cmds0)/float64(pipes-pipes0), "cmds/pipeline")
+				}
 			})
 		}
 	}
@@ -130,4 +193,26 @@ func redisCPU(b *testing.B, rdb *redis.Client) time.Duration {
 		}
 	}
 	return time.Duration(total * float64(time.Second))
+}
+
+// batchStats returns the read commands and pipelines the batcher of the
+// service with registry reg sent so far (0, 0 for a nil registry or no
+// batching).
+func batchStats(b *testing.B, reg *prometheus.Registry) (commands float64, pipelines uint64) {
+	if reg == nil {
+		return 0, 0
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "baedal_feed_read_batch_commands" {
+			for _, m := range f.GetMetric() {
+				commands += m.GetHistogram().GetSampleSum()
+				pipelines += m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return commands, pipelines
 }
