@@ -3,6 +3,7 @@ package feed
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -179,8 +180,39 @@ func (b *readBatcher) send(batch []*batchedRead) {
 		return
 	}
 	b.sizes.Observe(float64(len(live)))
-	var own *pipelineError
-	err := b.read(context.Background(), func(ctx context.Context, rc redis.Cmdable) error {
+	own, err := b.exec(live)
+	for _, r := range live {
+		switch {
+		case r.cmd == nil: // the read function never ran the pipeline
+			if err == nil {
+				err = errNotRun
+			}
+			r.finish(nil, err)
+		case r.cmd.Err() == nil:
+			r.finish(r.cmd, nil)
+		case err == nil || own != nil && err == error(own):
+			r.finish(r.cmd, r.cmd.Err())
+		default:
+			r.finish(r.cmd, err)
+		}
+	}
+}
+
+// exec runs live's commands as one pipeline through b.read (see send) and
+// returns the read function's error and, when the pipeline ran, the
+// pipelineError it returned. A panic in it (the read function's, say) fails
+// the batch's reads, not the process: a read sent alone panicked in its HTTP
+// handler, where net/http recovered it.
+func (b *readBatcher) exec(live []*batchedRead) (own *pipelineError, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			for _, r := range live {
+				r.cmd = nil
+			}
+			own, err = nil, fmt.Errorf("feed: batched read panicked: %v", p)
+		}
+	}()
+	err = b.read(context.Background(), func(ctx context.Context, rc redis.Cmdable) error {
 		own = nil
 		pipe := rc.Pipeline()
 		for _, r := range live {
@@ -208,21 +240,7 @@ func (b *readBatcher) send(batch []*batchedRead) {
 		}
 		return nil
 	})
-	for _, r := range live {
-		switch {
-		case r.cmd == nil: // the read function never ran the pipeline
-			if err == nil {
-				err = errNotRun
-			}
-			r.finish(nil, err)
-		case r.cmd.Err() == nil:
-			r.finish(r.cmd, nil)
-		case err == nil || own != nil && err == error(own):
-			r.finish(r.cmd, r.cmd.Err())
-		default:
-			r.finish(r.cmd, err)
-		}
-	}
+	return own, err
 }
 
 // finish hands r its command and error and wakes its caller.

@@ -429,7 +429,8 @@ func TestBatchedReadAfterScriptFlush(t *testing.T) {
 }
 
 // TestBatchedReadErrorsOfTheReadFunc: when the read function fails without
-// running the pipeline every caller gets its error; when it wraps the
+// running the pipeline every caller gets its error; a panic in it is an
+// error too, not a crash of the process; when it wraps the
 // pipeline's error (as the replica selector does when every server failed)
 // the callers whose command failed get the wrapped error, the others their
 // replies.
@@ -445,6 +446,13 @@ func TestBatchedReadErrorsOfTheReadFunc(t *testing.T) {
 	if _, err := svc.FeedRaw(ctx, 1, 0, 7); !errors.Is(err, down) {
 		t.Fatalf("read through a failing read function: err %v, want %v", err, down)
 	}
+	svc.UseReadClient(func(ctx context.Context, read func(context.Context, redis.Cmdable) error) error {
+		panic("read function bug")
+	})
+	if _, err := svc.FeedRaw(ctx, 1, 0, 7); err == nil || !strings.Contains(err.Error(), "panicked: read function bug") {
+		t.Fatalf("read through a panicking read function: err %v, want the panic as an error", err)
+	}
+	waitNoBatchLoops(t)
 	const bad = int64(2)
 	if err := w.b.rdb.Set(ctx, svc.keys.timeline(bad), "x", 0).Err(); err != nil {
 		t.Fatal(err)
