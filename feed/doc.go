@@ -28,7 +28,12 @@
 // from one MGET: they are checked for the Post layout and the id asked for,
 // cached, and spliced into the response as they are; any other payload is
 // replaced by the post from PostgreSQL. With a warm cache a push or hybrid
-// read is one Redis round trip.
+// read is one Redis round trip. Concurrent reads share those round trips:
+// their commands (the hybrid script, the push range, the MGET) queue in a
+// batcher that sends whatever is queued as one pipeline through the ReadFunc
+// while the previous one is on the wire (readBatcher, Config.ReadBatch), so
+// a lone read goes out at once and busy ones cost Redis and this process one
+// socket write and read per batch instead of per read.
 //
 // Main invariant: a post accepted by Post (its transaction committed) reaches
 // every follower's timeline at least once, whatever process dies when; and
