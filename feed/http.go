@@ -200,7 +200,7 @@ func (h handlers) compatFeed(w http.ResponseWriter, r *http.Request) error {
 	}
 	buf := responseBuffers.Get().(*[]byte)
 	defer putResponseBuffer(buf)
-	if *buf, err = appendCompatPayload((*buf)[:0], page.Posts); err != nil {
+	if *buf, err = appendCompatPayload((*buf)[:0], page.Posts, h.svc.compat); err != nil {
 		return err // FeedRaw checked every payload: a bug
 	}
 	writeJSONBytes(w, http.StatusOK, buf)

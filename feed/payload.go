@@ -1,8 +1,10 @@
 package feed
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 )
 
@@ -136,25 +138,81 @@ func appendPagePayload(dst []byte, posts []json.RawMessage, nextBefore int64) []
 
 // appendCompatPayload appends the JSON array of CompatFeedItem of the given
 // post payloads, each {"username":…,"profilePic":…,"text":…,"timestamp":…}.
-func appendCompatPayload(dst []byte, posts []json.RawMessage) ([]byte, error) {
+// cache, when not nil, keeps each post's element by post id: like the payload
+// it is made from, an element never changes.
+func appendCompatPayload(dst []byte, posts []json.RawMessage, cache *postCache) ([]byte, error) {
+	var ids []int64
+	var elems []json.RawMessage
+	if cache != nil {
+		ids, elems = make([]int64, len(posts)), make([]json.RawMessage, len(posts))
+		for i, p := range posts {
+			id, ok := payloadID(p)
+			if !ok {
+				return dst, errPayload
+			}
+			ids[i] = id
+		}
+		cache.lookup(ids, elems)
+	}
+	var fresh []json.RawMessage
 	dst = append(dst, '[')
 	for i, p := range posts {
-		f, err := scanPayload(p)
-		if err != nil {
-			return dst, err
-		}
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, `{"username":`...)
-		dst = append(dst, f.username...)
-		dst = append(dst, `,"profilePic":`...)
-		dst = append(dst, f.profilePic...)
-		dst = append(dst, `,"text":`...)
-		dst = append(dst, f.text...)
-		dst = append(dst, `,"timestamp":`...)
-		dst = append(dst, f.createdAt...)
-		dst = append(dst, '}')
+		if elems != nil && elems[i] != nil {
+			dst = append(dst, elems[i]...)
+			continue
+		}
+		start := len(dst)
+		var err error
+		if dst, err = appendCompatItem(dst, p); err != nil {
+			return dst, err
+		}
+		if cache != nil {
+			if fresh == nil {
+				fresh = make([]json.RawMessage, len(posts))
+			}
+			fresh[i] = slices.Clone(dst[start:])
+		}
+	}
+	if fresh != nil {
+		cache.add(ids, fresh)
 	}
 	return append(dst, ']'), nil
+}
+
+// appendCompatItem appends one post payload's CompatFeedItem.
+func appendCompatItem(dst []byte, payload json.RawMessage) ([]byte, error) {
+	f, err := scanPayload(payload)
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst, `{"username":`...)
+	dst = append(dst, f.username...)
+	dst = append(dst, `,"profilePic":`...)
+	dst = append(dst, f.profilePic...)
+	dst = append(dst, `,"text":`...)
+	dst = append(dst, f.text...)
+	dst = append(dst, `,"timestamp":`...)
+	dst = append(dst, f.createdAt...)
+	return append(dst, '}'), nil
+}
+
+// payloadID reads the id at the start of an encoded Post, {"id":N,…}, without
+// checking the rest (scanPayload does).
+func payloadID(payload []byte) (int64, bool) {
+	rest, ok := bytes.CutPrefix(payload, []byte(payloadLayout[0].prefix))
+	if !ok {
+		return 0, false
+	}
+	n := 0
+	for n < len(rest) && n < 19 && rest[n] >= '0' && rest[n] <= '9' {
+		n++
+	}
+	if n == 0 || n == len(rest) || rest[n] != ',' {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(string(rest[:n]), 10, 64)
+	return id, err == nil
 }

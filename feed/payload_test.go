@@ -34,6 +34,7 @@ func randomPost(rng *rand.Rand) Post {
 // of the decoded values (the handlers' output before splicing).
 func TestPayloadsSplicedEqualTheEncodedValues(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
+	compatCache := newPostCache(8)
 	for round := range 300 {
 		posts := make([]Post, rng.IntN(5))
 		raw := make([]json.RawMessage, len(posts))
@@ -63,9 +64,13 @@ func TestPayloadsSplicedEqualTheEncodedValues(t *testing.T) {
 			t.Fatalf("page:\n got %s\nwant %s", got, want)
 		}
 		want, _ = json.Marshal(items)
-		got, err := appendCompatPayload(nil, raw)
-		if err != nil || !bytes.Equal(got, want) {
-			t.Fatalf("compat (%v):\n got %s\nwant %s", err, got, want)
+		// Without a cache, then twice with one (elements made, then
+		// reused); the small cache also rotates its generations.
+		for _, cache := range []*postCache{nil, compatCache, compatCache} {
+			got, err := appendCompatPayload(nil, raw, cache)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("compat (cache %v, %v):\n got %s\nwant %s", cache != nil, err, got, want)
+			}
 		}
 	}
 }
@@ -121,11 +126,14 @@ func FuzzPayloadRoundTrip(f *testing.F) {
 		if _, err := checkPayload(enc, id); err != nil {
 			t.Fatalf("%s rejected: %v", enc, err)
 		}
+		if got, ok := payloadID(enc); !ok || got != id {
+			t.Fatalf("payloadID(%s) = %d, %v; want %d", enc, got, ok, id)
+		}
 		if _, err := checkPayload(enc, id+1); err == nil {
 			t.Fatalf("%s accepted as post %d", enc, id+1)
 		}
 		want, _ := json.Marshal([]CompatFeedItem{{Username: username, ProfilePic: pic, Text: text, Timestamp: p.CreatedAt}})
-		if got, err := appendCompatPayload(nil, []json.RawMessage{enc}); err != nil || !bytes.Equal(got, want) {
+		if got, err := appendCompatPayload(nil, []json.RawMessage{enc}, nil); err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("compat (%v):\n got %s\nwant %s", err, got, want)
 		}
 	})
@@ -147,18 +155,26 @@ func BenchmarkPayloadPage(b *testing.B) {
 		ids[i] = p.ID
 		size += len(raw[i])
 	}
-	b.SetBytes(int64(size))
-	b.ReportAllocs()
-	buf := make([]byte, 0, 16<<10)
-	for b.Loop() {
-		for i, p := range raw {
-			if _, err := checkPayload(p, ids[i]); err != nil {
-				b.Fatal(err)
+	for _, cache := range []*postCache{nil, newPostCache(100)} {
+		name := "no-cache"
+		if cache != nil {
+			name = "compat-cache"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			buf := make([]byte, 0, 16<<10)
+			for b.Loop() {
+				for i, p := range raw {
+					if _, err := checkPayload(p, ids[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				var err error
+				if buf, err = appendCompatPayload(buf[:0], raw, cache); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-		var err error
-		if buf, err = appendCompatPayload(buf[:0], raw); err != nil {
-			b.Fatal(err)
-		}
+		})
 	}
 }

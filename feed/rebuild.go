@@ -146,6 +146,7 @@ func (s *Service) DeleteRedisState(ctx context.Context) error {
 	// The state may be rebuilt from a database seeded again, whose post ids
 	// could name other posts: forget the cached payloads too.
 	s.cache.reset()
+	s.compat.reset()
 	return nil
 }
 

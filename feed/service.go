@@ -53,8 +53,9 @@ type Service struct {
 	ids     *IDGenerator
 	log     *slog.Logger
 	metrics *metrics
-	// cache holds checked post payloads (nil when disabled).
-	cache *postCache
+	// cache holds checked post payloads, and compat their elements of the
+	// compatibility feed (nil when disabled).
+	cache, compat *postCache
 	// batch pipelines concurrent reads (nil when ReadBatch is -1).
 	batch *readBatcher
 
@@ -136,7 +137,7 @@ func NewService(cfg Config, db *pgxpool.Pool, rdb *redis.Client, log *slog.Logge
 	s := &Service{
 		cfg: cfg, db: db, rdb: rdb, keys: newKeys(cfg.KeyPrefix), ids: NewIDGenerator(nil),
 		log: log.With("component", "feed", "strategy", string(cfg.Strategy)), metrics: newMetrics(reg, cfg.Strategy),
-		cache: newPostCache(cfg.PostCacheEntries),
+		cache: newPostCache(cfg.PostCacheEntries), compat: newPostCache(cfg.PostCacheEntries),
 	}
 	s.read = func(ctx context.Context, read func(context.Context, redis.Cmdable) error) error {
 		return read(ctx, rdb)
