@@ -27,6 +27,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/baedal/baedal/backend"
 	"github.com/baedal/baedal/bench"
 	"github.com/baedal/baedal/catalog"
@@ -391,29 +393,22 @@ func (r *run) phase(ctx context.Context, name string, queries []query.Request, c
 	return nested, split, timeouts, mismatches, notCompared, nil
 }
 
-// forEach calls fn(0) … fn(n-1) from workers goroutines and returns the
-// first error; after an error no new calls start.
+// forEach calls fn(0) … fn(n-1), in order, from at most workers goroutines
+// at once and returns the first error; after an error no new calls start.
 func forEach(workers, n int, fn func(i int) error) error {
-	var next atomic.Int64
+	var g errgroup.Group
+	g.SetLimit(workers)
 	var failed atomic.Bool
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for !failed.Load() {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := fn(i); err != nil {
-					errs[w] = err
-					failed.Store(true)
-				}
+	for i := 0; i < n && !failed.Load(); i++ {
+		g.Go(func() error {
+			err := fn(i)
+			if err != nil {
+				failed.Store(true)
 			}
+			return err
 		})
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return g.Wait()
 }
 
 // samePage compares what a person sees: totals, the shops in order, their
