@@ -30,25 +30,23 @@ import (
 // the pipeline anyway), and is dropped if its batch was not.
 type readBatcher struct {
 	read     ReadFunc
-	max      int                 // commands per pipeline
+	max      int                 // reads per pipeline
 	inFlight int                 // batch loops, so pipelines, at once
-	sizes    prometheus.Observer // commands per pipeline sent
+	sizes    prometheus.Observer // reads per pipeline sent
 
 	mu      sync.Mutex
 	queue   []*batchedRead
 	running int // batch loops running
 }
 
-// batchedRead is one read command of a caller.
+// batchedRead is one read of a caller: one or more commands.
 type batchedRead struct {
-	ctx context.Context // the caller's: a command whose caller left is not sent
-	// send adds the command to c, a pipeline or (not batched) a client, and
-	// returns it. resend, when not nil, sends the command again after it
-	// failed with NOSCRIPT: a script's EVAL_RO after its EVALSHA_RO.
-	send, resend func(ctx context.Context, c redis.Cmdable) redis.Cmder
+	ctx context.Context // the caller's: a read whose caller left is not sent
+	// queue adds the read's commands to c, a pipeline, and returns them.
+	queue func(ctx context.Context, c redis.Cmdable) []redis.Cmder
 
 	// Set by the batch loop before done is closed.
-	cmd  redis.Cmder
+	cmds []redis.Cmder
 	err  error
 	done chan struct{}
 }
@@ -62,42 +60,48 @@ func newReadBatcher(read ReadFunc, max, inFlight int, sizes prometheus.Observer)
 var errNotRun = errors.New("feed: the read function returned without running the read")
 
 // readCommand runs one read command through s.read and returns it, holding
-// its reply: queued in the read batcher, or sent alone when batching is off
-// (Config.ReadBatch -1). send adds the command to c (a pipeline, or the
-// client itself when sent alone) and returns it; resend, when not nil, sends
-// it again after a NOSCRIPT error (as redis.Script.RunRO falls back from
-// EVALSHA_RO to EVAL_RO). The error is the command's own, ctx's when the
-// caller stopped waiting, or the read function's when the batch could not be
-// sent at all.
-func readCommand[C redis.Cmder](ctx context.Context, s *Service, send, resend func(context.Context, redis.Cmdable) C) (C, error) {
-	var zero C
+// its reply (readCommands with one command).
+func readCommand[C redis.Cmder](ctx context.Context, s *Service, send func(context.Context, redis.Cmdable) C) (C, error) {
+	var cmd C
+	err := readCommands(ctx, s, func(ctx context.Context, c redis.Cmdable) []redis.Cmder {
+		cmd = send(ctx, c)
+		return []redis.Cmder{cmd}
+	})
+	return cmd, err
+}
+
+// readCommands runs one read through s.read: queue adds its commands to c, a
+// pipeline, and returns them; they are queued in the read batcher, or sent
+// alone as one pipeline when batching is off (Config.ReadBatch -1). When it
+// returns, the commands hold their replies. The error is the first failed
+// command's, ctx's when the caller stopped waiting, or the read function's
+// when the batch could not be sent at all.
+func readCommands(ctx context.Context, s *Service, queue func(context.Context, redis.Cmdable) []redis.Cmder) error {
 	if s.batch == nil {
-		var cmd C
 		ran := false
 		err := s.read(ctx, func(ctx context.Context, rc redis.Cmdable) error {
-			cmd, ran = send(ctx, rc), true
-			if resend != nil && isNoScript(cmd.Err()) {
-				cmd = resend(ctx, rc)
-			}
-			return cmd.Err()
+			pipe := rc.Pipeline()
+			cmds := queue(ctx, pipe)
+			ran = true
+			_, _ = pipe.Exec(ctx) // the errors are in the commands
+			return firstError(cmds)
 		})
 		if err == nil && !ran {
 			err = errNotRun
 		}
-		return cmd, err
+		return err
 	}
-	r := &batchedRead{ctx: ctx, send: func(ctx context.Context, c redis.Cmdable) redis.Cmder { return send(ctx, c) }}
-	if resend != nil {
-		r.resend = func(ctx context.Context, c redis.Cmdable) redis.Cmder { return resend(ctx, c) }
+	return s.batch.do(&batchedRead{ctx: ctx, queue: queue})
+}
+
+// firstError returns the first error among cmds' replies.
+func firstError(cmds []redis.Cmder) error {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			return err
+		}
 	}
-	if err := s.batch.do(r); err != nil {
-		return zero, err
-	}
-	cmd, ok := r.cmd.(C)
-	if !ok {
-		return zero, errors.New("feed: a batched read returned another command than it sent")
-	}
-	return cmd, nil
+	return nil
 }
 
 // do queues r and waits until its command has a reply or r.ctx ends.
@@ -153,16 +157,14 @@ func (b *readBatcher) loop() {
 
 // pipelineError is the error the batch's read function returns: the first
 // failed command's. When the ReadFunc returns it unchanged, each caller gets
-// its own command's error; when it returns something else (every server
-// failed, say), the callers whose commands failed get that.
+// its own commands' first error; when it returns something else (every
+// server failed, say), the callers whose commands failed get that.
 type pipelineError struct{ err error }
 
 func (e *pipelineError) Error() string { return e.err.Error() }
 func (e *pipelineError) Unwrap() error { return e.err }
 
 // send runs one batch as one pipeline through b.read and finishes each read.
-// A command that failed with NOSCRIPT and has a resend is sent again, with
-// the others like it, in a second pipeline on the same server.
 //
 // The pipeline runs under a context of its own, not any caller's, so a
 // caller that leaves does not fail the others; the client's read and write
@@ -171,7 +173,7 @@ func (b *readBatcher) send(batch []*batchedRead) {
 	live := make([]*batchedRead, 0, len(batch))
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil {
-			r.finish(nil, err)
+			r.finish(err)
 			continue
 		}
 		live = append(live, r)
@@ -182,18 +184,19 @@ func (b *readBatcher) send(batch []*batchedRead) {
 	b.sizes.Observe(float64(len(live)))
 	own, err := b.exec(live)
 	for _, r := range live {
+		cmdErr := firstError(r.cmds)
 		switch {
-		case r.cmd == nil: // the read function never ran the pipeline
+		case r.cmds == nil: // the read function never ran the pipeline
 			if err == nil {
 				err = errNotRun
 			}
-			r.finish(nil, err)
-		case r.cmd.Err() == nil:
-			r.finish(r.cmd, nil)
+			r.finish(err)
+		case cmdErr == nil:
+			r.finish(nil)
 		case err == nil || own != nil && err == error(own):
-			r.finish(r.cmd, r.cmd.Err())
+			r.finish(cmdErr)
 		default:
-			r.finish(r.cmd, err)
+			r.finish(err)
 		}
 	}
 }
@@ -207,7 +210,7 @@ func (b *readBatcher) exec(live []*batchedRead) (own *pipelineError, err error) 
 	defer func() {
 		if p := recover(); p != nil {
 			for _, r := range live {
-				r.cmd = nil
+				r.cmds = nil
 			}
 			own, err = nil, fmt.Errorf("feed: batched read panicked: %v", p)
 		}
@@ -216,24 +219,11 @@ func (b *readBatcher) exec(live []*batchedRead) (own *pipelineError, err error) 
 		own = nil
 		pipe := rc.Pipeline()
 		for _, r := range live {
-			r.cmd = r.send(ctx, pipe)
+			r.cmds = r.queue(ctx, pipe)
 		}
 		_, _ = pipe.Exec(ctx) // the errors are in the commands
-		var again []*batchedRead
 		for _, r := range live {
-			if r.resend != nil && isNoScript(r.cmd.Err()) {
-				again = append(again, r)
-			}
-		}
-		if len(again) > 0 {
-			pipe = rc.Pipeline()
-			for _, r := range again {
-				r.cmd = r.resend(ctx, pipe)
-			}
-			_, _ = pipe.Exec(ctx)
-		}
-		for _, r := range live {
-			if err := r.cmd.Err(); err != nil {
+			if err := firstError(r.cmds); err != nil {
 				own = &pipelineError{err}
 				return own
 			}
@@ -243,14 +233,8 @@ func (b *readBatcher) exec(live []*batchedRead) (own *pipelineError, err error) 
 	return own, err
 }
 
-// finish hands r its command and error and wakes its caller.
-func (r *batchedRead) finish(cmd redis.Cmder, err error) {
-	r.cmd, r.err = cmd, err
+// finish hands r its error and wakes its caller.
+func (r *batchedRead) finish(err error) {
+	r.err = err
 	close(r.done)
-}
-
-// isNoScript says whether err is Redis' NOSCRIPT: the server does not have
-// the script of an EVALSHA (after SCRIPT FLUSH, or on a fresh replica).
-func isNoScript(err error) bool {
-	return errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT")
 }

@@ -380,54 +380,6 @@ func TestBatchedReadHonoursContext(t *testing.T) {
 	}
 }
 
-// TestBatchedReadAfterScriptFlush: after SCRIPT FLUSH every EVALSHA_RO of a
-// pipeline fails with NOSCRIPT; the batcher sends those reads again with
-// EVAL_RO (which also loads the script), so every read succeeds, in one
-// call of the read function per pipeline.
-func TestBatchedReadAfterScriptFlush(t *testing.T) {
-	w := newBatchWorld(t, StrategyHybrid)
-	ctx := context.Background()
-	want := expectedPages(t, w.service(t, -1, 1, -1), w.users)
-	svc := w.service(t, 64, 1, 0)
-	for u := int64(1); u <= 12; u++ { // warm the cache: one command per read
-		if _, err := svc.FeedRaw(ctx, u, 0, 7); err != nil {
-			t.Fatal(err)
-		}
-	}
-	reads := useCountingReads(svc, w.b.rdb)
-	errs := make(chan error, 12)
-	read := func(u int64) {
-		p, err := svc.FeedRaw(ctx, u, 0, 7)
-		if err == nil && rawPageText(p) != want[pageKey{u, 0, 7}] {
-			err = fmt.Errorf("wrong page %.200s", rawPageText(p))
-		}
-		errs <- err
-	}
-	// The first read holds the batch loop until the eleven others queue.
-	go read(1)
-	waitFor(t, "the first batch", func() bool { return reads.calls.Load() == 1 })
-	for u := int64(2); u <= 12; u++ {
-		go read(u)
-	}
-	waitFor(t, "11 queued reads", func() bool { return queued(svc) == 11 })
-	if err := w.b.rdb.ScriptFlush(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
-	close(reads.pass)
-	for range 12 {
-		if err := <-errs; err != nil {
-			t.Error(err)
-		}
-	}
-	if n := reads.calls.Load(); n != 2 {
-		t.Errorf("%d calls of the read function, want 2", n)
-	}
-	loaded, err := w.b.rdb.ScriptExists(ctx, readScript.Hash()).Result()
-	if err != nil || !loaded[0] {
-		t.Errorf("after the reads, SCRIPT EXISTS of the read script = %v, %v; want loaded by EVAL_RO", loaded, err)
-	}
-}
-
 // TestBatchedReadErrorsOfTheReadFunc: when the read function fails without
 // running the pipeline every caller gets its error; a panic in it is an
 // error too, not a crash of the process; when it wraps the

@@ -99,10 +99,9 @@ type Config struct {
 	// postCache): it holds at most twice this many. -1 disables the cache
 	// (0 takes the default, as for every field).
 	PostCacheEntries int
-	// ReadBatch is the most read commands (a hybrid page's script, a push
-	// timeline range, an MGET of payloads) that concurrent reads send to
-	// Redis together in one pipeline (see readBatcher). -1 sends each read
-	// alone.
+	// ReadBatch is the most reads (a hybrid page's ranges, a push timeline
+	// range, an MGET of payloads) that concurrent callers send to Redis
+	// together in one pipeline (see readBatcher). -1 sends each read alone.
 	ReadBatch int
 	// ReadBatchesInFlight is the number of such pipelines sent at once.
 	ReadBatchesInFlight int
@@ -180,7 +179,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ClaimMinIdle, "feed-claim-min-idle", c.ClaimMinIdle, "take over fan-out jobs pending this long on a dead worker")
 	fs.DurationVar(&c.RelayAfter, "feed-relay-after", c.RelayAfter, "publish again posts whose fan-out has not finished after this long")
 	fs.IntVar(&c.PostCacheEntries, "feed-post-cache", c.PostCacheEntries, "post payloads cached in memory per generation (at most twice this many held); -1 disables the cache")
-	fs.IntVar(&c.ReadBatch, "feed-read-batch", c.ReadBatch, "most concurrent read commands sent to Redis in one pipeline; -1 sends each read alone")
+	fs.IntVar(&c.ReadBatch, "feed-read-batch", c.ReadBatch, "most concurrent reads sent to Redis in one pipeline; -1 sends each read alone")
 	fs.IntVar(&c.ReadBatchesInFlight, "feed-read-batches-in-flight", c.ReadBatchesInFlight, "pipelines of concurrent reads sent at once")
 }
 

@@ -19,17 +19,18 @@
 // job); XAUTOCLAIM hands jobs pending on a dead worker to a live one.
 //
 // A read finds the page's post ids, then their payloads. Hybrid reads its ids
-// in one round trip with a read-only Lua script (readScript, run with
-// EVALSHA_RO through the replica selector's ReadFunc): the timeline range,
-// the celebrities the user follows and their recent posts, merged in Go.
-// Push reads its timeline range; pull pipelines its reads. The payloads
+// in one pipeline of plain commands (readPage): the timeline range, the
+// celebrities the user follows, and the ranges of the celebrities the user
+// followed at the last read (a guess, checked by the same pipeline; a miss
+// costs a second round trip), merged in Go. Push reads its timeline range;
+// pull pipelines its reads. The payloads
 // (json.Marshal of a Post) come from an in-process cache when it has them
 // (posts are never edited, so a cached payload never goes stale), the others
 // from one MGET: they are checked for the Post layout and the id asked for,
 // cached, and spliced into the response as they are; any other payload is
 // replaced by the post from PostgreSQL. With a warm cache a push or hybrid
 // read is one Redis round trip. Concurrent reads share those round trips:
-// their commands (the hybrid script, the push range, the MGET) queue in a
+// their commands (the hybrid ranges, the push range, the MGET) queue in a
 // batcher that sends whatever is queued as one pipeline through the ReadFunc
 // while the previous one is on the wire (readBatcher, Config.ReadBatch), so
 // a lone read goes out at once and busy ones cost Redis and this process one

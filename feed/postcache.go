@@ -5,22 +5,57 @@ import (
 	"sync"
 )
 
+// generations is a map whose size is bounded by two generations: new
+// entries go into cur; when cur reaches max entries it becomes old and a new
+// cur starts (the previous old is dropped). A hit in old is copied into cur,
+// so entries read often survive every rotation. It never holds more than
+// 2·max entries. It is not safe for concurrent use.
+type generations[K comparable, V any] struct {
+	max      int
+	cur, old map[K]V
+}
+
+func newGenerations[K comparable, V any](max int) generations[K, V] {
+	return generations[K, V]{max: max, cur: make(map[K]V)}
+}
+
+// get returns k's value.
+func (g *generations[K, V]) get(k K) (V, bool) {
+	v, ok := g.cur[k]
+	if !ok {
+		if v, ok = g.old[k]; ok {
+			g.put(k, v)
+		}
+	}
+	return v, ok
+}
+
+// put sets k's value, rotating the generations first when cur is full.
+func (g *generations[K, V]) put(k K, v V) {
+	if len(g.cur) >= g.max {
+		g.old, g.cur = g.cur, make(map[K]V, g.max)
+	}
+	g.cur[k] = v
+}
+
+// len returns the number of entries in both generations (a key in both
+// counts twice).
+func (g *generations[K, V]) len() int { return len(g.cur) + len(g.old) }
+
+// reset drops every entry.
+func (g *generations[K, V]) reset() { g.cur, g.old = make(map[K]V), nil }
+
 // postCache keeps validated post payloads in memory, so a read takes them
 // from the process instead of from Redis. Posts are never edited or deleted
 // and a payload copies its author's name and picture at posting time, so a
 // payload checked once against its id stays right forever: the cache needs
-// no invalidation, only a bound on its memory.
-//
-// It holds two generations: new entries go into cur; when cur reaches max
-// entries it becomes old and a new cur starts (the previous old is dropped).
-// A hit in old is copied into cur, so payloads read often survive every
-// rotation. It never holds more than 2·max entries.
+// no invalidation, only a bound on its memory (two generations of max
+// entries).
 //
 // The cached payloads are shared by every reader: nobody may modify them.
 type postCache struct {
 	mu       sync.Mutex
-	max      int
-	cur, old map[int64]json.RawMessage
+	payloads generations[int64, json.RawMessage]
 }
 
 // newPostCache returns a cache of up to 2·max entries, or nil (no cache) when
@@ -29,7 +64,7 @@ func newPostCache(max int) *postCache {
 	if max < 1 {
 		return nil
 	}
-	return &postCache{max: max, cur: make(map[int64]json.RawMessage)}
+	return &postCache{payloads: newGenerations[int64, json.RawMessage](max)}
 }
 
 // lookup fills out[i] with the cached payload of ids[i] where there is one
@@ -41,15 +76,10 @@ func (c *postCache) lookup(ids []int64, out []json.RawMessage) int {
 	found := 0
 	c.mu.Lock()
 	for i, id := range ids {
-		p, ok := c.cur[id]
-		if !ok {
-			if p, ok = c.old[id]; !ok {
-				continue
-			}
-			c.putLocked(id, p)
+		if p, ok := c.payloads.get(id); ok {
+			out[i] = p
+			found++
 		}
-		out[i] = p
-		found++
 	}
 	c.mu.Unlock()
 	return found
@@ -65,19 +95,10 @@ func (c *postCache) add(ids []int64, payloads []json.RawMessage) {
 	c.mu.Lock()
 	for i, p := range payloads {
 		if p != nil {
-			c.putLocked(ids[i], p)
+			c.payloads.put(ids[i], p)
 		}
 	}
 	c.mu.Unlock()
-}
-
-// putLocked adds one entry to cur, rotating the generations first when cur
-// is full. c.mu must be held.
-func (c *postCache) putLocked(id int64, p json.RawMessage) {
-	if len(c.cur) >= c.max {
-		c.old, c.cur = c.cur, make(map[int64]json.RawMessage, c.max)
-	}
-	c.cur[id] = p
 }
 
 // len returns the number of entries in both generations (an id in both
@@ -88,7 +109,7 @@ func (c *postCache) len() int {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.cur) + len(c.old)
+	return c.payloads.len()
 }
 
 // reset drops every entry (after Rebuild or DeleteRedisState, whose data may
@@ -98,6 +119,6 @@ func (c *postCache) reset() {
 		return
 	}
 	c.mu.Lock()
-	c.cur, c.old = make(map[int64]json.RawMessage), nil
+	c.payloads.reset()
 	c.mu.Unlock()
 }

@@ -92,17 +92,16 @@ func (s *Service) FeedRaw(ctx context.Context, user, before int64, limit int) (R
 	return page, nil
 }
 
-// feedIDs returns the newest post ids of the user's feed, below before. Push
-// reads them with one ZREVRANGEBYSCORE, batched with concurrent reads
+// feedIDs returns the newest post ids of a push or pull feed, below before.
+// Push reads them with one ZREVRANGEBYSCORE, batched with concurrent reads
 // (readCommand); pull with pipelined commands (feedIDsFrom). Hybrid reads
-// with readScript, which must return the same ids as feedIDsFrom
-// (TestReadScriptMatchesPipeline).
+// with readPage.
 func (s *Service) feedIDs(ctx context.Context, user, before int64, limit int) (ids []int64, err error) {
 	if s.cfg.Strategy == StrategyPush {
 		rng := idRange(before, limit)
 		cmd, err := readCommand(ctx, s, func(ctx context.Context, c redis.Cmdable) *redis.StringSliceCmd {
 			return c.ZRevRangeByScore(ctx, s.keys.timeline(user), rng)
-		}, nil)
+		})
 		if err != nil {
 			return nil, fmt.Errorf("feed: read timeline of %d: %w", user, err)
 		}
@@ -125,8 +124,8 @@ func idRange(before int64, limit int) *redis.ZRangeBy {
 	return rng
 }
 
-// feedIDsFrom reads the page's ids on rc with plain (pipelined) commands,
-// for any strategy.
+// feedIDsFrom reads the page's ids of a push or pull feed on rc with plain
+// (pipelined) commands.
 func (s *Service) feedIDsFrom(ctx context.Context, rc redis.Cmdable, user, before int64, limit int) ([]int64, error) {
 	rng := idRange(before, limit)
 	switch s.cfg.Strategy {
@@ -136,26 +135,6 @@ func (s *Service) feedIDsFrom(ctx context.Context, rc redis.Cmdable, user, befor
 			return nil, fmt.Errorf("feed: read timeline of %d: %w", user, err)
 		}
 		return parseIDs(members)
-
-	case StrategyHybrid:
-		pipe := rc.Pipeline()
-		timeline := pipe.ZRevRangeByScore(ctx, s.keys.timeline(user), rng)
-		celebs := pipe.SInter(ctx, s.keys.celebrities, s.keys.followees(user))
-		if _, err := pipe.Exec(ctx); err != nil {
-			return nil, fmt.Errorf("feed: read timeline of %d: %w", user, err)
-		}
-		own, err := parseIDs(timeline.Val())
-		if err != nil {
-			return nil, err
-		}
-		if len(celebs.Val()) == 0 {
-			return own, nil
-		}
-		pulled, err := s.readAuthors(ctx, rc, celebs.Val(), rng)
-		if err != nil {
-			return nil, err
-		}
-		return mergeNewest(append(pulled, own), limit), nil
 
 	default: // pull
 		followees, err := rc.SMembers(ctx, s.keys.followees(user)).Result()
@@ -240,7 +219,7 @@ func (s *Service) readPayloads(ctx context.Context, ids []int64, out []json.RawM
 	}
 	cmd, err := readCommand(ctx, s, func(ctx context.Context, c redis.Cmdable) *redis.SliceCmd {
 		return c.MGet(ctx, keys...)
-	}, nil)
+	})
 	if err != nil {
 		return fmt.Errorf("feed: read %d post payloads: %w", len(keys), err)
 	}

@@ -56,6 +56,8 @@ type Service struct {
 	// cache holds checked post payloads, and compat their elements of the
 	// compatibility feed (nil when disabled).
 	cache, compat *postCache
+	// celebrities guesses which celebrities a user follows (hybrid reads).
+	celebrities *celebrityGuesses
 	// batch pipelines concurrent reads (nil when ReadBatch is -1).
 	batch *readBatcher
 
@@ -104,8 +106,8 @@ func newMetrics(reg prometheus.Registerer, strategy Strategy) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
 		}),
 		readBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "baedal_feed_read_batch_commands", ConstLabels: labels,
-			Help:    "Read commands of concurrent feed reads sent to Redis in one pipeline (feed-read-batch).",
+			Name: "baedal_feed_read_batch_reads", ConstLabels: labels,
+			Help:    "Concurrent feed reads sent to Redis in one pipeline (feed-read-batch); a hybrid read is two or more commands.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
 		}),
 	}
@@ -138,6 +140,7 @@ func NewService(cfg Config, db *pgxpool.Pool, rdb *redis.Client, log *slog.Logge
 		cfg: cfg, db: db, rdb: rdb, keys: newKeys(cfg.KeyPrefix), ids: NewIDGenerator(nil),
 		log: log.With("component", "feed", "strategy", string(cfg.Strategy)), metrics: newMetrics(reg, cfg.Strategy),
 		cache: newPostCache(cfg.PostCacheEntries), compat: newPostCache(cfg.PostCacheEntries),
+		celebrities: newCelebrityGuesses(),
 	}
 	s.read = func(ctx context.Context, read func(context.Context, redis.Cmdable) error) error {
 		return read(ctx, rdb)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,7 +40,7 @@ import (
 // time, and the CPU time per request of this process (clients and server)
 // and of redis-server, which depend much less on what else the machine runs;
 // with 2 CPUs RunParallel runs 50 clients. Batching runs also report the
-// mean read commands per pipeline.
+// mean reads per pipeline.
 func BenchmarkReadUserAConcurrent(b *testing.B) {
 	st := stacktest.Require(b)
 	cfg := Defaults()
@@ -125,9 +126,9 @@ func BenchmarkReadUserAConcurrent(b *testing.B) {
 		}
 		for _, cl := range clients {
 			b.Run(cl.name, func(b *testing.B) {
-				b.SetParallelism((cfg.Clients + 1) / 2)
+				b.SetParallelism((cfg.Clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 				cpu0, redis0 := processCPU(b), redisCPU(b, rdb)
-				cmds0, pipes0 := batchStats(b, cl.reg)
+				reads0, pipes0 := batchStats(b, cl.reg)
 				var mu sync.Mutex
 				var latencies []time.Duration
 				start := time.Now()
@@ -157,8 +158,8 @@ func BenchmarkReadUserAConcurrent(b *testing.B) {
 				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
 				b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "go-cpu-us/req")
 				b.ReportMetric(float64(redisUsed.Microseconds())/float64(b.N), "redis-cpu-us/req")
-				if cmds, pipes := batchStats(b, cl.reg); pipes > pipes0 {
-					b.ReportMetric((cmds-cmds0)/float64(pipes-pipes0), "cmds/pipeline")
+				if reads, pipes := batchStats(b, cl.reg); pipes > pipes0 {
+					b.ReportMetric((reads-reads0)/float64(pipes-pipes0), "reads/pipeline")
 				}
 			})
 		}
@@ -195,10 +196,10 @@ func redisCPU(b *testing.B, rdb *redis.Client) time.Duration {
 	return time.Duration(total * float64(time.Second))
 }
 
-// batchStats returns the read commands and pipelines the batcher of the
+// batchStats returns the reads and pipelines the batcher of the
 // service with registry reg sent so far (0, 0 for a nil registry or no
 // batching).
-func batchStats(b *testing.B, reg *prometheus.Registry) (commands float64, pipelines uint64) {
+func batchStats(b *testing.B, reg *prometheus.Registry) (reads float64, pipelines uint64) {
 	if reg == nil {
 		return 0, 0
 	}
@@ -207,12 +208,12 @@ func batchStats(b *testing.B, reg *prometheus.Registry) (commands float64, pipel
 		b.Fatal(err)
 	}
 	for _, f := range families {
-		if f.GetName() == "baedal_feed_read_batch_commands" {
+		if f.GetName() == "baedal_feed_read_batch_reads" {
 			for _, m := range f.GetMetric() {
-				commands += m.GetHistogram().GetSampleSum()
+				reads += m.GetHistogram().GetSampleSum()
 				pipelines += m.GetHistogram().GetSampleCount()
 			}
 		}
 	}
-	return commands, pipelines
+	return reads, pipelines
 }
