@@ -177,6 +177,15 @@ type Summary struct {
 	ReadP99MsUserB             map[string]float64 `json:"read_p99_ms_user_b"`
 	SpeedupHybridVsPullUserA   float64            `json:"read_speedup_hybrid_vs_pull_user_a"`
 	HybridP99MsUserAConcurrent float64            `json:"hybrid_p99_ms_user_a_concurrent"`
+	// The floor: user A's hybrid page served fixed, by a handler that does
+	// nothing else, through the same API server and clients (serveFloor).
+	// Its p99 with one client, its p50, p99 and throughput with Clients, and
+	// hybrid's concurrent p99 over its own.
+	FloorP99Ms           float64 `json:"read_floor_p99_ms"`
+	FloorP50MsConcurrent float64 `json:"read_floor_p50_ms_concurrent"`
+	FloorP99MsConcurrent float64 `json:"read_floor_p99_ms_concurrent"`
+	FloorThroughput      float64 `json:"read_floor_throughput_concurrent"`
+	HybridP99VsFloor     float64 `json:"hybrid_p99_vs_floor_concurrent"`
 	ReadErrors                 int64              `json:"read_errors"`
 	// Share of consistent polls per strategy, and the number of polls.
 	Consistency      map[string]float64 `json:"consistency"`
@@ -240,22 +249,42 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 	sum := Summary{Bench: "feed", Profile: string(cfg.Profile), Users: cfg.Users, Clients: cfg.Clients}
 	report := bench.NewReport("feed", "Follow feed: pull vs push vs hybrid", cfg.Command)
 
-	// 1. Reads.
+	// 1. Reads, of each strategy and of the floor: a server answering user
+	// A's hybrid page, fixed, through the same API server (serveFixed).
 	type readKey struct {
-		strategy feed.Strategy
-		user     string
-		clients  int
+		target, user string
+		clients      int
 	}
-	reads := map[readKey]*bench.LoadResult{}
-	users := []struct {
+	type user struct {
 		name string
 		id   int64
-	}{{"A", ids.UserA}, {"B", ids.UserB}}
+	}
+	userA, userB := user{"A", ids.UserA}, user{"B", ids.UserB}
+	type readTarget struct {
+		name, base string
+		users      []user
+	}
+	var targets []readTarget
+	var hybrid *deployment
+	for _, d := range deps {
+		targets = append(targets, readTarget{string(d.strategy), d.base, []user{userA, userB}})
+		if d.strategy == feed.StrategyHybrid {
+			hybrid = d
+		}
+	}
+	floorBase, stopFloor, err := serveFloor(ctx, hybrid.base, ids.UserA)
+	defer stopFloor()
+	if err != nil {
+		return Summary{}, err
+	}
+	targets = append(targets, readTarget{floorTarget, floorBase, []user{userA}})
+
+	reads := map[readKey]*bench.LoadResult{}
 	concurrencies := []int{1, cfg.Clients}
 	slice := cfg.ReadDuration / time.Duration(cfg.Rounds)
-	prog := bench.NewProgress(progress, "feed reads", int64(cfg.Rounds*len(deps)))
+	prog := bench.NewProgress(progress, "feed reads", int64(cfg.Rounds*len(targets)))
 	var sides []bench.Side
-	for _, d := range deps {
+	for _, t := range targets {
 		// One lean keep-alive connection per client goroutine, kept across
 		// rounds as net/http's pool would.
 		conns := make([]*leanConn, max(cfg.Clients, 1))
@@ -266,9 +295,9 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 				}
 			}
 		}()
-		sides = append(sides, bench.Side{Name: string(d.strategy), Run: func(round int) error {
-			for _, u := range users {
-				req, err := newLeanRequest(d.base + "/api/v1/feeds?user-id=" + strconv.FormatInt(u.id, 10))
+		sides = append(sides, bench.Side{Name: t.name, Run: func(round int) error {
+			for _, u := range t.users {
+				req, err := newLeanRequest(t.base + "/api/v1/feeds?user-id=" + strconv.FormatInt(u.id, 10))
 				if err != nil {
 					return err
 				}
@@ -279,7 +308,7 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 						}
 						return leanReadFeed(ctx, conns[client], req)
 					})
-					k := readKey{d.strategy, u.name, c}
+					k := readKey{t.name, u.name, c}
 					if reads[k] == nil {
 						reads[k] = &bench.LoadResult{}
 					}
@@ -302,17 +331,22 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 	readTable := &bench.Table{Header: []string{"strategy · user · clients", "requests", "errors", "req/s", "p50 ms", "p99 ms", "max ms"}}
 	var cdfNames []string
 	var cdfRecs []*bench.LatencyRecorder
-	for _, d := range deps {
-		name := string(d.strategy)
-		for _, u := range users {
+	for _, t := range targets {
+		name := t.name
+		for _, u := range t.users {
 			for _, c := range concurrencies {
-				r := reads[readKey{d.strategy, u.name, c}]
+				r := reads[readKey{name, u.name, c}]
 				s := r.Summary()
 				sum.ReadErrors += r.Errors
 				readTable.Rows = append(readTable.Rows, []string{fmt.Sprintf("%s · %s · %d", name, u.name, c),
 					strconv.FormatInt(s.Ops, 10), strconv.FormatInt(s.Errors, 10), fmt.Sprintf("%.0f", s.ThroughputOps),
 					fmt.Sprintf("%.3f", s.Latency.P50Ms), fmt.Sprintf("%.3f", s.Latency.P99Ms), fmt.Sprintf("%.3f", s.Latency.MaxMs)})
 				switch {
+				case name == floorTarget && c == 1:
+					sum.FloorP99Ms = s.Latency.P99Ms
+				case name == floorTarget:
+					sum.FloorP50MsConcurrent, sum.FloorP99MsConcurrent = s.Latency.P50Ms, s.Latency.P99Ms
+					sum.FloorThroughput = s.ThroughputOps
 				case u.name == "A" && c == 1:
 					sum.ReadP50Ms[name], sum.ReadP99Ms[name] = s.Latency.P50Ms, s.Latency.P99Ms
 					cdfNames, cdfRecs = append(cdfNames, name), append(cdfRecs, r.Latency)
@@ -327,13 +361,18 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 	}
 	sum.SpeedupHybridVsPullUserA = bench.Ratio(sum.ReadP50Ms["pull"], sum.ReadP50Ms["hybrid"])
 	sum.HybridP99MsUserAConcurrent = sum.ReadP99MsConcurrent["hybrid"]
+	sum.HybridP99VsFloor = bench.Ratio(sum.HybridP99MsUserAConcurrent, sum.FloorP99MsConcurrent)
 	report.Add(bench.Section{
 		Title: "1. Feed reads (GET /api/v1/feeds over loopback HTTP, lean keep-alive client)",
 		Text: fmt.Sprintf("User A follows %d users and the celebrity; user B follows user 1 and the celebrity. "+
 			"Each strategy read for %s per user and concurrency, in %d interleaved rounds. "+
 			"The clients are a lean HTTP/1.1 keep-alive client (one connection per client goroutine, like wrk), not net/http, "+
 			"so they take less of the CPU the server shares with them; a read counts when its status is 200 and its body a JSON array. "+
-			"Speedup hybrid vs pull for user A (p50, 1 client): %.1fx.", cfg.Users, cfg.ReadDuration, cfg.Rounds, sum.SpeedupHybridVsPullUserA),
+			"Speedup hybrid vs pull for user A (p50, 1 client): %.1fx. "+
+			"The floor is user A's hybrid page served fixed by a handler that does nothing else, through the same API server and clients, "+
+			"interleaved with the strategies: what HTTP over loopback and the scheduling of %d clients and their server on this machine cost alone. "+
+			"Hybrid's p99 with %d clients is %.2fx the floor's.",
+			cfg.Users, cfg.ReadDuration, cfg.Rounds, sum.SpeedupHybridVsPullUserA, cfg.Clients, cfg.Clients, sum.HybridP99VsFloor),
 		Table: readTable,
 		Charts: []bench.Chart{
 			{Title: "User A, 1 client: latency by percentile", Kind: bench.CDFChart, YLabel: "ms", LogY: true, Series: cdfSeries(cdfNames, cdfRecs)},
@@ -468,10 +507,49 @@ func startDeployment(ctx context.Context, cfg Config, st feed.Strategy, seed fee
 // serve serves svc's routes on a loopback port until stop is called and
 // returns its base URL (http://127.0.0.1:port). Call stop even on error.
 func serve(ctx context.Context, svc *feed.Service) (base string, stop func(), err error) {
+	return serveRoutes(ctx, func(srv *api.Server) { feed.RegisterRoutes(srv, svc) })
+}
+
+// floorTarget names the floor's results.
+const floorTarget = "floor"
+
+// serveFloor reads user's compatibility feed from the server at base once
+// and serves that body as the answer of every GET /api/v1/feeds, through the
+// same API server as the feed's routes: the floor of a read's cost on this
+// machine, all of it (HTTP over loopback, the clients, the scheduling of both)
+// but the feed's own work (Redis, assembling the page). Call stop even on
+// error.
+func serveFloor(ctx context.Context, base string, user int64) (floorBase string, stop func(), err error) {
+	stop = func() {}
+	req, err := newLeanRequest(base + "/api/v1/feeds?user-id=" + strconv.FormatInt(user, 10))
+	if err != nil {
+		return "", stop, err
+	}
+	c := newLeanConn(req.addr, 30*time.Second)
+	page, err := c.get(ctx, req)
+	c.close()
+	if err != nil {
+		return "", stop, fmt.Errorf("feedbench: read the floor's page: %w", err)
+	}
+	body := slices.Clone(page)
+	return serveRoutes(ctx, func(srv *api.Server) {
+		srv.Handle("GET /api/v1/feeds", func(w http.ResponseWriter, r *http.Request) error {
+			h := w.Header()
+			h.Set("Content-Type", "application/json")
+			h.Set("Content-Length", strconv.Itoa(len(body)))
+			_, err := w.Write(body)
+			return err
+		})
+	})
+}
+
+// serveRoutes serves the routes register adds on a loopback port until stop
+// is called and returns its base URL. Call stop even on error.
+func serveRoutes(ctx context.Context, register func(*api.Server)) (base string, stop func(), err error) {
 	acfg := api.Defaults()
 	acfg.Addr = "127.0.0.1:0"
 	srv := api.New(acfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
-	feed.RegisterRoutes(srv, svc)
+	register(srv)
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	ready := make(chan string, 1)

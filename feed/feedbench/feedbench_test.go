@@ -35,7 +35,8 @@ func TestSmoke(t *testing.T) {
 	}
 	if missing := bench.MissingKeys(parsed, "bench", "read_p50_ms.pull", "read_p50_ms.push", "read_p50_ms.hybrid",
 		"read_p99_ms.pull", "read_p99_ms.push", "read_p99_ms.hybrid", "read_speedup_hybrid_vs_pull_user_a",
-		"consistency.pull", "consistency.push", "consistency.hybrid", "fanout_10k_ms", "hybrid_p99_ms_user_a_concurrent"); len(missing) > 0 {
+		"consistency.pull", "consistency.push", "consistency.hybrid", "fanout_10k_ms", "hybrid_p99_ms_user_a_concurrent",
+		"read_floor_p99_ms_concurrent", "read_floor_throughput_concurrent", "hybrid_p99_vs_floor_concurrent"); len(missing) > 0 {
 		t.Fatalf("summary lacks %v: %s", missing, out.String())
 	}
 	if parsed["bench"] != "feed" {
@@ -43,6 +44,9 @@ func TestSmoke(t *testing.T) {
 	}
 	if sum.ReadErrors != 0 {
 		t.Errorf("%d read requests failed", sum.ReadErrors)
+	}
+	if sum.FloorThroughput <= 0 || sum.FloorP99MsConcurrent <= 0 || sum.HybridP99VsFloor <= 0 {
+		t.Errorf("floor: %.0f reads/s, p99 %.3f ms, hybrid over floor %.2f; want all > 0", sum.FloorThroughput, sum.FloorP99MsConcurrent, sum.HybridP99VsFloor)
 	}
 	if !sum.FanoutVerified || sum.FanoutFollowers != 52 {
 		t.Errorf("fan-out verified %v to %d followers, want true and 52 (users 1..50, A and B)", sum.FanoutVerified, sum.FanoutFollowers)
@@ -54,28 +58,5 @@ func TestSmoke(t *testing.T) {
 	}
 	if _, err := os.Stat(sum.Report); err != nil {
 		t.Errorf("report %q: %v", sum.Report, err)
-	}
-}
-
-// TestProfile runs a real profile when FEEDBENCH_PROFILE is set (quick or
-// full), until `baedal bench feed` is wired:
-//
-//	FEEDBENCH_PROFILE=quick FEEDBENCH_REPORT_DIR=/tmp/reports go test ./feed/feedbench -run TestProfile -v -timeout 20m
-func TestProfile(t *testing.T) {
-	name := os.Getenv("FEEDBENCH_PROFILE")
-	if name == "" {
-		t.Skip("set FEEDBENCH_PROFILE=quick|full to run the benchmark")
-	}
-	profile, err := bench.ParseProfile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := stacktest.Require(t)
-	cfg := Defaults()
-	cfg.Profile, cfg.PostgresURL, cfg.RedisAddr = profile, st.PostgresURL, st.RedisAddr
-	cfg.ReportDir = os.Getenv("FEEDBENCH_REPORT_DIR")
-	cfg.Command = "FEEDBENCH_PROFILE=" + name + " go test ./feed/feedbench -run TestProfile -v"
-	if _, err := Run(context.Background(), cfg, os.Stdout, os.Stderr); err != nil {
-		t.Fatal(err)
 	}
 }

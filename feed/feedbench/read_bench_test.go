@@ -29,7 +29,9 @@ import (
 //	go tool pprof -top /tmp/cpu.out
 //
 // The clients are the lean keep-alive client of `baedal bench feed`
-// (sub-benchmarks push, hybrid) or net/http's (push-nethttp, hybrid-nethttp);
+// (sub-benchmarks push, hybrid; push-floor and hybrid-floor read the
+// strategy's page of user A served fixed, serveFloor) or net/http's
+// (push-nethttp, hybrid-nethttp);
 // push-batch=off, hybrid-batch=64x2 and the like read with the lean client
 // from services with other read batching settings (feed.Config.ReadBatch,
 // ReadBatchesInFlight) on the same data, to compare them in one run:
@@ -90,8 +92,18 @@ func BenchmarkReadUserAConcurrent(b *testing.B) {
 				return func() error { return leanReadFeed(ctx, c, req) }, c.close
 			}}
 		}
+		floorBase, stopFloor, err := serveFloor(ctx, d.base, ids.UserA)
+		defer stopFloor()
+		if err != nil {
+			b.Fatal(err)
+		}
+		floorReq, err := newLeanRequest(floorBase + "/api/v1/feeds?user-id=" + strconv.FormatInt(ids.UserA, 10))
+		if err != nil {
+			b.Fatal(err)
+		}
 		clients := []benchClient{
 			lean(string(strategy), req),
+			lean(string(strategy)+"-floor", floorReq),
 			{name: string(strategy) + "-nethttp", read: func() (func() error, func()) {
 				return func() error { return getJSON(ctx, client, path, nil) }, func() {}
 			}},
