@@ -51,6 +51,20 @@ func (ev Event) AggregateID() int64 {
 	return ev.ID
 }
 
+// IsHotShopUpdate reports whether ev is a shop upsert that sets only hot
+// fields: the updates a split layout takes without touching its menu index.
+func (ev Event) IsHotShopUpdate() bool {
+	if ev.Type != EntityShop || ev.Op != OpUpsert || ev.Menus != nil {
+		return false
+	}
+	for _, f := range ev.ChangedFields() {
+		if v, _ := ShopFieldVolatility(f); v != Hot {
+			return false
+		}
+	}
+	return true
+}
+
 // ChangedFields returns the JSON names of the fields an upsert sets, in
 // canonical order; nil for a delete. Look them up with ShopFieldVolatility or
 // MenuFieldVolatility according to ev.Type.

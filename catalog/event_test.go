@@ -323,3 +323,21 @@ func FuzzParseEvents(f *testing.F) {
 		}
 	})
 }
+
+func TestIsHotShopUpdate(t *testing.T) {
+	m, name := 30, "새이름"
+	cases := []struct {
+		ev   Event
+		want bool
+	}{
+		{ShopUpsertEvent(1, 2, &ShopFields{DeliveryMinutes: &m}), true},
+		{ShopUpsertEvent(1, 2, &ShopFields{Name: &name}), false},
+		{ShopDeleteEvent(1, 2), false},
+		{MenuUpsertEvent(1, 1000, 2, &MenuFields{Price: &m}), false},
+	}
+	for i, c := range cases {
+		if got := c.ev.IsHotShopUpdate(); got != c.want {
+			t.Errorf("case %d: %v, want %v", i, got, c.want)
+		}
+	}
+}

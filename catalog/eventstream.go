@@ -114,6 +114,20 @@ func (s *EventStream) Next() Event {
 	}
 }
 
+// NextHotShopUpdate returns the next event of the stream that is a hot
+// update (IsHotShopUpdate) of a shop of the initial catalog, skipping the
+// others: the load of a benchmark that applies only hot updates to a catalog
+// loaded from the same seed. Skipped deletes only stop the stream from
+// updating those shops; versions stay increasing per shop.
+func (s *EventStream) NextHotShopUpdate() Event {
+	for {
+		ev := s.Next()
+		if ev.IsHotShopUpdate() && ev.ID <= int64(s.numShops) {
+			return ev
+		}
+	}
+}
+
 // pickShop picks a live shop index, popular shops more often.
 func (s *EventStream) pickShop() (int, *streamShop) {
 	for range 8 {

@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -144,4 +145,32 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestNextHotShopUpdate: hot updates only, of the initial catalog's shops
+// only (the stream creates and deletes shops too), with versions increasing
+// per shop, and the same sequence for the same seed.
+func TestNextHotShopUpdate(t *testing.T) {
+	const shops = 40
+	a, b := NewEventStream(5, shops), NewEventStream(5, shops)
+	last := map[int64]int64{}
+	for i := range 5000 {
+		ev := a.NextHotShopUpdate()
+		if !ev.IsHotShopUpdate() || ev.ID < 1 || ev.ID > shops {
+			t.Fatalf("event %d: %+v is not a hot update of shops 1..%d", i, ev, shops)
+		}
+		if ev.Version <= last[ev.ID] {
+			t.Fatalf("event %d: shop %d version %d after %d", i, ev.ID, ev.Version, last[ev.ID])
+		}
+		last[ev.ID] = ev.Version
+		if other := b.NextHotShopUpdate(); !reflect.DeepEqual(ev, other) {
+			t.Fatalf("event %d differs for the same seed: %+v and %+v", i, ev, other)
+		}
+	}
+	if len(last) < shops/2 {
+		t.Errorf("only %d of %d shops updated", len(last), shops)
+	}
+	if a.NumShops() == shops {
+		t.Error("the stream created no shop in 5000 events: the ID bound was not exercised")
+	}
 }

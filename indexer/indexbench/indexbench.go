@@ -411,7 +411,7 @@ func makeStreams(cfg Config, versions map[int64]int64) (hot, mixed [][]catalog.E
 			ev := hotSrc.Next()
 			// Shops the hot source created itself were never applied (its
 			// create events are not hot), so only the catalog's shops count.
-			if !IsHotShopUpdate(ev) || deleted[ev.ID] || ev.ID > int64(cfg.Shops) {
+			if !ev.IsHotShopUpdate() || deleted[ev.ID] || ev.ID > int64(cfg.Shops) {
 				continue
 			}
 			h = append(h, next(ev))
@@ -427,20 +427,6 @@ func makeStreams(cfg Config, versions map[int64]int64) (hot, mixed [][]catalog.E
 		hot, mixed = append(hot, h), append(mixed, m)
 	}
 	return hot, mixed, deleted
-}
-
-// IsHotShopUpdate reports whether an event is a shop upsert that sets only
-// hot fields.
-func IsHotShopUpdate(ev catalog.Event) bool {
-	if ev.Type != catalog.EntityShop || ev.Op != catalog.OpUpsert || ev.Menus != nil {
-		return false
-	}
-	for _, f := range ev.ChangedFields() {
-		if v, _ := catalog.ShopFieldVolatility(f); v != catalog.Hot {
-			return false
-		}
-	}
-	return true
 }
 
 // writeStats are the cumulative figures bytes written are computed from.
@@ -510,7 +496,7 @@ func freshnessRun(ctx context.Context, cfg Config, icfg indexer.Config, clients 
 		batch := make([]catalog.Event, 0, perTick)
 		for len(batch) < perTick && sent+len(batch) < cfg.FreshnessEvents {
 			ev := src.Next()
-			if !IsHotShopUpdate(ev) || ev.ID > int64(cfg.Shops) || deleted[ev.ID] {
+			if !ev.IsHotShopUpdate() || ev.ID > int64(cfg.Shops) || deleted[ev.ID] {
 				continue
 			}
 			versions[ev.ID]++

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/baedal/baedal/bench"
-	"github.com/baedal/baedal/catalog"
 	"github.com/baedal/baedal/internal/stacktest"
 )
 
@@ -59,20 +58,3 @@ func TestSmoke(t *testing.T) {
 	}
 }
 
-func TestIsHotShopUpdate(t *testing.T) {
-	m, name := 30, "새이름"
-	cases := []struct {
-		ev   catalog.Event
-		want bool
-	}{
-		{catalog.ShopUpsertEvent(1, 2, &catalog.ShopFields{DeliveryMinutes: &m}), true},
-		{catalog.ShopUpsertEvent(1, 2, &catalog.ShopFields{Name: &name}), false},
-		{catalog.ShopDeleteEvent(1, 2), false},
-		{catalog.MenuUpsertEvent(1, 1000, 2, &catalog.MenuFields{Price: &m}), false},
-	}
-	for i, c := range cases {
-		if got := IsHotShopUpdate(c.ev); got != c.want {
-			t.Errorf("case %d: %v, want %v", i, got, c.want)
-		}
-	}
-}

@@ -294,12 +294,14 @@ func (r *run) refresh(ctx context.Context) error {
 	return nil
 }
 
-// applyNext applies the next n events of a layout's stream.
+// applyNext applies the next n hot shop updates of a layout's stream: the
+// changes that arrive by the thousand per second in production (menu and
+// cold changes are bench index's mixed stream).
 func (r *run) applyNext(ctx context.Context, k layout.Kind, n int) error {
 	events := make([]catalog.Event, n)
 	s := r.streams[k]
 	for i := range events {
-		events[i] = s.Next()
+		events[i] = s.NextHotShopUpdate()
 	}
 	ix := r.nested
 	if k == layout.Split {
