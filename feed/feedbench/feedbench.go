@@ -186,7 +186,7 @@ type Summary struct {
 	FloorP99MsConcurrent float64 `json:"read_floor_p99_ms_concurrent"`
 	FloorThroughput      float64 `json:"read_floor_throughput_concurrent"`
 	HybridP99VsFloor     float64 `json:"hybrid_p99_vs_floor_concurrent"`
-	ReadErrors                 int64              `json:"read_errors"`
+	ReadErrors           int64   `json:"read_errors"`
 	// Share of consistent polls per strategy, and the number of polls.
 	Consistency      map[string]float64 `json:"consistency"`
 	ConsistencyPolls map[string]int     `json:"consistency_polls"`

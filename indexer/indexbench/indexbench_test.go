@@ -57,4 +57,3 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("bytes written nested %d split %d, want > 0", sum.NestedBytesWritten, sum.SplitBytesWritten)
 	}
 }
-
