@@ -177,6 +177,7 @@ type Summary struct {
 	ReadP99MsUserB             map[string]float64 `json:"read_p99_ms_user_b"`
 	SpeedupHybridVsPullUserA   float64            `json:"read_speedup_hybrid_vs_pull_user_a"`
 	HybridP99MsUserAConcurrent float64            `json:"hybrid_p99_ms_user_a_concurrent"`
+	ReadErrors                 int64              `json:"read_errors"`
 	// The floor: user A's hybrid page served fixed, by a handler that does
 	// nothing else, through the same API server and clients (serveFloor).
 	// Its p99 with one client, its p50, p99 and throughput with Clients, and
@@ -186,7 +187,6 @@ type Summary struct {
 	FloorP99MsConcurrent float64 `json:"read_floor_p99_ms_concurrent"`
 	FloorThroughput      float64 `json:"read_floor_throughput_concurrent"`
 	HybridP99VsFloor     float64 `json:"hybrid_p99_vs_floor_concurrent"`
-	ReadErrors           int64   `json:"read_errors"`
 	// Share of consistent polls per strategy, and the number of polls.
 	Consistency      map[string]float64 `json:"consistency"`
 	ConsistencyPolls map[string]int     `json:"consistency_polls"`
