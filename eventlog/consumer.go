@@ -202,19 +202,71 @@ func (c *Consumer) DeadLetter(ctx context.Context, letters []DeadLetter) error {
 	return nil
 }
 
-// Lag returns the group's lag on this partition: entries appended but not yet
-// delivered to the group (XINFO GROUPS "lag"); -1 when Redis cannot tell.
+// Lag returns the group's lag on this partition, entries appended but not
+// yet delivered to the group (Backlog's Entries), and its pending entries.
 func (c *Consumer) Lag(ctx context.Context) (lag, pending int64, err error) {
-	groups, err := c.log.rdb.XInfoGroups(ctx, c.stream).Result()
-	if err != nil {
-		return 0, 0, fmt.Errorf("eventlog: XINFO GROUPS %s: %w", c.stream, err)
+	b, err := c.Backlog(ctx)
+	return b.Entries, b.Pending, err
+}
+
+// Backlog is what a consumer group has not processed yet on one partition.
+type Backlog struct {
+	// Entries appended but not yet delivered to the group. Counted exactly
+	// up to backlogCounted; above that, XINFO GROUPS "lag" bounded by the
+	// stream's length (Redis 7.0 keeps counting entries trimmed before the
+	// group read them, for good); -1 when Redis cannot tell.
+	Entries int64
+	// Pending entries: delivered, not acknowledged.
+	Pending int64
+	// OldestUndelivered is the age of the first entry not yet delivered to
+	// the group, from its id's timestamp; 0 when there is none.
+	OldestUndelivered time.Duration
+}
+
+// backlogCounted is how many undelivered entries Backlog counts one by one.
+const backlogCounted = 100
+
+// Backlog returns the group's backlog on this partition.
+func (c *Consumer) Backlog(ctx context.Context) (Backlog, error) {
+	pipe := c.log.rdb.Pipeline()
+	groupsCmd := pipe.XInfoGroups(ctx, c.stream)
+	lenCmd := pipe.XLen(ctx, c.stream)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return Backlog{}, fmt.Errorf("eventlog: XINFO GROUPS %s: %w", c.stream, err)
 	}
-	for _, g := range groups {
-		if g.Name == c.group {
-			return g.Lag, g.Pending, nil
+	for _, g := range groupsCmd.Val() {
+		if g.Name != c.group {
+			continue
 		}
+		next, err := c.log.rdb.XRangeN(ctx, c.stream, "("+g.LastDeliveredID, "+", backlogCounted).Result()
+		if err != nil {
+			return Backlog{}, fmt.Errorf("eventlog: XRANGE %s: %w", c.stream, err)
+		}
+		b := Backlog{Entries: int64(len(next)), Pending: g.Pending}
+		if len(next) == backlogCounted {
+			b.Entries = max(backlogCounted, min(g.Lag, lenCmd.Val()))
+			if g.Lag < 0 {
+				b.Entries = -1
+			}
+		}
+		if len(next) > 0 {
+			if ms, ok := entryMillis(next[0].ID); ok {
+				b.OldestUndelivered = max(0, time.Since(time.UnixMilli(ms)))
+			}
+		}
+		return b, nil
 	}
-	return 0, 0, fmt.Errorf("eventlog: group %s not found on %s", c.group, c.stream)
+	return Backlog{}, fmt.Errorf("eventlog: group %s not found on %s", c.group, c.stream)
+}
+
+// entryMillis returns the milliseconds part of a stream entry id ("ms-seq").
+func entryMillis(id string) (int64, bool) {
+	ms, _, ok := strings.Cut(id, "-")
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(ms, 10, 64)
+	return v, err == nil
 }
 
 // Partition returns the consumer's partition.

@@ -67,7 +67,8 @@
 //
 // # Metrics (label layout)
 //
-// baedal_indexer_consumer_lag (XINFO GROUPS lag, per partition, sampled),
+// baedal_indexer_consumer_lag (XINFO GROUPS lag, per partition, sampled) and
+// baedal_indexer_consumer_lag_seconds (age of the oldest undelivered entry),
 // baedal_indexer_events_total, baedal_indexer_docs_written_total,
 // baedal_indexer_bulk_seconds, baedal_indexer_freshness_seconds (one sampled
 // event per batch: after its bulk, _search on the alias for the shop id at

@@ -17,6 +17,7 @@ type metrics struct {
 	bulkSeconds  *prometheus.HistogramVec
 	freshness    *prometheus.HistogramVec
 	lag          *prometheus.GaugeVec
+	lagSeconds   *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -45,7 +46,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.01, 1.6, 20),
 		}, []string{"layout"}),
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "baedal_indexer_consumer_lag", Help: "Entries appended but not yet delivered to the layout's group, per partition.",
+			Name: "baedal_indexer_consumer_lag", Help: "Entries appended but not yet delivered to the layout's group, per partition (Redis' estimate, at most the stream's length).",
+		}, []string{"layout", "partition"}),
+		lagSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "baedal_indexer_consumer_lag_seconds", Help: "Age of the oldest entry not yet delivered to the layout's group, per partition (0: none).",
 		}, []string{"layout", "partition"}),
 	}
 	if reg != nil {
@@ -57,6 +61,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.bulkSeconds = promreg.RegisterOrReuse(reg, m.bulkSeconds)
 		m.freshness = promreg.RegisterOrReuse(reg, m.freshness)
 		m.lag = promreg.RegisterOrReuse(reg, m.lag)
+		m.lagSeconds = promreg.RegisterOrReuse(reg, m.lagSeconds)
 	}
 	return m
 }

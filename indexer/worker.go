@@ -251,15 +251,17 @@ func (w *Worker) process(ctx context.Context, c *eventlog.Consumer, entries []ev
 	return nil
 }
 
-// sampleLag sets the lag gauge of every partition every LagEvery.
+// sampleLag sets the lag gauges of every partition every LagEvery.
 func (w *Worker) sampleLag(ctx context.Context, consumers []*eventlog.Consumer) {
 	t := time.NewTicker(w.cfg.LagEvery)
 	defer t.Stop()
 	for {
 		for _, c := range consumers {
-			lag, _, err := c.Lag(ctx)
+			b, err := c.Backlog(ctx)
 			if err == nil {
-				w.m.lag.WithLabelValues(string(w.kind), strconv.Itoa(c.Partition())).Set(float64(lag))
+				labels := []string{string(w.kind), strconv.Itoa(c.Partition())}
+				w.m.lag.WithLabelValues(labels...).Set(float64(b.Entries))
+				w.m.lagSeconds.WithLabelValues(labels...).Set(b.OldestUndelivered.Seconds())
 			}
 		}
 		select {
