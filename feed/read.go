@@ -94,11 +94,11 @@ func (s *Service) FeedRaw(ctx context.Context, user, before int64, limit int) (R
 
 // feedIDs returns the newest post ids of a push or pull feed, below before.
 // Push reads them with one ZREVRANGEBYSCORE, batched with concurrent reads
-// (readCommand); pull with pipelined commands (feedIDsFrom). Hybrid reads
-// with readPage.
+// (readCommand); pull with pipelined commands (pullIDs). Hybrid reads with
+// readPage.
 func (s *Service) feedIDs(ctx context.Context, user, before int64, limit int) (ids []int64, err error) {
+	rng := idRange(before, limit)
 	if s.cfg.Strategy == StrategyPush {
-		rng := idRange(before, limit)
 		cmd, err := readCommand(ctx, s, func(ctx context.Context, c redis.Cmdable) *redis.StringSliceCmd {
 			return c.ZRevRangeByScore(ctx, s.keys.timeline(user), rng)
 		})
@@ -108,7 +108,7 @@ func (s *Service) feedIDs(ctx context.Context, user, before int64, limit int) (i
 		return parseIDs(cmd.Val())
 	}
 	err = s.read(ctx, func(ctx context.Context, rc redis.Cmdable) error {
-		ids, err = s.feedIDsFrom(ctx, rc, user, before, limit)
+		ids, err = s.pullIDs(ctx, rc, user, rng, limit)
 		return err
 	})
 	return ids, err
@@ -124,29 +124,18 @@ func idRange(before int64, limit int) *redis.ZRangeBy {
 	return rng
 }
 
-// feedIDsFrom reads the page's ids of a push or pull feed on rc with plain
-// (pipelined) commands.
-func (s *Service) feedIDsFrom(ctx context.Context, rc redis.Cmdable, user, before int64, limit int) ([]int64, error) {
-	rng := idRange(before, limit)
-	switch s.cfg.Strategy {
-	case StrategyPush:
-		members, err := rc.ZRevRangeByScore(ctx, s.keys.timeline(user), rng).Result()
-		if err != nil {
-			return nil, fmt.Errorf("feed: read timeline of %d: %w", user, err)
-		}
-		return parseIDs(members)
-
-	default: // pull
-		followees, err := rc.SMembers(ctx, s.keys.followees(user)).Result()
-		if err != nil {
-			return nil, fmt.Errorf("feed: read followees of %d: %w", user, err)
-		}
-		lists, err := s.readAuthors(ctx, rc, followees, rng)
-		if err != nil {
-			return nil, err
-		}
-		return mergeNewest(lists, limit), nil
+// pullIDs reads a pull feed's page on rc: the user's followees, then each
+// one's recent posts in rng (pipelined), merged.
+func (s *Service) pullIDs(ctx context.Context, rc redis.Cmdable, user int64, rng *redis.ZRangeBy, limit int) ([]int64, error) {
+	followees, err := rc.SMembers(ctx, s.keys.followees(user)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("feed: read followees of %d: %w", user, err)
 	}
+	lists, err := s.readAuthors(ctx, rc, followees, rng)
+	if err != nil {
+		return nil, err
+	}
+	return mergeNewest(lists, limit), nil
 }
 
 // readAuthors reads each author's recent post ids in the range, pipelined.

@@ -250,7 +250,7 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 	report := bench.NewReport("feed", "Follow feed: pull vs push vs hybrid", cfg.Command)
 
 	// 1. Reads, of each strategy and of the floor: a server answering user
-	// A's hybrid page, fixed, through the same API server (serveFixed).
+	// A's hybrid page, fixed, through the same API server (serveFloor).
 	type readKey struct {
 		target, user string
 		clients      int
