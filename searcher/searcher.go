@@ -184,9 +184,15 @@ type execution struct {
 
 // searchResponse is the part of an OpenSearch search response we read.
 type searchResponse struct {
-	Took  int    `json:"took"`
-	PitID string `json:"pit_id"`
-	Hits  struct {
+	Took     int    `json:"took"`
+	TimedOut bool   `json:"timed_out"`
+	PitID    string `json:"pit_id"`
+	Shards   struct {
+		Total    int               `json:"total"`
+		Failed   int               `json:"failed"`
+		Failures []json.RawMessage `json:"failures"`
+	} `json:"_shards"`
+	Hits struct {
 		Total struct {
 			Value int `json:"value"`
 		} `json:"total"`
@@ -223,8 +229,29 @@ func (e *execution) search(ctx context.Context, step *StepStats, path string, bo
 	if err != nil {
 		return nil, fmt.Errorf("searcher: step %s: %w", step.Name, err)
 	}
+	if err := out.complete(); err != nil {
+		return nil, fmt.Errorf("searcher: step %s: %w", step.Name, err)
+	}
 	step.ServerTookMs += out.Took
 	return &out, nil
+}
+
+// complete returns an error when the response holds partial results: some
+// shards failed (OpenSearch still answers 200 when others succeeded) or the
+// search timed out. A partial page or candidate list would be a wrong answer,
+// not a slow one.
+func (r *searchResponse) complete() error {
+	if r.Shards.Failed > 0 {
+		first := ""
+		if len(r.Shards.Failures) > 0 {
+			first = ": " + string(r.Shards.Failures[0])
+		}
+		return fmt.Errorf("%d of %d shards failed%.300s", r.Shards.Failed, r.Shards.Total, first)
+	}
+	if r.TimedOut {
+		return errors.New("the search timed out with partial results")
+	}
+	return nil
 }
 
 func (e *execution) finishStep(st StepStats) {
