@@ -34,6 +34,9 @@ func RegisterRoutes(s *api.Server, srch *Searcher) {
 		if errors.Is(err, ErrTimeout) {
 			return api.NewProblem(http.StatusGatewayTimeout, err.Error())
 		}
+		if errors.Is(err, ErrPartialResults) {
+			return api.NewProblem(http.StatusBadGateway, "OpenSearch answered with partial results (failed shards or a timeout); retry")
+		}
 		if r.Context().Err() != nil {
 			// The client went away: nothing to answer, nothing to log.
 			return api.NewProblem(499, "client closed the request")

@@ -2,6 +2,7 @@ package searcher
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -27,8 +28,8 @@ func TestPartialResponsesAreErrors(t *testing.T) {
 		switch {
 		case c.wantErr == "" && err != nil:
 			t.Errorf("%s: %v, want no error", c.body, err)
-		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
-			t.Errorf("%s: %v, want an error with %q", c.body, err, c.wantErr)
+		case c.wantErr != "" && (!errors.Is(err, ErrPartialResults) || !strings.Contains(err.Error(), c.wantErr)):
+			t.Errorf("%s: %v, want ErrPartialResults with %q", c.body, err, c.wantErr)
 		}
 	}
 }

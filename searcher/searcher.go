@@ -236,6 +236,10 @@ func (e *execution) search(ctx context.Context, step *StepStats, path string, bo
 	return &out, nil
 }
 
+// ErrPartialResults is the error of a search that OpenSearch answered with
+// partial results (failed shards, or timed out).
+var ErrPartialResults = errors.New("searcher: partial results")
+
 // complete returns an error when the response holds partial results: some
 // shards failed (OpenSearch still answers 200 when others succeeded) or the
 // search timed out. A partial page or candidate list would be a wrong answer,
@@ -246,10 +250,10 @@ func (r *searchResponse) complete() error {
 		if len(r.Shards.Failures) > 0 {
 			first = ": " + string(r.Shards.Failures[0])
 		}
-		return fmt.Errorf("%d of %d shards failed%.300s", r.Shards.Failed, r.Shards.Total, first)
+		return fmt.Errorf("%w: %d of %d shards failed%.300s", ErrPartialResults, r.Shards.Failed, r.Shards.Total, first)
 	}
 	if r.TimedOut {
-		return errors.New("the search timed out with partial results")
+		return fmt.Errorf("%w: the search timed out", ErrPartialResults)
 	}
 	return nil
 }
