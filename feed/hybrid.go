@@ -51,9 +51,9 @@ func (g *celebrityGuesses) put(user int64, celebs []string) {
 // the celebrities the user followed at the last read (celebrityGuesses).
 // Only when the guess missed a celebrity (a first read, a new follow, an
 // author who became a celebrity) does a second read fetch the missing
-// ranges. Plain commands cost Redis about a fifth of what one read-only Lua
-// script doing the same reads cost (Redis 7: 15.6 µs per EVALSHA_RO, 3.5 of
-// them in its three commands).
+// ranges. It replaced a read-only Lua script doing the same reads: Redis
+// 7.0 spent 15.6 µs per EVALSHA_RO, 3.5 of them in its three commands, and
+// its CPU per read at 50 concurrent clients went from 18–23 to 12–13 µs.
 //
 // The commands are not one snapshot: a post or a follow landing between them
 // may show in one list and not yet in another, as with any two reads. Each
