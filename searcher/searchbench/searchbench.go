@@ -114,6 +114,10 @@ type PhaseFigures struct {
 	SplitP99Ms     float64 `json:"split_p99_ms"`
 	TimeoutsNested int     `json:"timeouts_nested"`
 	TimeoutsSplit  int     `json:"timeouts_split"`
+	// Searches OpenSearch refused under pressure (HTTP 429: a circuit
+	// breaker or a full search queue).
+	RejectedNested int `json:"rejected_nested"`
+	RejectedSplit  int `json:"rejected_split"`
 	P50Ratio       float64 `json:"p50_ratio"`
 	P99Ratio       float64 `json:"p99_ratio"`
 	// Update rates actually achieved during the phase (0 when idle).
@@ -342,11 +346,11 @@ func (r *run) measureNestedMax(ctx context.Context) (float64, error) {
 // phase runs every query on both layouts, alternating which goes first;
 // cfg.Clients queries are in flight at once. steps, if not nil, gets the
 // per-step times.
-func (r *run) phase(ctx context.Context, name string, queries []query.Request, compare bool, steps *stepTimes) (nested, split *bench.LatencyRecorder, timeouts [2]int, mismatches, notCompared int, err error) {
+func (r *run) phase(ctx context.Context, name string, queries []query.Request, compare bool, steps *stepTimes) (nested, split *bench.LatencyRecorder, miss [2]missed, mismatches, notCompared int, err error) {
 	nested, split = bench.NewLatencyRecorder(), bench.NewLatencyRecorder()
 	prog := bench.NewProgress(r.progress, name, int64(len(queries)))
 	defer prog.Done()
-	var mu sync.Mutex // guards timeouts, mismatches, notCompared
+	var mu sync.Mutex // guards miss, mismatches, notCompared
 	err = forEach(r.cfg.Clients, len(queries), func(i int) error {
 		q := queries[i]
 		q.Explain = steps != nil
@@ -364,10 +368,10 @@ func (r *run) phase(ctx context.Context, name string, queries []query.Request, c
 				slot, rec = 1, split
 			}
 			rec.Record(took)
-			if errors.Is(err, searcher.ErrTimeout) {
-				mu.Lock()
-				timeouts[slot]++
-				mu.Unlock()
+			mu.Lock()
+			unanswered := miss[slot].count(err)
+			mu.Unlock()
+			if unanswered {
 				continue
 			}
 			if err != nil {
@@ -381,7 +385,7 @@ func (r *run) phase(ctx context.Context, name string, queries []query.Request, c
 		switch {
 		case !compare:
 		case got[0] == nil || got[1] == nil:
-			notCompared++ // a layout did not answer in time
+			notCompared++ // a layout did not answer (timeout or rejection)
 		case !samePage(got[0], got[1]):
 			mismatches++
 			r.log.Warn("layouts disagree", "query", q.Encode().Encode())
@@ -390,9 +394,28 @@ func (r *run) phase(ctx context.Context, name string, queries []query.Request, c
 		return nil
 	})
 	if err != nil {
-		return nil, nil, timeouts, 0, 0, err
+		return nil, nil, miss, 0, 0, err
 	}
-	return nested, split, timeouts, mismatches, notCompared, nil
+	return nested, split, miss, mismatches, notCompared, nil
+}
+
+// missed counts one layout's searches that got no answer: past the
+// deadline, or refused by OpenSearch under pressure (HTTP 429).
+type missed struct{ timeouts, rejected int }
+
+// count counts err if it is a timeout or a rejection and says whether it
+// was one.
+func (m *missed) count(err error) bool {
+	var status *osapi.StatusError
+	switch {
+	case errors.Is(err, searcher.ErrTimeout):
+		m.timeouts++
+	case errors.As(err, &status) && status.Status == http.StatusTooManyRequests:
+		m.rejected++
+	default:
+		return false
+	}
+	return true
 }
 
 // forEach calls fn(0) … fn(n-1), in order, from at most workers goroutines
@@ -441,7 +464,7 @@ func sameETA(a, b *int) bool { return (a == nil) == (b == nil) && (a == nil || *
 // the nested layout's heavier indexing. Instead the queries are cut into
 // rounds; in each round, in ABBA order, one layout receives updates at rate
 // while that layout alone is searched.
-func (r *run) underLoad(ctx context.Context, rate float64, queries []query.Request, rounds int) (nested, split *bench.LatencyRecorder, timeouts [2]int, rates [2]float64, err error) {
+func (r *run) underLoad(ctx context.Context, rate float64, queries []query.Request, rounds int) (nested, split *bench.LatencyRecorder, miss [2]missed, rates [2]float64, err error) {
 	nested, split = bench.NewLatencyRecorder(), bench.NewLatencyRecorder()
 	var applied [2]int64
 	var busy [2]time.Duration
@@ -461,13 +484,14 @@ func (r *run) underLoad(ctx context.Context, rate float64, queries []query.Reque
 			if k == layout.Split {
 				slot, rec = 1, split
 			}
-			n, took, t, err := r.searchWhileUpdating(ctx, k, rate, chunk, rec, prog)
+			n, took, m, err := r.searchWhileUpdating(ctx, k, rate, chunk, rec, prog)
 			if err != nil {
-				return nil, nil, timeouts, rates, err
+				return nil, nil, miss, rates, err
 			}
 			applied[slot] += n
 			busy[slot] += took
-			timeouts[slot] += t
+			miss[slot].timeouts += m.timeouts
+			miss[slot].rejected += m.rejected
 		}
 	}
 	for i := range rates {
@@ -475,12 +499,13 @@ func (r *run) underLoad(ctx context.Context, rate float64, queries []query.Reque
 			rates[i] = float64(applied[i]) / busy[i].Seconds()
 		}
 	}
-	return nested, split, timeouts, rates, nil
+	return nested, split, miss, rates, nil
 }
 
 // searchWhileUpdating applies updates to layout k at rate while running the
-// queries on k; it returns the updates applied, the time and the timeouts.
-func (r *run) searchWhileUpdating(ctx context.Context, k layout.Kind, rate float64, queries []query.Request, rec *bench.LatencyRecorder, prog *bench.Progress) (int64, time.Duration, int, error) {
+// queries on k; it returns the updates applied, the time and the searches
+// that got no answer.
+func (r *run) searchWhileUpdating(ctx context.Context, k layout.Kind, rate float64, queries []query.Request, rec *bench.LatencyRecorder, prog *bench.Progress) (int64, time.Duration, missed, error) {
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	var applied atomic.Int64
 	var loadErr error
@@ -499,15 +524,18 @@ func (r *run) searchWhileUpdating(ctx context.Context, k layout.Kind, rate float
 			return nil
 		})
 	}()
-	var timeouts atomic.Int64
+	var mu sync.Mutex
+	var miss missed
 	searchErr := forEach(r.cfg.Clients, len(queries), func(i int) error {
 		q := queries[i]
 		begin := time.Now()
 		_, err := r.srch.Search(ctx, q, k)
 		rec.Record(time.Since(begin))
 		prog.Add(1)
-		if errors.Is(err, searcher.ErrTimeout) {
-			timeouts.Add(1)
+		mu.Lock()
+		unanswered := miss.count(err)
+		mu.Unlock()
+		if unanswered {
 			return nil
 		}
 		if err != nil {
@@ -518,7 +546,7 @@ func (r *run) searchWhileUpdating(ctx context.Context, k layout.Kind, rate float
 	took := time.Since(start)
 	stopLoad()
 	<-done
-	return applied.Load(), took, int(timeouts.Load()), errors.Join(searchErr, loadErr)
+	return applied.Load(), took, miss, errors.Join(searchErr, loadErr)
 }
 
 func (r *run) measure(ctx context.Context) (Summary, error) {
@@ -566,11 +594,12 @@ func (r *run) measure(ctx context.Context) (Summary, error) {
 	return s, nil
 }
 
-func figures(n, sp *bench.LatencyRecorder, t [2]int, rates [2]float64) PhaseFigures {
+func figures(n, sp *bench.LatencyRecorder, miss [2]missed, rates [2]float64) PhaseFigures {
 	ns, ss := n.Summary(), sp.Summary()
 	return PhaseFigures{
 		NestedP50Ms: ns.P50Ms, NestedP99Ms: ns.P99Ms, SplitP50Ms: ss.P50Ms, SplitP99Ms: ss.P99Ms,
-		TimeoutsNested: t[0], TimeoutsSplit: t[1],
+		TimeoutsNested: miss[0].timeouts, TimeoutsSplit: miss[1].timeouts,
+		RejectedNested: miss[0].rejected, RejectedSplit: miss[1].rejected,
 		P50Ratio: bench.Ratio(ss.P50Ms, ns.P50Ms), P99Ratio: bench.Ratio(ss.P99Ms, ns.P99Ms),
 		NestedUpdatesPerS: round(rates[0]), SplitUpdatesPerS: round(rates[1]),
 	}
@@ -584,7 +613,7 @@ func (r *run) report(s Summary, idleN, idleS, loadN, loadS *bench.LatencyRecorde
 		Title: "Setup",
 		Text: fmt.Sprintf("%d shops (~30 menus each), %d queries per phase, each run on both layouts back to back in alternating order, %d searches in flight at once. "+
 			"Under load, each layout is searched while it alone takes %.0f hot shop updates/s through the production indexer, in alternating rounds (both layouts share one OpenSearch node here; the nested layout's maximum measured in this run was %.0f/s). "+
-			"Searches slower than %.0f ms count as timeouts. Equivalent: %v (%d idle pages differed, %d not compared because a layout timed out).",
+			"Searches slower than %.0f ms count as timeouts; searches OpenSearch refused (HTTP 429) as rejections. Equivalent: %v (%d idle pages differed, %d not compared because a layout timed out or was refused).",
 			s.Shops, s.Queries, s.Clients, s.UpdateRate, s.NestedMaxUpdatesPerS, s.DeadlineMs, s.Equivalent, s.Mismatches, s.NotCompared),
 	})
 	idleTable := bench.CompareLatency("nested", idleN, "split", idleS)

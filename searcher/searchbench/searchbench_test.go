@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -12,8 +14,10 @@ import (
 	"time"
 
 	"github.com/baedal/baedal/bench"
+	"github.com/baedal/baedal/internal/osapi"
 	"github.com/baedal/baedal/internal/stacktest"
 	"github.com/baedal/baedal/query"
+	"github.com/baedal/baedal/searcher"
 )
 
 func TestMain(m *testing.M) { os.Exit(stacktest.Main(m)) }
@@ -121,5 +125,27 @@ func TestForEachCallsEveryIndexOnceAndStopsOnError(t *testing.T) {
 	}
 	if c := calls.Load(); c >= 1000 {
 		t.Errorf("%d calls after an error at index 10: it should stop early", c)
+	}
+}
+
+// TestMissedCountsTimeoutsAndRejections: a search past its deadline is a
+// timeout, one OpenSearch refused with 429 (a circuit breaker at 1,000,000
+// shops on a 512 MB heap) a rejection; both let the run go on. Any other
+// error is not counted: it stops the run.
+func TestMissedCountsTimeoutsAndRejections(t *testing.T) {
+	var m missed
+	rejection := fmt.Errorf("searcher: step menus:fetch: %w", &osapi.StatusError{Method: "POST", Path: "/menus/_search", Status: http.StatusTooManyRequests})
+	for _, err := range []error{fmt.Errorf("wrapped: %w", searcher.ErrTimeout), rejection, rejection} {
+		if !m.count(err) {
+			t.Errorf("count(%v) = false, want true", err)
+		}
+	}
+	for _, err := range []error{nil, errors.New("boom"), &osapi.StatusError{Status: http.StatusBadRequest}} {
+		if m.count(err) {
+			t.Errorf("count(%v) = true, want false", err)
+		}
+	}
+	if m.timeouts != 1 || m.rejected != 2 {
+		t.Errorf("counted %+v, want 1 timeout and 2 rejections", m)
 	}
 }
