@@ -116,8 +116,8 @@ type PhaseFigures struct {
 	TimeoutsSplit  int     `json:"timeouts_split"`
 	// Searches OpenSearch refused under pressure (HTTP 429: a circuit
 	// breaker or a full search queue).
-	RejectedNested int `json:"rejected_nested"`
-	RejectedSplit  int `json:"rejected_split"`
+	RejectedNested int     `json:"rejected_nested"`
+	RejectedSplit  int     `json:"rejected_split"`
 	P50Ratio       float64 `json:"p50_ratio"`
 	P99Ratio       float64 `json:"p99_ratio"`
 	// Update rates actually achieved during the phase (0 when idle).
