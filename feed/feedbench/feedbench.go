@@ -297,7 +297,7 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 		}()
 		sides = append(sides, bench.Side{Name: t.name, Run: func(round int) error {
 			for _, u := range t.users {
-				req, err := newLeanRequest(t.base + "/api/v1/feeds?user-id=" + strconv.FormatInt(u.id, 10))
+				req, err := newLeanRequest(compatFeedURL(t.base, u.id))
 				if err != nil {
 					return err
 				}
@@ -510,6 +510,11 @@ func serve(ctx context.Context, svc *feed.Service) (base string, stop func(), er
 	return serveRoutes(ctx, func(srv *api.Server) { feed.RegisterRoutes(srv, svc) })
 }
 
+// compatFeedURL is the URL of user's compatibility feed on the server at base.
+func compatFeedURL(base string, user int64) string {
+	return base + "/api/v1/feeds?user-id=" + strconv.FormatInt(user, 10)
+}
+
 // floorTarget names the floor's results.
 const floorTarget = "floor"
 
@@ -521,7 +526,7 @@ const floorTarget = "floor"
 // error.
 func serveFloor(ctx context.Context, base string, user int64) (floorBase string, stop func(), err error) {
 	stop = func() {}
-	req, err := newLeanRequest(base + "/api/v1/feeds?user-id=" + strconv.FormatInt(user, 10))
+	req, err := newLeanRequest(compatFeedURL(base, user))
 	if err != nil {
 		return "", stop, err
 	}

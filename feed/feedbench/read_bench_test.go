@@ -69,7 +69,7 @@ func BenchmarkReadUserAConcurrent(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		path := d.base + "/api/v1/feeds?user-id=" + strconv.FormatInt(ids.UserA, 10)
+		path := compatFeedURL(d.base, ids.UserA)
 		if err := getJSON(ctx, client, path, nil); err != nil {
 			b.Fatal(err)
 		}
@@ -97,7 +97,7 @@ func BenchmarkReadUserAConcurrent(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		floorReq, err := newLeanRequest(floorBase + "/api/v1/feeds?user-id=" + strconv.FormatInt(ids.UserA, 10))
+		floorReq, err := newLeanRequest(compatFeedURL(floorBase, ids.UserA))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -111,7 +111,7 @@ func BenchmarkReadUserAConcurrent(b *testing.B) {
 		// The same data served by services with other read batching:
 		// <strategy>-batch=off reads one command per call of the read
 		// function (the behaviour before batching), -batch=MxN sends up to M
-		// commands per pipeline, N pipelines at once.
+		// reads per pipeline, N pipelines at once.
 		for _, v := range []struct {
 			name            string
 			batch, inFlight int
@@ -128,7 +128,7 @@ func BenchmarkReadUserAConcurrent(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			vreq, err := newLeanRequest(base + "/api/v1/feeds?user-id=" + strconv.FormatInt(ids.UserA, 10))
+			vreq, err := newLeanRequest(compatFeedURL(base, ids.UserA))
 			if err != nil {
 				b.Fatal(err)
 			}
