@@ -102,11 +102,16 @@ type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 // Server routes requests and applies limits, logging and metrics to each.
 type Server struct {
-	cfg      Config
-	log      *slog.Logger
-	mux      *http.ServeMux
-	requests *prometheus.CounterVec
-	duration *prometheus.HistogramVec
+	cfg Config
+	log *slog.Logger
+	// mux routes every request: the registered routes, and a catch-all
+	// answering the rest with a problem (unmatched). routes holds the
+	// registered routes alone: unmatched asks it whether a path is unknown
+	// (404) or known for other methods (405 and Allow), so requests that do
+	// match are routed once.
+	mux, routes *http.ServeMux
+	requests    *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
 }
 
 // New builds a server. reg receives the HTTP metrics and is served on /metrics.
@@ -115,9 +120,10 @@ func New(cfg Config, log *slog.Logger, reg *prometheus.Registry) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		cfg: cfg,
-		log: log,
-		mux: http.NewServeMux(),
+		cfg:    cfg,
+		log:    log,
+		mux:    http.NewServeMux(),
+		routes: http.NewServeMux(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "baedal_http_requests_total", Help: "HTTP requests by route and status code.",
 		}, []string{"route", "code"}),
@@ -127,13 +133,32 @@ func New(cfg Config, log *slog.Logger, reg *prometheus.Registry) *Server {
 		}, []string{"route"}),
 	}
 	reg.MustRegister(s.requests, s.duration)
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	s.mux.HandleFunc("/", s.unmatched)
+	s.handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	return s
+}
+
+// handle registers h for pattern on both muxes.
+func (s *Server) handle(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, h)
+	s.routes.Handle(pattern, h)
+}
+
+// unmatched answers a request no route matched with a problem, keeping the
+// status (404, or 405 with Allow) that the routes alone give it.
+func (s *Server) unmatched(w http.ResponseWriter, r *http.Request) {
+	r.Pattern = "" // the metrics label it unmatched, not "/"
+	probe := httptest.NewRecorder()
+	s.routes.ServeHTTP(probe, r)
+	if allow := probe.Header().Get("Allow"); allow != "" {
+		w.Header().Set("Allow", allow)
+	}
+	WriteProblem(w, NewProblem(probe.Code, "no route for "+r.Method+" "+r.URL.Path))
 }
 
 // Handle registers h for a method-and-path pattern such as "GET /v1/search".
 func (s *Server) Handle(pattern string, h HandlerFunc) {
-	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+	s.handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
 			var p *Problem
 			var tooBig *http.MaxBytesError
@@ -142,7 +167,7 @@ func (s *Server) Handle(pattern string, h HandlerFunc) {
 			}
 			WriteProblem(w, err)
 		}
-	})
+	}))
 }
 
 // HandleAdmin registers h behind the admin token (Authorization: Bearer TOKEN).
@@ -178,18 +203,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
 		s.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
 	}()
-	_, pattern := s.mux.Handler(r)
-	if pattern == "" {
-		// The mux answers 404 or 405 (with Allow) in plain text; keep its
-		// status and Allow header, and answer with a problem body.
-		probe := httptest.NewRecorder()
-		s.mux.ServeHTTP(probe, r)
-		if allow := probe.Header().Get("Allow"); allow != "" {
-			rec.Header().Set("Allow", allow)
-		}
-		WriteProblem(rec, NewProblem(probe.Code, "no route for "+r.Method+" "+r.URL.Path))
-		return
-	}
 	s.mux.ServeHTTP(rec, r)
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 func newTestServer(cfg Config) *Server {
@@ -54,14 +55,15 @@ func TestErrorsAreProblemBodies(t *testing.T) {
 	cases := []struct {
 		method, path, body string
 		status             int
-		field              string
+		field, allow       string
 	}{
-		{"POST", "/echo", "", 400, "body"},
-		{"POST", "/echo", strings.Repeat("x", 2000), 413, ""},
-		{"GET", "/nope", "", 404, ""},
-		{"GET", "/echo", "", 405, ""},
-		{"GET", "/boom", "", 500, ""},
-		{"GET", "/internal", "", 500, ""},
+		{"POST", "/echo", "", 400, "body", ""},
+		{"POST", "/echo", strings.Repeat("x", 2000), 413, "", ""},
+		{"GET", "/nope", "", 404, "", ""},
+		{"GET", "/echo", "", 405, "", "POST"},
+		{"DELETE", "/metrics", "", 405, "", "GET, HEAD"},
+		{"GET", "/boom", "", 500, "", ""},
+		{"GET", "/internal", "", 500, "", ""},
 	}
 	for _, tc := range cases {
 		rec := httptest.NewRecorder()
@@ -69,6 +71,9 @@ func TestErrorsAreProblemBodies(t *testing.T) {
 		if rec.Code != tc.status {
 			t.Errorf("%s %s: status %d, want %d (%s)", tc.method, tc.path, rec.Code, tc.status, rec.Body)
 			continue
+		}
+		if allow := rec.Header().Get("Allow"); allow != tc.allow {
+			t.Errorf("%s %s: Allow %q, want %q", tc.method, tc.path, allow, tc.allow)
 		}
 		p := decodeProblem(t, rec)
 		if p.Field != tc.field {
@@ -83,6 +88,21 @@ func TestErrorsAreProblemBodies(t *testing.T) {
 	s.ServeHTTP(rec, httptest.NewRequest("POST", "/echo", strings.NewReader("hi")))
 	if rec.Code != 200 || rec.Body.String() != "hi" {
 		t.Errorf("a good request: %d %q", rec.Code, rec.Body)
+	}
+	// Requests no route matched are counted under one label, not the
+	// catch-all's pattern.
+	for route, want := range map[string]float64{"unmatched": 3, "POST /echo": 3, "/": 0} {
+		got := 0.0
+		for _, code := range []string{"200", "400", "404", "405", "413"} {
+			var m dto.Metric
+			if err := s.requests.WithLabelValues(route, code).Write(&m); err != nil {
+				t.Fatal(err)
+			}
+			got += m.GetCounter().GetValue()
+		}
+		if got != want {
+			t.Errorf("requests counted for route %q: %v, want %v", route, got, want)
+		}
 	}
 }
 

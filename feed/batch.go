@@ -20,7 +20,8 @@ import (
 // sent at once, never held back by a timer.
 //
 // At most inFlight batch loops run at once, each sending one pipeline at a
-// time, so one slow batch does not stall every reader. A loop exists only
+// time (Config.ReadBatchesInFlight weighs bigger batches against a slow
+// batch stalling more readers). A loop exists only
 // while there is work: it is started by the read that finds fewer than
 // inFlight loops running and ends when it finds the queue empty. So the
 // batcher needs no Close and leaves no goroutine behind once reads stop.
