@@ -23,6 +23,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -288,14 +289,61 @@ func (r *run) setup(ctx context.Context) error {
 }
 
 func (r *run) refresh(ctx context.Context) error {
-	for _, k := range []layout.Kind{layout.Nested, layout.Split} {
-		for _, alias := range r.idx.Aliases(k) {
-			if err := r.osc.Do(ctx, http.MethodPost, "/"+alias+"/_refresh", nil, nil); err != nil {
-				return err
-			}
+	for _, alias := range r.aliases() {
+		if err := r.osc.Do(ctx, http.MethodPost, "/"+alias+"/_refresh", nil, nil); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// aliases are the indices of both layouts.
+func (r *run) aliases() []string {
+	return append(r.idx.Aliases(layout.Nested), r.idx.Aliases(layout.Split)...)
+}
+
+// settleTimeout bounds settle's wait for merges.
+const settleTimeout = time.Minute
+
+// settle refreshes both layouts and waits until no segment merge runs on
+// their indices, so that a phase or round does not pay for the indexing
+// before it: the merges that follow a nested round, which rewrote thousands
+// of 31-document blocks, would otherwise run during the next round's
+// searches, and with the rounds' ABBA order that is a split round half of
+// the time. Merges caused by a round's own updates still run in that round.
+func (r *run) settle(ctx context.Context) error {
+	if err := r.refresh(ctx); err != nil {
+		return err
+	}
+	path := "/" + strings.Join(r.aliases(), ",") + "/_stats/merge?filter_path=_all.total.merges.current"
+	deadline := time.Now().Add(settleTimeout)
+	for {
+		var stats struct {
+			All struct {
+				Total struct {
+					Merges struct {
+						Current int `json:"current"`
+					} `json:"merges"`
+				} `json:"total"`
+			} `json:"_all"`
+		}
+		if err := r.osc.Do(ctx, http.MethodGet, path, nil, &stats); err != nil {
+			return fmt.Errorf("searchbench: read merge stats: %w", err)
+		}
+		merging := stats.All.Total.Merges.Current
+		if merging == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(r.progress, "%d merges still running after %s; going on\n", merging, settleTimeout)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // applyNext applies the next n hot shop updates of a layout's stream: the
@@ -340,7 +388,7 @@ func (r *run) measureNestedMax(ctx context.Context) (float64, error) {
 			return 0, err
 		}
 	}
-	return rate, r.refresh(ctx)
+	return rate, r.settle(ctx)
 }
 
 // phase runs every query on both layouts, alternating which goes first;
@@ -463,7 +511,8 @@ func sameETA(a, b *int) bool { return (a == nil) == (b == nil) && (a == nil || *
 // CPUs), so updating both at once would slow the split layout's searches with
 // the nested layout's heavier indexing. Instead the queries are cut into
 // rounds; in each round, in ABBA order, one layout receives updates at rate
-// while that layout alone is searched.
+// while that layout alone is searched. After each round the layouts settle
+// (settle), so no round runs beside the previous round's merges.
 func (r *run) underLoad(ctx context.Context, rate float64, queries []query.Request, rounds int) (nested, split *bench.LatencyRecorder, miss [2]missed, rates [2]float64, err error) {
 	nested, split = bench.NewLatencyRecorder(), bench.NewLatencyRecorder()
 	var applied [2]int64
@@ -485,6 +534,9 @@ func (r *run) underLoad(ctx context.Context, rate float64, queries []query.Reque
 				slot, rec = 1, split
 			}
 			n, took, m, err := r.searchWhileUpdating(ctx, k, rate, chunk, rec, prog)
+			if err == nil {
+				err = r.settle(ctx)
+			}
 			if err != nil {
 				return nil, nil, miss, rates, err
 			}
@@ -612,7 +664,7 @@ func (r *run) report(s Summary, idleN, idleS, loadN, loadS *bench.LatencyRecorde
 	rep.Add(bench.Section{
 		Title: "Setup",
 		Text: fmt.Sprintf("%d shops (~30 menus each), %d queries per phase, each run on both layouts back to back in alternating order, %d searches in flight at once. "+
-			"Under load, each layout is searched while it alone takes %.0f hot shop updates/s through the production indexer, in alternating rounds (both layouts share one OpenSearch node here; the nested layout's maximum measured in this run was %.0f/s). "+
+			"Under load, each layout is searched while it alone takes %.0f hot shop updates/s through the production indexer, in alternating rounds, each starting once the merges of the one before have finished (both layouts share one OpenSearch node here; the nested layout's maximum measured in this run was %.0f/s). "+
 			"Searches slower than %.0f ms count as timeouts; searches OpenSearch refused (HTTP 429) as rejections. Equivalent: %v (%d idle pages differed, %d not compared because a layout timed out or was refused).",
 			s.Shops, s.Queries, s.Clients, s.UpdateRate, s.NestedMaxUpdatesPerS, s.DeadlineMs, s.Equivalent, s.Mismatches, s.NotCompared),
 	})
