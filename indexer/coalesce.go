@@ -132,8 +132,22 @@ type Coalesced struct {
 // layout the menus part is tried first, so a rejection normally leaves both
 // parts untouched (only if the two parts disagree on whether the shop exists
 // can the menus part keep an event the shop part rejects).
+//
+// A valid event older than a delete of its shop in the same batch is
+// superseded: the delete wipes whatever it would have changed, so it counts
+// as stale and is not applied. This is what makes a redelivered batch safe
+// when the first delivery was written but not acknowledged (the worker was
+// killed in between): if that batch deleted a shop, the shop's document is
+// gone, and its earlier partial updates, replayed on no document, would
+// otherwise fail as updates of a shop that does not exist.
 func CoalesceBatch(k layout.Kind, held map[int64]*ShopParts, events []catalog.Event) Coalesced {
 	out := Coalesced{States: make(map[int64]*ShopParts), ShopEvents: make(map[int64][]int)}
+	deletedAt := make(map[int64]int64) // the newest valid delete of each shop in the batch
+	for _, ev := range events {
+		if ev.Type == catalog.EntityShop && ev.Op == catalog.OpDelete && ev.Validate() == nil {
+			deletedAt[ev.AggregateID()] = max(deletedAt[ev.AggregateID()], ev.Version)
+		}
+	}
 	type dirtyKey struct {
 		shop int64
 		part Part
@@ -155,6 +169,10 @@ func CoalesceBatch(k layout.Kind, held map[int64]*ShopParts, events []catalog.Ev
 		out.ShopEvents[shopID] = append(out.ShopEvents[shopID], i)
 		if err := ev.Validate(); err != nil {
 			out.Rejected = append(out.Rejected, Rejection{Event: i, ShopID: shopID, Reason: "invalid event: " + err.Error()})
+			continue
+		}
+		if ev.Version < deletedAt[shopID] {
+			out.Stale++ // superseded by the delete
 			continue
 		}
 		changed := false

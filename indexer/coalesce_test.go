@@ -116,7 +116,28 @@ func TestCoalesceBatch(t *testing.T) {
 			kind:   layout.Split,
 			held:   map[int64]*ShopParts{1: heldShop(layout.Split, shop1)},
 			events: []catalog.Event{hotEvent(1, 2, 20), catalog.ShopDeleteEvent(1, 3)},
-			want:   []wantAction{{1, PartMenus, 3, true}, {1, PartShop, 3, true}}, applied: 2,
+			want:   []wantAction{{1, PartMenus, 3, true}, {1, PartShop, 3, true}}, applied: 1, stale: 1,
+		},
+		{
+			// The batch was written, then the worker was killed before the
+			// acknowledgement: the delete removed the document, so the
+			// redelivered batch finds none.
+			name: "a redelivered batch that deleted its shop: the updates before the delete are superseded, not rejected",
+			kind: layout.Nested,
+			held: map[int64]*ShopParts{9: {}},
+			events: []catalog.Event{hotEvent(9, 2, 20), priceEvent(9, 9001, 3, 1000), catalog.ShopDeleteEvent(9, 4),
+				hotEvent(9, 3, 30)},
+			want:    []wantAction{{9, PartNested, 4, true}},
+			applied: 1, stale: 3,
+		},
+		{
+			name:     "split: an update newer than the batch's delete is still applied to the deleted shop",
+			kind:     layout.Split,
+			held:     map[int64]*ShopParts{1: heldShop(layout.Split, shop1)},
+			events:   []catalog.Event{catalog.ShopDeleteEvent(1, 3), hotEvent(1, 4, 40)},
+			want:     []wantAction{{1, PartMenus, 3, true}, {1, PartShop, 3, true}},
+			applied:  1,
+			rejected: []int{1}, rejectContain: "new shop needs every field",
 		},
 		{
 			name:   "a partial upsert of an unknown shop is rejected, the rest applies",
