@@ -6,9 +6,10 @@
 // Invariant: the events are one deterministic stream per (seed, shops), and
 // the number appended so far is persisted in Redis; a restarted simulator
 // regenerates the stream up to that point without appending it again, so
-// versions keep growing across restarts. If the persisted count lags the real
-// one, the replayed events carry versions the indexer already has and are
-// skipped as duplicates: nothing is applied twice.
+// versions keep growing across restarts. A stop finishes the batch in flight
+// and its count. Only a crash between an append and its count makes the
+// count lag; the events appended again then carry versions the indexer
+// already has and are skipped as duplicates: nothing is applied twice.
 package simulator
 
 import (
@@ -139,16 +140,31 @@ func (s *Simulator) Run(ctx context.Context, progress io.Writer) error {
 		if len(batch) == 0 {
 			continue
 		}
-		if _, err := s.log.Append(ctx, batch); err != nil {
+		if err := s.appendCounted(ctx, batch, done+int64(len(batch))); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("simulator: append %d events: %w", len(batch), err)
+			return err
 		}
 		done += int64(len(batch))
 		s.appended.Add(float64(len(batch)))
-		if err := s.rdb.Set(ctx, s.key("appended"), strconv.FormatInt(done, 10), 0).Err(); err != nil && ctx.Err() == nil {
-			return fmt.Errorf("simulator: %w", err)
-		}
 	}
+}
+
+// appendTimeout bounds appendCounted once the run's context has ended.
+const appendTimeout = 5 * time.Second
+
+// appendCounted appends batch and then persists total, the events appended
+// so far. It finishes even if ctx ends meanwhile (within appendTimeout): a
+// batch appended without its count would be appended again by the next run.
+func (s *Simulator) appendCounted(ctx context.Context, batch []catalog.Event, total int64) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
+	defer cancel()
+	if _, err := s.log.Append(ctx, batch); err != nil {
+		return fmt.Errorf("simulator: append %d events: %w", len(batch), err)
+	}
+	if err := s.rdb.Set(ctx, s.key("appended"), strconv.FormatInt(total, 10), 0).Err(); err != nil {
+		return fmt.Errorf("simulator: persist the appended count: %w", err)
+	}
+	return nil
 }
