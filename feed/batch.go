@@ -22,10 +22,10 @@ import (
 //
 // At most inFlight batch loops run at once, each sending one pipeline at a
 // time (Config.ReadBatchesInFlight weighs bigger batches against a slow
-// batch stalling more readers). A loop exists only
-// while there is work: it is started by the read that finds fewer than
-// inFlight loops running and ends when it finds the queue empty. So the
-// batcher needs no Close and leaves no goroutine behind once reads stop.
+// batch stalling more readers). A loop exists only while there is work: it
+// is started by the read that finds fewer than inFlight loops running and
+// ends when it finds the queue empty. So the batcher needs no Close and
+// leaves no goroutine behind once reads stop.
 //
 // A caller whose context ends stops waiting and gets ctx.Err(); its command
 // is still sent if its batch was already taken (the others in the batch need
