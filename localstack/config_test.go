@@ -36,7 +36,7 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 }
 
 func TestPlanPortsRefusesAPortInUse(t *testing.T) {
-	taken, err := freePort()
+	taken, err := pickFreePort(map[int]bool{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,5 +68,30 @@ func TestRedisConfigKeepsAcceptedWrites(t *testing.T) {
 	}
 	if !strings.Contains(redisConfig(1, "/d", 99), "replicaof 127.0.0.1 99\n") {
 		t.Error("a replica must follow its primary")
+	}
+}
+
+func TestPlanPortsPicksFreePortsOutsideTheEphemeralRange(t *testing.T) {
+	plan, err := planPorts(0, 3, 2, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := []int{plan.api, plan.redis, plan.linksOld, plan.postgres}
+	all = append(all, plan.redisReplica...)
+	for _, n := range plan.openSearch {
+		all = append(all, n.httpPort, n.transportPort)
+	}
+	if len(all) != 12 {
+		t.Fatalf("planned %d ports, want 12", len(all))
+	}
+	seen := map[int]bool{}
+	for _, port := range all {
+		if port < freePortLow || port >= ephemeralPortLow() {
+			t.Errorf("port %d is outside %d..%d", port, freePortLow, ephemeralPortLow()-1)
+		}
+		if seen[port] {
+			t.Errorf("port %d planned twice", port)
+		}
+		seen[port] = true
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
@@ -61,13 +62,14 @@ type ports struct {
 	postgres     int
 }
 
-// planPorts lays the ports out from the base, or asks the kernel for free
-// ones when base is 0. It fails naming the first port already in use.
+// planPorts lays the ports out from the base, or picks free ones when base
+// is 0. It fails naming the first port already in use.
 func planPorts(base, nodes, replicas int, linksOld bool) (ports, error) {
 	var p ports
+	picked := map[int]bool{}
 	next := func(offset int, what string) (int, error) {
 		if base == 0 {
-			return freePort()
+			return pickFreePort(picked)
 		}
 		port := base + offset
 		if err := checkPortFree(port); err != nil {
@@ -110,13 +112,46 @@ func planPorts(base, nodes, replicas int, linksOld bool) (ports, error) {
 	return p, nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("localstack: pick a free port: %w", err)
+// freePortLow is the lowest port a stack with --port-base 0 picks. Its ports
+// lie above the default stack's and below the kernel's ephemeral range: a
+// port from that range (what a bind to port 0 returns) can be taken as the
+// source port of any outgoing connection in the seconds before the server
+// that was planned on it binds it. That made a 3-node cluster fail to start
+// in CI, its third node unable to bind its transport port.
+const freePortLow = 20000
+
+// pickFreePort returns a port that is free now, not in picked, between
+// freePortLow and the ephemeral range, and adds it to picked.
+func pickFreePort(picked map[int]bool) (int, error) {
+	low, high := freePortLow, ephemeralPortLow()
+	for try := 0; try < 100; try++ {
+		port := low + rand.IntN(high-low)
+		if !picked[port] && checkPortFree(port) == nil {
+			picked[port] = true
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("localstack: no free port found in %d..%d after 100 tries; pick a --port-base", low, high-1)
+}
+
+// ephemeralPortLow is the first port of the kernel's ephemeral range, or
+// Linux's default when the range cannot be read or leaves too little room
+// above freePortLow.
+func ephemeralPortLow() int {
+	const linuxDefault = 32768
+	raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return linuxDefault
+	}
+	fields := strings.Fields(string(raw))
+	if len(fields) == 0 {
+		return linuxDefault
+	}
+	low, err := strconv.Atoi(fields[0])
+	if err != nil || low < freePortLow+1000 {
+		return linuxDefault
+	}
+	return low
 }
 
 func checkPortFree(port int) error {
@@ -158,10 +193,6 @@ func Up(ctx context.Context, cfg Config, progress io.Writer) (*State, error) {
 	if err := os.MkdirAll(filepath.Join(stateDir, "logs"), 0o755); err != nil {
 		return nil, fmt.Errorf("localstack: create state dir %s: %w", stateDir, err)
 	}
-	plan, err := planPorts(cfg.PortBase, cfg.OpenSearchNodes, cfg.RedisReplicas, cfg.LinksOldRedis)
-	if err != nil {
-		return nil, err
-	}
 	password, err := readOrCreatePassword(stateDir)
 	if err != nil {
 		return nil, err
@@ -169,7 +200,36 @@ func Up(ctx context.Context, cfg Config, progress io.Writer) (*State, error) {
 	if err := initPostgres(ctx, stateDir, password); err != nil {
 		return nil, err
 	}
+	// Free ports are only free when picked: another program can bind one
+	// before the server planned on it does. Such a start is tried again on
+	// other ports; a fixed --port-base is not, since its ports cannot move.
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		plan, err := planPorts(cfg.PortBase, cfg.OpenSearchNodes, cfg.RedisReplicas, cfg.LinksOldRedis)
+		if err != nil {
+			return nil, err
+		}
+		if testHookPlanned != nil {
+			testHookPlanned(attempt, plan)
+		}
+		st, err := start(ctx, cfg, stateDir, jdk, launcherDir, password, plan, progress)
+		if err == nil || cfg.PortBase != 0 || attempt == attempts || !errors.Is(err, errPortTaken) {
+			return st, err
+		}
+		fmt.Fprintf(progress, "a planned port was taken before its server bound it; starting again on other ports (attempt %d of %d): %v\n", attempt+1, attempts, err)
+	}
+}
 
+// testHookPlanned, when set by a test, sees each port plan before its start.
+var testHookPlanned func(attempt int, plan ports)
+
+// errPortTaken marks a start that failed because a server found its port
+// taken.
+var errPortTaken = errors.New("a port was already in use")
+
+// start starts every server of plan, waits until each is healthy and
+// records the stack. On any failure it stops what it started.
+func start(ctx context.Context, cfg Config, stateDir, jdk, launcherDir, password string, plan ports, progress io.Writer) (*State, error) {
 	st := &State{
 		StateDir:    stateDir,
 		RedisAddr:   redisAddr(plan.redis),
@@ -230,18 +290,29 @@ func Up(ctx context.Context, cfg Config, progress io.Writer) (*State, error) {
 		return fail(err)
 	}
 
-	waitCtx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
-	defer cancel()
+	// The first server to fail ends the wait for the others: a cluster node
+	// that died leaves the rest waiting for it until StartTimeout.
+	timeoutCtx, cancelTimeout := context.WithTimeout(ctx, cfg.StartTimeout)
+	defer cancelTimeout()
+	waitCtx, stopWaiting := context.WithCancelCause(timeoutCtx)
+	defer stopWaiting(nil)
 	errs := make([]error, len(waiters))
 	var wg sync.WaitGroup
 	for i, w := range waiters {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := w.wait(waitCtx); err != nil {
-				errs[i] = fmt.Errorf("localstack: %s did not become healthy within %s: %w (log: %s)\n%s",
-					w.proc.Component, cfg.StartTimeout, err, w.proc.Log, indent(lastLines(tailFile(w.proc.Log, 4096), 12)))
+			err := w.wait(waitCtx)
+			if err == nil || context.Cause(waitCtx) == errOtherFailed {
+				return
 			}
+			log := tailFile(w.proc.Log, 4096)
+			if strings.Contains(log, "Address already in use") {
+				err = fmt.Errorf("%w: %w", errPortTaken, err)
+			}
+			errs[i] = fmt.Errorf("localstack: %s did not become healthy within %s: %w (log: %s)\n%s",
+				w.proc.Component, cfg.StartTimeout, err, w.proc.Log, indent(lastLines(log, 12)))
+			stopWaiting(errOtherFailed)
 		}()
 	}
 	wg.Wait()
@@ -250,6 +321,9 @@ func Up(ctx context.Context, cfg Config, progress io.Writer) (*State, error) {
 	}
 	return st, nil
 }
+
+// errOtherFailed ends the wait for the servers still starting once one failed.
+var errOtherFailed = errors.New("another server failed to start")
 
 // waitFor polls probe until it succeeds, the process dies or ctx ends.
 func waitFor(ctx context.Context, p Process, probe func(context.Context) error) error {

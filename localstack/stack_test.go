@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,9 +32,28 @@ func TestStackStartsHealthyAndStopsExactlyItsProcesses(t *testing.T) {
 	cfg.LinksOldRedis = true
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	st, err := Up(ctx, cfg, os.Stderr)
+	// Another program takes the first plan's Redis port between the plan
+	// and Redis's start: Up must start again on other ports.
+	var taken net.Listener
+	testHookPlanned = func(attempt int, plan ports) {
+		if attempt == 1 {
+			var err error
+			if taken, err = listenLoopback(plan.redis); err != nil {
+				t.Errorf("take the planned redis port: %v", err)
+			}
+		}
+	}
+	defer func() { testHookPlanned = nil }()
+	var progress bytes.Buffer
+	st, err := Up(ctx, cfg, io.MultiWriter(os.Stderr, &progress))
+	if taken != nil {
+		defer taken.Close()
+	}
 	if err != nil {
 		testenv.Unavailable(t, err)
+	}
+	if taken == nil || st.RedisAddr == taken.Addr().String() || !strings.Contains(progress.String(), "starting again on other ports (attempt 2 of 3)") {
+		t.Errorf("Up did not start again on other ports after its planned redis port was taken; redis at %s, progress:\n%s", st.RedisAddr, progress.String())
 	}
 	stopped := false
 	defer func() {
