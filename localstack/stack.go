@@ -165,6 +165,8 @@ func checkPortFree(port int) error {
 // Up installs what is missing, starts every server, waits until each is
 // healthy and records the stack in its state directory. On any failure it
 // stops what it started and returns an error naming the component and its log.
+// With free ports (PortBase 0), a start that finds a port taken is tried again
+// on other ports, up to three times.
 func Up(ctx context.Context, cfg Config, progress io.Writer) (*State, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
