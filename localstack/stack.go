@@ -312,8 +312,12 @@ func start(ctx context.Context, cfg Config, stateDir, jdk, launcherDir, password
 			if strings.Contains(log, "Address already in use") {
 				err = fmt.Errorf("%w: %w", errPortTaken, err)
 			}
-			errs[i] = fmt.Errorf("localstack: %s did not become healthy within %s: %w (log: %s)\n%s",
-				w.proc.Component, cfg.StartTimeout, err, w.proc.Log, indent(lastLines(log, 12)))
+			what := "did not become healthy within " + cfg.StartTimeout.String()
+			if !w.proc.Alive() {
+				what = "exited while starting"
+			}
+			errs[i] = fmt.Errorf("localstack: %s %s: %w (log: %s)\n%s",
+				w.proc.Component, what, err, w.proc.Log, indent(lastLines(log, 12)))
 			stopWaiting(errOtherFailed)
 		}()
 	}
