@@ -292,8 +292,8 @@ func start(ctx context.Context, cfg Config, stateDir, jdk, launcherDir, password
 		return fail(err)
 	}
 
-	// The first server to fail ends the wait for the others: a cluster node
-	// that died leaves the rest waiting for it until StartTimeout.
+	// The first server to fail ends the wait for the others; otherwise the
+	// nodes of a cluster that lost one would wait for it until StartTimeout.
 	timeoutCtx, cancelTimeout := context.WithTimeout(ctx, cfg.StartTimeout)
 	defer cancelTimeout()
 	waitCtx, stopWaiting := context.WithCancelCause(timeoutCtx)
