@@ -36,7 +36,7 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 }
 
 func TestPlanPortsRefusesAPortInUse(t *testing.T) {
-	taken, err := pickFreePort(map[int]bool{})
+	taken, err := pickFreePort(map[int]bool{}, ephemeralPortLow())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,10 +66,10 @@ type ports struct {
 // is 0. It fails naming the first port already in use.
 func planPorts(base, nodes, replicas int, linksOld bool) (ports, error) {
 	var p ports
-	picked := map[int]bool{}
+	picked, ephemeralLow := map[int]bool{}, ephemeralPortLow()
 	next := func(offset int, what string) (int, error) {
 		if base == 0 {
-			return pickFreePort(picked)
+			return pickFreePort(picked, ephemeralLow)
 		}
 		port := base + offset
 		if err := checkPortFree(port); err != nil {
@@ -120,10 +120,10 @@ func planPorts(base, nodes, replicas int, linksOld bool) (ports, error) {
 // in CI, its third node unable to bind its transport port.
 const freePortLow = 20000
 
-// pickFreePort returns a port that is free now, not in picked, between
-// freePortLow and the ephemeral range, and adds it to picked.
-func pickFreePort(picked map[int]bool) (int, error) {
-	low, high := freePortLow, ephemeralPortLow()
+// pickFreePort returns a port that is free now, not in picked, from
+// freePortLow up to high (excluded), and adds it to picked.
+func pickFreePort(picked map[int]bool, high int) (int, error) {
+	low := freePortLow
 	for try := 0; try < 100; try++ {
 		port := low + rand.IntN(high-low)
 		if !picked[port] && checkPortFree(port) == nil {
