@@ -63,26 +63,62 @@ func TouchedParts(k layout.Kind, ev catalog.Event) []Part {
 	return out
 }
 
+// HeadPart returns the part whose version is the aggregate's: the nested
+// document, or the split shop document. Every applied event rewrites it, and
+// the indexer writes it after every other part of a batch, so a head at
+// version v means every part reflects every event up to v.
+func HeadPart(k layout.Kind) Part {
+	if k == layout.Nested {
+		return PartNested
+	}
+	return PartShop
+}
+
 // ShopParts is the held state of one shop in one layout: one catalog.ShopState
 // per part (indexed by Part; unused parts stay zero). A part's Version is the
 // version of the last event applied to it, which is also its document's
 // external version; 0 means the document does not exist. The split shop part
-// holds no menus; the split menus part holds only the copied shop fields.
+// holds no menus; the split menus part holds the menus (and may hold only the
+// copied shop fields).
 //
-// Held states are immutable once stored: CoalesceBatch copies a part before
-// changing it.
+// Held states are immutable once stored: CoalesceBatch builds new parts.
 type ShopParts struct {
 	Parts [numParts]catalog.ShopState
 }
 
-// Version returns the aggregate version the held state reflects: the
-// greatest part version.
+// Version returns the aggregate version the held state reflects: the version
+// of the head part (the nested document, or the split shop document).
 func (sp *ShopParts) Version() int64 {
-	var v int64
-	for _, st := range sp.Parts {
-		v = max(v, st.Version)
+	return max(sp.Parts[PartNested].Version, sp.Parts[PartShop].Version)
+}
+
+// Aggregate returns a copy of the shop aggregate the parts of layout k hold:
+// the version, existence and shop fields of the head part, and the menus of
+// the menus part. It shares no memory with sp.
+func (sp *ShopParts) Aggregate(k layout.Kind) catalog.ShopState {
+	if sp == nil {
+		return catalog.ShopState{}
 	}
-	return v
+	head := sp.Parts[HeadPart(k)]
+	if k == layout.Nested || head.Version == 0 || head.Deleted {
+		return head.Clone()
+	}
+	agg := head.Clone()
+	agg.Menus = sp.Parts[PartMenus].Clone().Menus
+	if agg.Menus == nil {
+		agg.Menus = []catalog.Menu{}
+	}
+	return agg
+}
+
+// project returns the state of part p of the aggregate at version v.
+func project(p Part, agg *catalog.ShopState, v int64) catalog.ShopState {
+	st := *agg
+	st.Version = v
+	if p == PartShop {
+		st.Menus = nil // the shop document holds no menus
+	}
+	return st
 }
 
 // Action is one document write of a batch: the full document of a part at
@@ -108,12 +144,12 @@ type Coalesced struct {
 	// did not change share memory with the held state.
 	States map[int64]*ShopParts
 	// Actions holds one write per dirty document, shops in order of first
-	// appearance in the batch, parts in LayoutParts order.
+	// appearance in the batch, parts in LayoutParts order (the head last).
 	Actions []Action
 	// Rejected lists events that failed validation or cannot be applied.
 	Rejected []Rejection
-	// Applied counts events that changed at least one part; Stale counts
-	// duplicates and out-of-order events that changed none.
+	// Applied counts events that changed the aggregate; Stale counts
+	// duplicates and out-of-order events that changed nothing.
 	Applied, Stale int
 	// ShopEvents lists, per shop, the indexes of its events in the batch.
 	ShopEvents map[int64][]int
@@ -121,17 +157,18 @@ type Coalesced struct {
 
 // CoalesceBatch applies a batch of events, in order, to the held states of
 // their shops and returns one write per document that changed. held must
-// have an entry for every shop of the batch (a zero ShopParts for a shop
-// without documents); it is not modified.
+// have an entry for every shop of the batch (nil or a zero ShopParts for a
+// shop without documents); it is not modified.
 //
-// An event goes only to the parts it touches (TouchedParts) and is applied
-// with catalog.ShopState.Apply, so a part never goes back in version: a
-// duplicate or an out-of-order event changes nothing. An event that fails
-// validation or cannot be applied to a part (a partial upsert of a shop that
-// does not exist, a menu event for a deleted shop) is rejected; in the split
-// layout the menus part is tried first, so a rejection normally leaves both
-// parts untouched (only if the two parts disagree on whether the shop exists
-// can the menus part keep an event the shop part rejects).
+// Every layout decides alike (the version model, docs/search.md): an event is
+// applied with catalog.ShopState.Apply to the shop's aggregate (Aggregate),
+// so it applies iff its version is greater than the aggregate's and it is
+// valid for the aggregate's state, whatever its entity type. A duplicate or
+// out-of-order event changes nothing; one that cannot be applied (a partial
+// upsert of a shop that does not exist, a menu event for a deleted shop) is
+// rejected. An applied event marks the parts it touches (TouchedParts) dirty,
+// and each dirty part is written once, as the projection of the final
+// aggregate at the version of the last event that touched it.
 //
 // A valid event older than a delete of its shop in the same batch is
 // superseded: the delete wipes whatever it would have changed, so it counts
@@ -148,22 +185,19 @@ func CoalesceBatch(k layout.Kind, held map[int64]*ShopParts, events []catalog.Ev
 			deletedAt[ev.AggregateID()] = max(deletedAt[ev.AggregateID()], ev.Version)
 		}
 	}
-	type dirtyKey struct {
-		shop int64
-		part Part
+	type shopWork struct {
+		agg       catalog.ShopState
+		dirty     [numParts]bool
+		lastEvent [numParts]int
 	}
-	lastEvent := make(map[dirtyKey]int)
-	copied := make(map[dirtyKey]bool)
+	work := make(map[int64]*shopWork)
 	var order []int64
 	for i, ev := range events {
 		shopID := ev.AggregateID()
-		sp, ok := out.States[shopID]
+		w, ok := work[shopID]
 		if !ok {
-			sp = new(ShopParts)
-			if h := held[shopID]; h != nil {
-				*sp = *h // shares part memory until a part is copied below
-			}
-			out.States[shopID] = sp
+			w = &shopWork{agg: held[shopID].Aggregate(k)}
+			work[shopID] = w
 			order = append(order, shopID)
 		}
 		out.ShopEvents[shopID] = append(out.ShopEvents[shopID], i)
@@ -175,42 +209,34 @@ func CoalesceBatch(k layout.Kind, held map[int64]*ShopParts, events []catalog.Ev
 			out.Stale++ // superseded by the delete
 			continue
 		}
-		changed := false
-		for _, p := range TouchedParts(k, ev) {
-			key := dirtyKey{shopID, p}
-			if !copied[key] && ev.Version > sp.Parts[p].Version {
-				sp.Parts[p] = sp.Parts[p].Clone()
-				copied[key] = true
-			}
-			applied, err := sp.Parts[p].Apply(ev)
-			if err != nil {
-				out.Rejected = append(out.Rejected, Rejection{Event: i, ShopID: shopID, Reason: "cannot apply to the " + p.String() + " document: " + err.Error()})
-				break
-			}
-			if applied {
-				if p == PartShop {
-					sp.Parts[p].Menus = nil // the shop document holds no menus
-				}
-				lastEvent[key] = i
-				changed = true
-			}
-		}
-		if changed {
-			out.Applied++
-		} else if len(out.Rejected) == 0 || out.Rejected[len(out.Rejected)-1].Event != i {
+		applied, err := w.agg.Apply(ev)
+		switch {
+		case err != nil:
+			out.Rejected = append(out.Rejected, Rejection{Event: i, ShopID: shopID, Reason: "cannot apply: " + err.Error()})
+		case !applied:
 			out.Stale++
+		default:
+			out.Applied++
+			for _, p := range TouchedParts(k, ev) {
+				w.dirty[p], w.lastEvent[p] = true, i
+			}
 		}
 	}
 	for _, shopID := range order {
-		sp := out.States[shopID]
+		w := work[shopID]
+		sp := new(ShopParts)
+		if h := held[shopID]; h != nil {
+			*sp = *h // shares the memory of the parts not rewritten below
+		}
 		for _, p := range LayoutParts(k) {
-			last, dirty := lastEvent[dirtyKey{shopID, p}]
-			if !dirty {
+			if !w.dirty[p] {
 				continue
 			}
-			st := &sp.Parts[p]
-			out.Actions = append(out.Actions, Action{ShopID: shopID, Part: p, Delete: st.Deleted, Version: st.Version, LastEvent: last})
+			v := events[w.lastEvent[p]].Version
+			sp.Parts[p] = project(p, &w.agg, v)
+			out.Actions = append(out.Actions, Action{ShopID: shopID, Part: p, Delete: w.agg.Deleted, Version: v, LastEvent: w.lastEvent[p]})
 		}
+		out.States[shopID] = sp
 	}
 	return out
 }

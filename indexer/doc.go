@@ -25,13 +25,22 @@
 // An LRU (CacheEntries shops per layout) holds the current part states of
 // each shop; on a miss the current documents are read with a realtime _mget
 // from the layout's aliases and rebuilt (layout.StateFrom*). The nested
-// layout has one part and one version. The split layout has TWO parts, each
-// with its own version: the shop part (the shop document) and the menus part
-// (the menu document). An event is applied only to the parts it touches
-// (layout.SplitTouches), and a part's version is the version of the last event
-// applied to it, so each document at version v reflects every event <= v for
-// the fields it holds, and a crash between the two writes of a batch can never
-// make a later redelivery skip an event (the older part simply re-applies it).
+// layout has one part; the split layout has two: the shop part (the shop
+// document) and the menus part (the menu document).
+//
+// Every layout applies the same events (docs/search.md, "Version model"): a
+// shop and its menus share one version counter, and an event applies iff its
+// version is above the version of the shop's *aggregate* and it is valid for
+// the aggregate's state. The aggregate's version is the version of the head
+// part (HeadPart: the nested document, or the split shop document), which
+// every applied event rewrites; the split menu document is rewritten only by
+// the events that change what it holds, at the version of the last of them.
+// The head is written only after every other part of its batch was accepted
+// (a second bulk request when a batch touches menu documents), so a head at
+// version v promises that the other parts reflect every event up to v: a
+// worker killed between the two writes leaves the old head, and the
+// redelivered batch is applied again (events are idempotent field sets, so
+// re-applying one the menu document already holds changes nothing).
 // A shop delete leaves a tombstone in the held state; after the shop falls out
 // of the LRU the indexer knows only what OpenSearch still has: its delete
 // tombstone lives index.gc_deletes (60 s) and an even older event for that

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -87,7 +88,7 @@ func (ix *Indexer) Apply(ctx context.Context, events []catalog.Event) (Stats, er
 	c := CoalesceBatch(ix.kind, held, events)
 	stats.Applied, stats.Stale, stats.Rejected = c.Applied, c.Stale, c.Rejected
 
-	poisoned, err := ix.write(ctx, c, &stats)
+	out, err := ix.write(ctx, c, &stats)
 	if err != nil {
 		for shopID := range c.States {
 			ix.cache.Remove(shopID)
@@ -95,11 +96,19 @@ func (ix *Indexer) Apply(ctx context.Context, events []catalog.Event) (Stats, er
 		return stats, err
 	}
 	for shopID, st := range c.States {
-		if reason, bad := poisoned[shopID]; bad {
+		if reason, bad := out.poisoned[shopID]; bad {
 			ix.cache.Remove(shopID) // some of its documents may not match the held state
 			for _, i := range c.ShopEvents[shopID] {
 				stats.Rejected = append(stats.Rejected, Rejection{Event: i, ShopID: shopID, Reason: reason})
 			}
+			continue
+		}
+		if out.conflicted[shopID] {
+			// OpenSearch holds a version at least as new as the one written
+			// (a redelivery, or a delete whose tombstone the held state had
+			// lost): the held state may not be what the index has, so the
+			// next event of the shop reads it again.
+			ix.cache.Remove(shopID)
 			continue
 		}
 		ix.cache.Put(shopID, st)
@@ -243,43 +252,76 @@ type bulkItem struct {
 	} `json:"error"`
 }
 
-// write sends the actions, retrying what is retryable. It returns, per shop
-// whose document OpenSearch refused for good, the reason.
-func (ix *Indexer) write(ctx context.Context, c Coalesced, stats *Stats) (map[int64]string, error) {
+// write sends the actions, retrying what is retryable, in two phases: first
+// every part but the head (HeadPart), then the heads of the shops whose other
+// parts were accepted. A head at version v thus promises that the shop's
+// other documents reflect every event up to v, which is what lets a
+// redelivered batch be judged against the head's version alone (Aggregate):
+// a worker killed between the phases leaves older heads, and the redelivery
+// applies the batch again.
+func (ix *Indexer) write(ctx context.Context, c Coalesced, stats *Stats) (writeOutcome, error) {
+	out := writeOutcome{poisoned: make(map[int64]string), conflicted: make(map[int64]bool)}
 	if len(c.Actions) == 0 {
-		return nil, nil
+		return out, nil
 	}
 	lines := make([][]byte, len(c.Actions))
+	var others, heads []int
 	for i, a := range c.Actions {
 		var err error
 		if lines[i], err = AppendAction(nil, &ix.cfg.Layout, a, &c.States[a.ShopID].Parts[a.Part]); err != nil {
-			return nil, err
+			return out, err
+		}
+		if a.Part == HeadPart(ix.kind) {
+			heads = append(heads, i)
+		} else {
+			others = append(others, i)
 		}
 	}
-	poisoned := make(map[int64]string)
-	todo := make([]int, len(c.Actions))
-	for i := range todo {
-		todo[i] = i
-	}
 	deadline := time.Now().Add(ix.cfg.RetryFor)
-	for attempt := 0; ; attempt++ {
+	if err := ix.writePhase(ctx, c, lines, others, deadline, out, stats); err != nil {
+		return out, err
+	}
+	heads = slices.DeleteFunc(heads, func(i int) bool {
+		_, bad := out.poisoned[c.Actions[i].ShopID]
+		return bad
+	})
+	if err := ix.writePhase(ctx, c, lines, heads, deadline, out, stats); err != nil {
+		return out, err
+	}
+	ix.m.docs.WithLabelValues(ix.label).Add(float64(stats.Docs))
+	ix.m.conflicts.WithLabelValues(ix.label).Add(float64(stats.Conflicts))
+	return out, nil
+}
+
+// writeOutcome is what OpenSearch answered for the shops of a written batch.
+type writeOutcome struct {
+	poisoned   map[int64]string // shops with a document refused for good, with the reason
+	conflicted map[int64]bool   // shops with a document answered 409 (a newer or equal version was there)
+}
+
+// writePhase sends the actions todo (indexes into c.Actions and lines) until
+// OpenSearch accepted or refused each for good, retrying 429s, 5xx and
+// transport errors with backoff until deadline, and records refusals and
+// conflicts in out.
+func (ix *Indexer) writePhase(ctx context.Context, c Coalesced, lines [][]byte, todo []int, deadline time.Time, out writeOutcome, stats *Stats) error {
+	for attempt := 0; len(todo) > 0; attempt++ {
 		if attempt > 0 {
 			stats.Retries++
 			ix.m.retries.WithLabelValues(ix.label).Inc()
 			if err := sleepCtx(ctx, backoff(attempt, ix.cfg.RetryBase, ix.cfg.RetryMax)); err != nil {
-				return nil, fmt.Errorf("indexer: %s bulk of %d actions: %w", ix.kind, len(todo), err)
+				return fmt.Errorf("indexer: %s bulk of %d actions: %w", ix.kind, len(todo), err)
 			}
 		}
 		items, err := ix.bulkInChunks(ctx, lines, todo, stats)
 		if err != nil {
 			if !osapi.Retryable(err) || ctx.Err() != nil || time.Now().After(deadline) {
-				return nil, fmt.Errorf("indexer: %s bulk of %d actions, attempt %d: %w", ix.kind, len(todo), attempt+1, err)
+				return fmt.Errorf("indexer: %s bulk of %d actions, attempt %d: %w", ix.kind, len(todo), attempt+1, err)
 			}
 			ix.log.Warn("bulk failed, retrying", "actions", len(todo), "attempt", attempt+1, "err", err)
 			continue
 		}
 		if len(items) != len(todo) {
-			return nil, fmt.Errorf("indexer: %s bulk of %d actions answered %d items", ix.kind, len(todo), len(items))
+			return fmt.Errorf("indexer: %s bulk of %d actions answered %d items", ix.kind, len(todo), len(items))
 		}
 		var retry []int
 		var lastRetryReason string
@@ -291,25 +333,24 @@ func (ix *Indexer) write(ctx context.Context, c Coalesced, stats *Stats) (map[in
 			case it.Status == http.StatusConflict:
 				stats.Docs++
 				stats.Conflicts++
+				out.conflicted[a.ShopID] = true
 			case it.Status == http.StatusTooManyRequests || it.Status >= 500:
 				retry = append(retry, i)
 				lastRetryReason = itemReason(it)
 			default:
-				poisoned[a.ShopID] = fmt.Sprintf("OpenSearch refused the %s document version %d: HTTP %d %s", a.Part, a.Version, it.Status, itemReason(it))
+				out.poisoned[a.ShopID] = fmt.Sprintf("OpenSearch refused the %s document version %d: HTTP %d %s", a.Part, a.Version, it.Status, itemReason(it))
 			}
 		}
-		if len(retry) == 0 {
-			ix.m.docs.WithLabelValues(ix.label).Add(float64(stats.Docs))
-			ix.m.conflicts.WithLabelValues(ix.label).Add(float64(stats.Conflicts))
-			return poisoned, nil
-		}
-		if ctx.Err() != nil || time.Now().After(deadline) {
-			return nil, fmt.Errorf("indexer: %s: %d of %d actions still refused after %d attempts (%s): %w",
+		if len(retry) > 0 && (ctx.Err() != nil || time.Now().After(deadline)) {
+			return fmt.Errorf("indexer: %s: %d of %d actions still refused after %d attempts (%s): %w",
 				ix.kind, len(retry), len(c.Actions), attempt+1, lastRetryReason, errRetriesExhausted)
 		}
-		ix.log.Warn("bulk items refused, retrying", "items", len(retry), "attempt", attempt+1, "reason", lastRetryReason)
+		if len(retry) > 0 {
+			ix.log.Warn("bulk items refused, retrying", "items", len(retry), "attempt", attempt+1, "reason", lastRetryReason)
+		}
 		todo = retry
 	}
+	return nil
 }
 
 var errRetriesExhausted = errors.New("indexer: retry time exhausted")

@@ -112,14 +112,15 @@ func menusFromDocs(shopID int64, docs []MenuDoc) []catalog.Menu {
 	return out
 }
 
-// SplitTouches says which split documents an event rewrites: a hot shop field
-// touches only the shop document; menus, and the copied cold shop fields,
-// touch the menu document; creating or deleting a shop touches both.
+// SplitTouches says which split documents an event rewrites when it
+// applies. The shop document is the head of the split layout: every applied
+// event rewrites it, so its version is always the aggregate's (the version
+// search reports, and the one a redelivered event is compared with). The
+// menu document is rewritten only by what it holds: menus, the copied cold
+// shop fields, and the creation or deletion of the shop. A hot shop field
+// therefore touches only the shop document.
 func SplitTouches(ev catalog.Event) (shopDoc, menusDoc bool) {
-	if ev.Type == catalog.EntityMenu {
-		return false, true
-	}
-	if ev.Op == catalog.OpDelete || ev.Menus != nil {
+	if ev.Type == catalog.EntityMenu || ev.Op == catalog.OpDelete || ev.Menus != nil {
 		return true, true
 	}
 	copied := CopiedShopFields()

@@ -32,7 +32,7 @@ func TestSplitTouches(t *testing.T) {
 	}{
 		{"hot shop field", hot, true, false},
 		{"copied cold shop field", cold, true, true},
-		{"menu change", menu, false, true},
+		{"menu change (the shop document carries the aggregate version)", menu, true, true},
 		{"shop delete", del, true, true},
 	}
 	for _, tc := range cases {
