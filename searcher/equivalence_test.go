@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,12 +25,17 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(stacktest.Main(m)) }
 
-// equivalenceShops is small enough for CI; the candidate page is shrunk so
-// that paging past a full page (point in time + search_after) is exercised.
+// equivalenceShops is just above the default candidate page (10,000), so
+// that a search without text can page past a full page of real size; most
+// requests run with a shrunk candidate page so that paging (point in time +
+// search_after) is exercised by every kind of request.
 const (
-	equivalenceShops   = 3000
+	equivalenceShops   = 10_200
 	equivalenceUpdates = 6000
 	equivalenceQueries = 500
+	// perPlanShape is the least number of requests of each plan shape
+	// query.PlanSteps can emit.
+	perPlanShape = 40
 )
 
 // regressionSeeds are request seeds that once produced different results on
@@ -60,22 +66,18 @@ func TestSplitEqualsNested(t *testing.T) {
 	for i := range equivalenceQueries {
 		seeds = append(seeds, uint64(i))
 	}
-	if only := os.Getenv("EQUIV_SEED"); only != "" {
+	seeds = append(seeds, seedsOfEveryPlanShape(equivalenceQueries, perPlanShape)...)
+	only := os.Getenv("EQUIV_SEED")
+	if only != "" {
 		n, _ := strconv.Atoi(only)
 		seeds = []uint64{uint64(n)}
 	}
 	mismatches, nonEmpty, paged := 0, 0, 0
+	shapes, completed := make(map[string]int), make(map[string]int)
 	for _, seed := range seeds {
 		req := randomRequest(seed)
-		nested, err := s.Search(ctx, req, layout.Nested)
-		if err != nil {
-			t.Fatalf("seed %d: nested %s: %v", seed, req.Encode().Encode(), err)
-		}
-		split, err := s.Search(ctx, req, layout.Split)
-		if err != nil {
-			t.Fatalf("seed %d: split %s: %v", seed, req.Encode().Encode(), err)
-		}
-		if diff := compare(nested, split); diff != "" {
+		nested, split, diff := searchBoth(t, s, req)
+		if diff != "" {
 			mismatches++
 			if mismatches <= 5 {
 				t.Errorf("seed %d (%s): %s", seed, req.Encode().Encode(), diff)
@@ -83,6 +85,11 @@ func TestSplitEqualsNested(t *testing.T) {
 		}
 		if len(nested.Shops) > 0 {
 			nonEmpty++
+		}
+		planned := plannedShape(req)
+		shapes[planned]++
+		if stepNames(split) == planned {
+			completed[planned]++ // a step that finds no candidates ends the search early
 		}
 		for _, step := range split.Explain.Steps {
 			if step.Requests > 1 && step.Candidates > cfg.CandidatePage {
@@ -101,7 +108,100 @@ func TestSplitEqualsNested(t *testing.T) {
 	if paged == 0 {
 		t.Errorf("no request paged past one candidate page: the PIT path is untested")
 	}
-	t.Logf("%d requests equal, %d non-empty, %d paged through a point in time", len(seeds), nonEmpty, paged)
+	if only == "" {
+		for _, shape := range planShapes() {
+			if shapes[shape] < perPlanShape || completed[shape] < perPlanShape/2 {
+				t.Errorf("plan %s: %d requests, %d ran every step; want at least %d and %d", shape, shapes[shape], completed[shape], perPlanShape, perPlanShape/2)
+			}
+		}
+	}
+	t.Logf("%d requests equal, %d non-empty, %d paged through a point in time, plans (requests, all steps run): %v %v", len(seeds), nonEmpty, paged, shapes, completed)
+
+	// A search whose candidates exceed a real candidate page (10,000):
+	// every shop with menus is a candidate of an eta sort without text.
+	full := New(osc, idx, Defaults(), nil)
+	for _, req := range []query.Request{
+		{Sort: query.SortETA, Page: 1, Size: 20, Explain: true},
+		{Sort: query.SortETA, Page: 300, Size: 20, Explain: true},
+		{Sort: query.SortETA, Page: 1, Size: 10, MaxTotalFee: ptr(3000), Explain: true},
+	} {
+		_, split, diff := searchBoth(t, full, req)
+		if diff != "" {
+			t.Errorf("%s with candidate pages of %d: %s", req.Encode().Encode(), Defaults().CandidatePage, diff)
+		}
+		if step := split.Explain.Steps[0]; step.Candidates <= Defaults().CandidatePage || step.Requests < 2 {
+			t.Errorf("%s: first step had %d candidates in %d requests, want more than %d in several",
+				req.Encode().Encode(), step.Candidates, step.Requests, Defaults().CandidatePage)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// searchBoth runs req on both layouts and returns both responses and their
+// difference ("" when equal).
+func searchBoth(t *testing.T, s *Searcher, req query.Request) (nested, split *Response, diff string) {
+	t.Helper()
+	ctx := context.Background()
+	nested, err := s.Search(ctx, req, layout.Nested)
+	if err != nil {
+		t.Fatalf("nested %s: %v", req.Encode().Encode(), err)
+	}
+	split, err = s.Search(ctx, req, layout.Split)
+	if err != nil {
+		t.Fatalf("split %s: %v", req.Encode().Encode(), err)
+	}
+	return nested, split, compare(nested, split)
+}
+
+// stepNames is the plan a split search ran, as "a → b → c".
+func stepNames(r *Response) string {
+	var names []string
+	for _, st := range r.Explain.Steps {
+		names = append(names, st.Name)
+	}
+	return strings.Join(names, " → ")
+}
+
+// planShapes returns every plan query.PlanSteps can emit, as stepNames
+// prints them, from requests built to reach each branch of the planner.
+func planShapes() []string {
+	lat, lon := 37.5, 127.0
+	shopFirst := query.Request{Sort: query.SortETA, OpenNow: true, MaxDeliveryFee: ptr(2000), MinRating: ptr(4.0)}
+	menuFirst := query.Request{Q: "치킨", Sort: query.SortRelevance}
+	shopsOnly := query.Request{Lat: &lat, Lon: &lon, Sort: query.SortDistance}
+	return []string{plannedShape(shopsOnly), plannedShape(menuFirst), plannedShape(shopFirst)}
+}
+
+// plannedShape is the plan query.PlanSteps makes for r, as stepNames prints it.
+func plannedShape(r query.Request) string {
+	var names []string
+	for _, st := range query.PlanSteps(r).Steps {
+		names = append(names, st.Name())
+	}
+	return strings.Join(names, " → ")
+}
+
+// seedsOfEveryPlanShape returns, after the first skip seeds, the first seeds
+// whose random request plans to each shape of planShapes, n of each: the
+// shop-first plan needs several selective shop filters and no text, which a
+// random request draws only about once in 2,000.
+func seedsOfEveryPlanShape(skip, n int) []uint64 {
+	need := make(map[string]int)
+	for _, shape := range planShapes() {
+		need[shape] = n
+	}
+	var out []uint64
+	for seed := uint64(skip); len(need) > 0 && seed < uint64(skip)+5_000_000; seed++ {
+		shape := plannedShape(randomRequest(seed))
+		if need[shape] > 0 {
+			out = append(out, seed)
+			if need[shape]--; need[shape] == 0 {
+				delete(need, shape)
+			}
+		}
+	}
+	return out
 }
 
 // compare returns "" when the two responses agree on totals, order, shop
@@ -117,6 +217,9 @@ func compare(a, b *Response) string {
 		x, y := a.Shops[i], b.Shops[i]
 		if x.ID != y.ID {
 			return fmt.Sprintf("position %d: nested shop %d, split shop %d", i, x.ID, y.ID)
+		}
+		if x.Version != y.Version {
+			return fmt.Sprintf("shop %d: version nested %d, split %d", x.ID, x.Version, y.Version)
 		}
 		if x.DeliveryMinutes != y.DeliveryMinutes || x.Open != y.Open || x.DeliveryFee != y.DeliveryFee || x.Rating != y.Rating {
 			return fmt.Sprintf("shop %d: fields differ: %+v vs %+v", x.ID, x.Shop, y.Shop)
