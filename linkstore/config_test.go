@@ -62,8 +62,8 @@ func TestOpenWithSecondRedisAddress(t *testing.T) {
 	if svc.Mode() != ModeOldOnly || svc.Old() == nil {
 		t.Fatalf("mode %s, old store %v; want old-only with an old store", svc.Mode(), svc.Old())
 	}
-	rec := Generate(testSeed, 1)[0]
-	if err := svc.Put(context.Background(), &rec); err != nil {
+	rec := liveRecords(testSeed, 1)[0]
+	if err := svc.Create(context.Background(), &rec); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := rdb.Exists(context.Background(), cfg.Old.Namespace+rec.ClickID.String()).Result(); n != 1 {
