@@ -18,6 +18,8 @@ func TestConfigFlagsAndValidate(t *testing.T) {
 		"links-old-namespace":  {"--links-migrate", "--links-old-key-format=raw"},
 		"links-old-redis-addr": {"--links-old-redis-addr=nohost"},
 		"links-shadow-workers": {"--links-shadow-workers=0"},
+		"links-max-lifetime":   {"--links-max-lifetime=10ms"},
+		"links-app-schemes":    {"--links-app-schemes=baedal,javascript"},
 	}
 	for flagName, args := range cases {
 		cfg := DefaultConfig()
