@@ -468,3 +468,43 @@ func TestHTTPRejectsUnsafeURLSchemes(t *testing.T) {
 		}
 	}
 }
+
+// Resolve checks the value before it marks it, with a compare-and-set: of
+// concurrent Resolves exactly one is the first, and none fails because
+// another one changed the value between its read and its mark.
+func TestConcurrentResolvesExactlyOneIsFirst(t *testing.T) {
+	rdb := testRedis(t)
+	ctx := context.Background()
+	for _, codec := range []string{CodecJSONRaw, CodecProtoS2Dict} {
+		t.Run(codec, func(t *testing.T) {
+			s := newTestStore(t, rdb, stacktest.Namespace(t)+":", StoreConfig{Codec: codec})
+			for round, rec := range liveRecords(testSeed, 5) {
+				if err := s.Create(ctx, &rec); err != nil {
+					t.Fatal(err)
+				}
+				const n = 8
+				already := make([]bool, n)
+				errs := make([]error, n)
+				var wg sync.WaitGroup
+				start := make(chan struct{})
+				for i := range n {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						<-start
+						res, err := s.Resolve(ctx, rec.ClickID)
+						already[i], errs[i] = res.AlreadyConsumed, err
+					}()
+				}
+				close(start)
+				wg.Wait()
+				if err := errors.Join(errs...); err != nil {
+					t.Fatalf("round %d: %v", round, err)
+				}
+				if first := slices.Index(already, false); first < 0 || slices.Index(already[first+1:], false) >= 0 {
+					t.Fatalf("round %d: already_consumed %v, want exactly one false", round, already)
+				}
+			}
+		})
+	}
+}
