@@ -69,6 +69,6 @@ func TestOpenWithSecondRedisAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n, _ := rdb.Exists(context.Background(), cfg.Old.Namespace+rec.ClickID.String()).Result(); n != 1 {
-		t.Fatal("old-only Put did not write the old store's text key")
+		t.Fatal("old-only Create did not write the old store's text key")
 	}
 }
