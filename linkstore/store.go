@@ -125,9 +125,9 @@ func isCodecName(name string) bool {
 }
 
 // Store keeps click records in one Redis: SET key value NX PXAT expires_at
-// with a packed key and a codec's value; reads go through a Reader. The dictionaries of the
-// dictionary codecs are kept in the same Redis (see DictionaryKeys).
-// Safe for concurrent use.
+// with a packed key and a codec's value; reads go through a Reader. The
+// dictionaries of the dictionary codecs are kept in the same Redis (see
+// DictionaryKeys). Safe for concurrent use.
 type Store struct {
 	cfg       StoreConfig
 	keyFormat KeyFormat
