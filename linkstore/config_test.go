@@ -18,6 +18,8 @@ func TestConfigFlagsAndValidate(t *testing.T) {
 		"links-old-namespace":  {"--links-migrate", "--links-old-key-format=raw"},
 		"links-old-redis-addr": {"--links-old-redis-addr=nohost"},
 		"links-shadow-workers": {"--links-shadow-workers=0"},
+		"links-max-lifetime":   {"--links-max-lifetime=10ms"},
+		"links-app-schemes":    {"--links-app-schemes=baedal,javascript"},
 	}
 	for flagName, args := range cases {
 		cfg := DefaultConfig()
@@ -62,11 +64,11 @@ func TestOpenWithSecondRedisAddress(t *testing.T) {
 	if svc.Mode() != ModeOldOnly || svc.Old() == nil {
 		t.Fatalf("mode %s, old store %v; want old-only with an old store", svc.Mode(), svc.Old())
 	}
-	rec := Generate(testSeed, 1)[0]
-	if err := svc.Put(context.Background(), &rec); err != nil {
+	rec := liveRecords(testSeed, 1)[0]
+	if err := svc.Create(context.Background(), &rec); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := rdb.Exists(context.Background(), cfg.Old.Namespace+rec.ClickID.String()).Result(); n != 1 {
-		t.Fatal("old-only Put did not write the old store's text key")
+		t.Fatal("old-only Create did not write the old store's text key")
 	}
 }

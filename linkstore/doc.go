@@ -9,11 +9,14 @@
 // with versioned, trained dictionaries, and Redis key packing (text, raw,
 // ascii85).
 //
-// The Redis layer: Store (SET key value EX ttl; reads through a pluggable
-// Reader so the S3 replica selector can serve them; Resolve marks a record
-// consumed with SETBIT in a Lua script), dictionaries stored versioned in
-// Redis (<ns>linkstore:dict:<version>, <ns>linkstore:dict:current), the
-// migration Service (old-only → dual-write → shadow-read → new-only, mode
+// The Redis layer: Store (Create is SET key value NX PXAT expires_at, so a
+// click is never replaced; reads go through a pluggable Reader so the S3
+// replica selector can serve them, and a record past its expires_at reads
+// as ErrExpired before Redis evicts it; Resolve decodes and checks the
+// value, then marks it consumed with SETBIT in a compare-and-set Lua
+// script, so a value that does not decode is never changed), dictionaries
+// stored versioned in Redis (<ns>linkstore:dict:<version>,
+// <ns>linkstore:dict:current), the migration Service (old-only → dual-write → shadow-read → new-only, mode
 // and report in Redis), and the HTTP routes (RegisterRoutes).
 //
 // Main invariant: every value written by a Codec starts with a fixed,
@@ -25,8 +28,9 @@
 //
 // and decoding never looks at the flags byte. So the store marks a record
 // consumed in place with Redis SETBIT key ConsumedBitOffset 1 (whose reply
-// is the old bit, so check-and-set is one atomic step), which keeps the TTL
-// and does not rewrite or recompress the value, and the decoded Record is
+// is the old bit; the script runs it only if the value is still the one
+// decoded, so check-and-set is one atomic step), which keeps the TTL and
+// does not rewrite or recompress the value, and the decoded Record is
 // unchanged by it.
 //
 // The one value kind without a header is raw JSON (JSONRaw codec, the
@@ -37,5 +41,7 @@
 // Bytes read back from Redis are untrusted: decoders cap the decoded size
 // (Options.MaxDecodedSize, 64 KiB by default) and report corrupt, truncated
 // or oversized values as errors wrapping the ErrCorrupt / ErrTooLarge
-// sentinels, never as panics.
+// sentinels, never as panics. The store also refuses a value of the other
+// format family (raw JSON in a header store and the reverse), a key of
+// another Redis type, and a record whose click id is not the key's.
 package linkstore

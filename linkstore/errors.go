@@ -20,8 +20,14 @@ var (
 	ErrUnknownDictionary = errors.New("linkstore: unknown dictionary version")
 	// ErrInvalidDictionary: dictionary bytes or version are unusable.
 	ErrInvalidDictionary = errors.New("linkstore: invalid dictionary")
-	// ErrInvalidRecord: a Record cannot be encoded as given.
+	// ErrInvalidRecord: a Record cannot be encoded or created as given.
 	ErrInvalidRecord = errors.New("linkstore: invalid record")
+	// ErrExists: a create found a record under the click id already; the
+	// record is never replaced.
+	ErrExists = errors.New("linkstore: click already exists")
+	// ErrExpired: the record's expires_at has passed, though Redis may not
+	// have evicted it yet.
+	ErrExpired = errors.New("linkstore: click expired")
 	// ErrInvalidUUID: a UUID text form does not parse.
 	ErrInvalidUUID = errors.New("linkstore: invalid UUID")
 	// ErrInvalidKey: a Redis key does not parse in the expected key format.

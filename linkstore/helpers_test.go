@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Seeds: training data and test data never overlap, so measured ratios are
@@ -57,4 +58,16 @@ func assertRecordEqual(tb testing.TB, want, got *Record) {
 	if !reflect.DeepEqual(want, got) {
 		tb.Fatalf("record mismatch\nwant %+v\n got %+v", *want, *got)
 	}
+}
+
+// liveRecords returns Generate(seed, n) with expires_at one hour from now:
+// Generate's clock is fixed in 2025, so its records read as expired
+// (ErrExpired) and Create refuses them.
+func liveRecords(seed uint64, n int) []Record {
+	recs := Generate(seed, n)
+	expiresAt := time.Now().Add(time.Hour).UTC().Truncate(time.Millisecond)
+	for i := range recs {
+		recs[i].ExpiresAt = expiresAt
+	}
+	return recs
 }

@@ -19,9 +19,9 @@ const MaxClickBodyBytes = 16 << 10
 
 // RegisterRoutes adds the click API to s:
 //
-//	POST /v1/clicks                   store a record (JSON), returns its click_id
-//	GET  /v1/clicks/{id}              the record and its consumed flag
-//	POST /v1/clicks/{id}/resolve      the deep link; marks it consumed, says if it already was
+//	POST /v1/clicks                   store a new record (JSON), returns its click_id; 409 if the id exists
+//	GET  /v1/clicks/{id}              the record and its consumed flag; 410 once expired
+//	POST /v1/clicks/{id}/resolve      the deep link; marks it consumed, says if it already was; 410 once expired
 //	GET  /v1/admin/links/migration    mode, allowed next modes, shadow-read report (admin)
 //	PUT  /v1/admin/links/migration    {"mode": "..."} switches the mode (admin)
 func RegisterRoutes(s *api.Server, svc *Service) {
@@ -38,12 +38,16 @@ type postClickResponse struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
+// handlePost creates a click. A client may choose the click_id (or get a
+// random one); an id that is stored already is a 409 and the stored record
+// stays as it is. expires_at must lie in (now, now+MaxLifetime]; without
+// it the click expires after the default lifetime (ServiceConfig).
 func (svc *Service) handlePost(w http.ResponseWriter, r *http.Request) error {
 	rec, err := DecodeClickRequest(http.MaxBytesReader(w, r.Body, MaxClickBodyBytes), MaxClickBodyBytes)
 	if err != nil {
 		return err
 	}
-	now := time.Now().UTC()
+	now := svc.now().UTC()
 	if rec.ClickID == (ClickID{}) {
 		rec.ClickID = NewClickID()
 	}
@@ -51,10 +55,22 @@ func (svc *Service) handlePost(w http.ResponseWriter, r *http.Request) error {
 		rec.ReceivedAt = now
 	}
 	if rec.ExpiresAt.IsZero() {
-		rec.ExpiresAt = rec.ReceivedAt.Add(svc.new.cfg.TTL)
+		rec.ExpiresAt = now.Add(svc.defaultLifetime)
 	}
-	if err := svc.Put(r.Context(), rec); err != nil {
-		if errors.Is(err, ErrInvalidRecord) {
+	rec.ExpiresAt = rec.ExpiresAt.Truncate(time.Millisecond) // as stored
+	if err := checkClickURLs(rec, svc.cfg.AppSchemes); err != nil {
+		return err
+	}
+	if err := checkExpiry(rec.ExpiresAt, now, svc.maxLifetime); err != nil {
+		return err
+	}
+	if err := svc.Create(r.Context(), rec); err != nil {
+		switch {
+		case errors.Is(err, ErrExists):
+			p := api.NewProblem(http.StatusConflict, "click "+rec.ClickID.String()+" exists already and is never replaced; send another click_id, or none to get a random one")
+			p.Field = "click_id"
+			return p
+		case errors.Is(err, ErrInvalidRecord):
 			return api.BadRequest("body", err.Error())
 		}
 		return err
@@ -172,11 +188,27 @@ func pathClickID(r *http.Request) (ClickID, error) {
 	return id, nil
 }
 
-// mapStoreError turns a store error into a problem where it is the
-// client's (404); other errors are the server's and are logged by api.
-func mapStoreError(id ClickID, err error) error {
-	if errors.Is(err, ErrNotFound) {
+// mapStoreError turns a store error into a problem: 404 when there is no
+// record, 410 when its expires_at has passed (Redis may not have evicted it
+// yet), and 500 "corrupt click record" when the stored value is not a
+// record (see unreadable). Other errors are the server's and are logged by
+// api.
+//
+// A corrupt record is a 500, not a 4xx: the request is fine and nothing
+// the client can change makes it succeed (422 would blame the body, 409 a
+// state the client could resolve). The problem names the click id and says
+// nothing was changed; the cause (codec, bytes) is only logged.
+func (svc *Service) mapStoreError(id ClickID, err error) error {
+	switch {
+	case errors.Is(err, ErrNotFound):
 		return api.NewProblem(http.StatusNotFound, "no click "+id.String()+" (never stored, or expired)")
+	case errors.Is(err, ErrExpired):
+		return api.NewProblem(http.StatusGone, "click "+id.String()+" has expired")
+	case unreadable(err):
+		svc.log.Error("corrupt click record", "click_id", id.String(), "err", err)
+		p := api.NewProblem(http.StatusInternalServerError, "the stored record of click "+id.String()+" is corrupt and cannot be served; it was left unchanged")
+		p.Title = "corrupt click record"
+		return p
 	}
 	return err
 }
@@ -193,7 +225,7 @@ func (svc *Service) handleGet(w http.ResponseWriter, r *http.Request) error {
 	}
 	st, err := svc.Get(r.Context(), id)
 	if err != nil {
-		return mapStoreError(id, err)
+		return svc.mapStoreError(id, err)
 	}
 	api.WriteJSON(w, http.StatusOK, getClickResponse{Record: st.Record, Consumed: st.Consumed})
 	return nil
@@ -214,7 +246,7 @@ func (svc *Service) handleResolve(w http.ResponseWriter, r *http.Request) error 
 	}
 	res, err := svc.Resolve(r.Context(), id)
 	if err != nil {
-		return mapStoreError(id, err)
+		return svc.mapStoreError(id, err)
 	}
 	api.WriteJSON(w, http.StatusOK, resolveResponse{
 		ClickID: id, DeepLinkURL: res.Record.DeepLinkURL, FallbackURL: res.Record.FallbackURL,

@@ -62,7 +62,7 @@ func TestHTTPClickLifecycle(t *testing.T) {
 	rdb := testRedis(t)
 	svc, _, _ := newMigration(t, rdb, DefaultServiceConfig())
 	s := newTestAPI(t, svc)
-	rec := Generate(testSeed, 1)[0]
+	rec := liveRecords(testSeed, 1)[0]
 
 	resp := do(t, s, "POST", "/v1/clicks", recordJSON(t, &rec), false)
 	if resp.Code != http.StatusCreated {
@@ -115,7 +115,7 @@ func TestHTTPBadInput(t *testing.T) {
 	rdb := testRedis(t)
 	svc, _, _ := newMigration(t, rdb, DefaultServiceConfig())
 	s := newTestAPI(t, svc)
-	good := Generate(testSeed, 1)[0]
+	good := liveRecords(testSeed, 1)[0]
 	noDeepLink := good
 	noDeepLink.DeepLinkURL = ""
 	relative := good

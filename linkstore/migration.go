@@ -94,12 +94,25 @@ type ServiceConfig struct {
 	ShadowTimeout time.Duration
 	// MaxSamples bounds the difference samples kept in the report.
 	MaxSamples int
+	// MaxLifetime bounds the expires_at of a click created through the API:
+	// it must be after now and at most now+MaxLifetime. 0 means the new
+	// store's TTL. A click created without expires_at expires after
+	// min(new store's TTL, MaxLifetime).
+	MaxLifetime time.Duration
+	// AppSchemes are the custom URL schemes of app deep links (baedal://...)
+	// that a deep_link_url may use besides https and http. fallback_url and
+	// tracking_link are web pages: https or http only.
+	AppSchemes []string
 }
 
 // DefaultServiceConfig returns the defaults.
 func DefaultServiceConfig() ServiceConfig {
-	return ServiceConfig{RefreshInterval: time.Second, ShadowWorkers: 4, ShadowQueue: 1024, ShadowTimeout: 2 * time.Second, MaxSamples: 50}
+	return ServiceConfig{RefreshInterval: time.Second, ShadowWorkers: 4, ShadowQueue: 1024, ShadowTimeout: 2 * time.Second, MaxSamples: 50,
+		AppSchemes: []string{DefaultAppScheme}}
 }
+
+// DefaultAppScheme is the scheme of the demo app's deep links (Generate).
+const DefaultAppScheme = "baedal"
 
 // Validate names the first invalid field.
 func (c ServiceConfig) Validate() error {
@@ -114,6 +127,13 @@ func (c ServiceConfig) Validate() error {
 		return fmt.Errorf("links-shadow-timeout: got %s, must be > 0", c.ShadowTimeout)
 	case c.MaxSamples < 0 || c.MaxSamples > 10000:
 		return fmt.Errorf("links-max-samples: got %d, allowed: 0..10000", c.MaxSamples)
+	case c.MaxLifetime != 0 && (c.MaxLifetime < time.Second || c.MaxLifetime > 30*24*time.Hour):
+		return fmt.Errorf("links-max-lifetime: got %s, allowed: 0 (the store TTL) or 1s..720h", c.MaxLifetime)
+	}
+	for _, scheme := range c.AppSchemes {
+		if err := validateAppScheme(scheme); err != nil {
+			return fmt.Errorf("links-app-schemes: %w", err)
+		}
 	}
 	return nil
 }
@@ -125,6 +145,8 @@ func (c *ServiceConfig) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.ShadowQueue, "links-shadow-queue", c.ShadowQueue, "shadow comparisons waiting; more are dropped and counted")
 	fs.DurationVar(&c.ShadowTimeout, "links-shadow-timeout", c.ShadowTimeout, "timeout of one shadow read")
 	fs.IntVar(&c.MaxSamples, "links-max-samples", c.MaxSamples, "difference samples kept in the migration report")
+	fs.DurationVar(&c.MaxLifetime, "links-max-lifetime", c.MaxLifetime, "latest expires_at of a new click, from now (0 = --links-ttl)")
+	fs.Var((*schemeList)(&c.AppSchemes), "links-app-schemes", "comma-separated custom deep-link schemes allowed besides https and http")
 }
 
 // Service is the click store as the API sees it: one store, or an old and
@@ -138,6 +160,10 @@ type Service struct {
 	old, new *Store
 	rdb      redis.Cmdable // the new store's primary: mode and report
 	log      *slog.Logger
+	now      func() time.Time
+
+	// maxLifetime and defaultLifetime: see ServiceConfig.MaxLifetime.
+	maxLifetime, defaultLifetime time.Duration
 
 	mode    atomic.Value // Mode
 	skipped atomic.Int64 // shadow comparisons dropped since the last flush to the report
@@ -172,7 +198,12 @@ func NewService(ctx context.Context, cfg ServiceConfig, oldStore, newStore *Stor
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	s := &Service{cfg: cfg, old: oldStore, new: newStore, rdb: newPrimary, log: log, shadow: make(chan shadowJob, cfg.ShadowQueue)}
+	s := &Service{cfg: cfg, old: oldStore, new: newStore, rdb: newPrimary, log: log, now: time.Now, shadow: make(chan shadowJob, cfg.ShadowQueue)}
+	s.maxLifetime = cfg.MaxLifetime
+	if s.maxLifetime == 0 {
+		s.maxLifetime = newStore.cfg.TTL
+	}
+	s.defaultLifetime = min(newStore.cfg.TTL, s.maxLifetime)
 	s.writes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baedal_links_writes_total", Help: "Click records written, by store (old, new)."}, []string{"store"})
 	s.shadowResults = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baedal_links_shadow_reads_total", Help: "Shadow-read comparisons, by result (equal, different, missing_in_new, error, skipped)."}, []string{"result"})
 	s.dualWriteErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "baedal_links_dual_write_errors_total", Help: "Writes to the new store that failed while the old one succeeded."})
@@ -320,30 +351,45 @@ func NewClickID() ClickID {
 	return id
 }
 
-// Put stores rec where the mode says: in dual-write and shadow-read the old
-// store first (it is the source of truth; its error fails the call), then
-// the new one (an error there is logged and counted, and shows up as
-// missing_in_new in the report).
-func (s *Service) Put(ctx context.Context, rec *Record) error {
+// Create stores a new click where the mode says, and never replaces a
+// record (ErrExists). The store that is read decides a conflict with one
+// SET NX: the old one in old-only, dual-write and shadow-read, the new one
+// in new-only. In dual-write and shadow-read the new store is written next,
+// also with SET NX: if it holds the id already (written in new-only before
+// a step back), the create is undone in the old store and is ErrExists too,
+// so a read after the cut-over never serves another client's record. Any
+// other error of the new store is logged and counted, and shows up as
+// missing_in_new in the report.
+func (s *Service) Create(ctx context.Context, rec *Record) error {
 	m := s.Mode()
-	if m.writesOld() {
-		if err := s.old.Put(ctx, rec); err != nil {
-			return err
-		}
-		s.writes.WithLabelValues("old").Inc()
-	}
-	if m.writesNew() {
-		err := s.new.Put(ctx, rec)
-		if err != nil && m.writesOld() {
-			s.dualWriteErrors.Inc()
-			s.log.Warn("dual write to the new store failed", "click_id", rec.ClickID.String(), "err", err)
-			return nil
-		}
-		if err != nil {
+	if !m.writesOld() {
+		if err := s.new.Create(ctx, rec); err != nil {
 			return err
 		}
 		s.writes.WithLabelValues("new").Inc()
+		return nil
 	}
+	oldValue, err := s.old.create(ctx, rec)
+	if err != nil {
+		return err
+	}
+	s.writes.WithLabelValues("old").Inc()
+	if !m.writesNew() {
+		return nil
+	}
+	err = s.new.Create(ctx, rec)
+	switch {
+	case errors.Is(err, ErrExists):
+		if uerr := s.old.deleteIfUnchanged(ctx, rec.ClickID, oldValue); uerr != nil {
+			return fmt.Errorf("linkstore: click %s exists in the new store only, and undoing its create in the old store failed: %w", rec.ClickID, uerr)
+		}
+		return err
+	case err != nil:
+		s.dualWriteErrors.Inc()
+		s.log.Warn("dual write to the new store failed", "click_id", rec.ClickID.String(), "err", err)
+		return nil
+	}
+	s.writes.WithLabelValues("new").Inc()
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package linkstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -45,14 +46,19 @@ func (r ClientReader) Get(ctx context.Context, key string) ([]byte, error) {
 // StoreConfig configures one Store: where its keys live and how values are
 // written. Zero fields take the defaults.
 type StoreConfig struct {
-	// Codec writes new values (CodecNames). Values of every format are read.
+	// Codec writes new values (CodecNames). A json-raw store reads raw JSON
+	// values only; any other store reads values of every header format (so
+	// a codec switch keeps earlier values readable) and never raw JSON. A
+	// value of the other family is corrupt (ErrWrongFormat).
 	Codec string
 	// KeyFormat is text, raw or ascii85.
 	KeyFormat string
 	// Namespace prefixes every key of this store (records, dictionaries,
 	// migration state), e.g. "old:" or a test's namespace. May be empty.
 	Namespace string
-	// TTL of every record.
+	// TTL is the lifetime of a record written by Put, and of a click created
+	// without expires_at. Create sets the Redis expiry to the record's
+	// ExpiresAt instead.
 	TTL time.Duration
 	// Codecs configures the codecs.
 	Codecs Options
@@ -105,7 +111,7 @@ func (c *StoreConfig) Flags(fs *flag.FlagSet, prefix string) {
 	fs.StringVar(&c.Codec, prefix+"codec", c.Codec, "value codec: "+strings.Join(CodecNames(), ", "))
 	fs.StringVar(&c.KeyFormat, prefix+"key-format", c.KeyFormat, "key format: text, raw or ascii85")
 	fs.StringVar(&c.Namespace, prefix+"namespace", c.Namespace, "prefix of every key of this store")
-	fs.DurationVar(&c.TTL, prefix+"ttl", c.TTL, "time to live of every click record")
+	fs.DurationVar(&c.TTL, prefix+"ttl", c.TTL, "time to live of a click record created without expires_at")
 	c.Codecs.RegisterFlags(fs, prefix)
 }
 
@@ -118,10 +124,10 @@ func isCodecName(name string) bool {
 	return false
 }
 
-// Store keeps click records in one Redis: SET key value EX ttl with a packed
-// key and a codec's value; reads go through a Reader. The dictionaries of the
-// dictionary codecs are kept in the same Redis (see DictionaryKeys).
-// Safe for concurrent use.
+// Store keeps click records in one Redis: SET key value NX PXAT expires_at
+// with a packed key and a codec's value; reads go through a Reader. The
+// dictionaries of the dictionary codecs are kept in the same Redis (see
+// DictionaryKeys). Safe for concurrent use.
 type Store struct {
 	cfg       StoreConfig
 	keyFormat KeyFormat
@@ -131,6 +137,7 @@ type Store struct {
 	codec     Codec
 	codecs    *Codecs
 	log       *slog.Logger
+	now       func() time.Time // the clock of expires_at checks; tests move it
 }
 
 // NewStore builds a store on an open Redis client. reader may be nil (read
@@ -150,7 +157,7 @@ func NewStore(ctx context.Context, cfg StoreConfig, primary redis.Cmdable, reade
 	}
 	keyFormat, _ := ParseKeyFormat(cfg.KeyFormat)
 	dicts, _ := NewDictionaries()
-	s := &Store{cfg: cfg, keyFormat: keyFormat, primary: primary, reader: reader, dicts: dicts, log: log}
+	s := &Store{cfg: cfg, keyFormat: keyFormat, primary: primary, reader: reader, dicts: dicts, log: log, now: time.Now}
 	if cfg.Codec == CodecProtoZstdDict || cfg.Codec == CodecProtoS2Dict {
 		if err := s.EnsureDictionary(ctx); err != nil {
 			return nil, err
@@ -185,7 +192,8 @@ func (s *Store) Key(id ClickID) string {
 func (s *Store) Encode(dst []byte, rec *Record) ([]byte, error) { return s.codec.Encode(dst, rec) }
 
 // Put stores rec under its click id with the configured TTL, replacing any
-// earlier value. The click id must be set.
+// earlier value. The click id must be set. It is for loads, tools and
+// tests; clicks from clients go through Create, which never replaces.
 func (s *Store) Put(ctx context.Context, rec *Record) error {
 	if rec.ClickID == (ClickID{}) {
 		return fmt.Errorf("%w: click_id is the zero UUID", ErrInvalidRecord)
@@ -197,7 +205,8 @@ func (s *Store) Put(ctx context.Context, rec *Record) error {
 	return s.PutValue(ctx, rec.ClickID, value)
 }
 
-// PutValue stores an already encoded value (any format) with the TTL.
+// PutValue stores an already encoded value (any format) with the TTL,
+// replacing any earlier value.
 func (s *Store) PutValue(ctx context.Context, id ClickID, value []byte) error {
 	if err := s.primary.Set(ctx, s.Key(id), value, s.cfg.TTL).Err(); err != nil {
 		return fmt.Errorf("linkstore: SET click %s: %w", id, err)
@@ -205,16 +214,97 @@ func (s *Store) PutValue(ctx context.Context, id ClickID, value []byte) error {
 	return nil
 }
 
-// GetValue returns the stored bytes of a click through the Reader.
+// Create stores rec under its click id unless a record is stored there
+// already (ErrExists): one SET NX, so of concurrent creates of one id
+// exactly one succeeds, and an existing record is never replaced. The
+// Redis expiry is rec.ExpiresAt (PXAT), which must be set and in the
+// future (ErrInvalidRecord); it is kept at millisecond precision.
+func (s *Store) Create(ctx context.Context, rec *Record) error {
+	_, err := s.create(ctx, rec)
+	return err
+}
+
+// create is Create, returning the stored value.
+func (s *Store) create(ctx context.Context, rec *Record) ([]byte, error) {
+	if rec.ClickID == (ClickID{}) {
+		return nil, fmt.Errorf("%w: click_id is the zero UUID", ErrInvalidRecord)
+	}
+	expiresAt := rec.ExpiresAt.Truncate(time.Millisecond)
+	if now := s.now(); !expiresAt.After(now) {
+		return nil, fmt.Errorf("%w: click %s: expires_at %s is not after now (%s)", ErrInvalidRecord, rec.ClickID, rec.ExpiresAt.Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano))
+	}
+	value, err := s.codec.Encode(nil, rec)
+	if err != nil {
+		return nil, err
+	}
+	err = s.primary.SetArgs(ctx, s.Key(rec.ClickID), value, redis.SetArgs{Mode: "NX", ExpireAt: expiresAt}).Err()
+	if errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("%w: %s", ErrExists, rec.ClickID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("linkstore: SET NX click %s: %w", rec.ClickID, err)
+	}
+	return value, nil
+}
+
+// deleteIfUnchangedScript deletes KEYS[1] if it still holds ARGV[1] or
+// ARGV[2] (the same value marked consumed).
+var deleteIfUnchangedScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] or v == ARGV[2] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+// deleteIfUnchanged undoes a create of value: it deletes the click's key
+// only if it still holds value, consumed or not, and not a record that
+// another create wrote after this one expired.
+func (s *Store) deleteIfUnchanged(ctx context.Context, id ClickID, value []byte) error {
+	if err := deleteIfUnchangedScript.Run(ctx, s.primary, []string{s.Key(id)}, value, consumedValue(value)).Err(); err != nil {
+		return fmt.Errorf("linkstore: undo create of click %s: %w", id, err)
+	}
+	return nil
+}
+
+// consumedValue returns a copy of value as markConsumedScript leaves it.
+func consumedValue(value []byte) []byte {
+	if IsRawJSON(value) {
+		if strings.HasPrefix(string(value), rawJSONConsumedMarker) {
+			return bytes.Clone(value)
+		}
+		rest := value[1:]
+		out := append([]byte(rawJSONConsumedMarker), ',')
+		if len(rest) > 0 && rest[0] == '}' {
+			out = out[:len(out)-1]
+		}
+		return append(out, rest...)
+	}
+	out := bytes.Clone(value)
+	if len(out) >= HeaderLen {
+		out[FlagsOffset] |= FlagConsumed
+	}
+	return out
+}
+
+// GetValue returns the stored bytes of a click through the Reader. A key
+// that holds another Redis type than a string is ErrCorrupt.
 func (s *Store) GetValue(ctx context.Context, id ClickID) ([]byte, error) {
 	v, err := s.reader.Get(ctx, s.Key(id))
 	if errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("linkstore: GET click %s: %w", id, err)
+		return nil, getError(id, err)
 	}
 	return v, nil
+}
+
+// getError wraps a failed GET of a click's key. WRONGTYPE means the key
+// holds a list, hash, ...: the record is corrupt, Redis is fine.
+func getError(id ClickID, err error) error {
+	if redis.HasErrorPrefix(err, "WRONGTYPE") {
+		return fmt.Errorf("%w: click %s: the key holds a non-string Redis value: %v", ErrCorrupt, id, err)
+	}
+	return fmt.Errorf("linkstore: GET click %s: %w", id, err)
 }
 
 // Stored is a decoded record with its consumed state.
@@ -223,7 +313,9 @@ type Stored struct {
 	Consumed bool
 }
 
-// Get reads and decodes a record.
+// Get reads and decodes a record. A record that is past its expires_at is
+// ErrExpired; a value that is not a record of this store is ErrCorrupt,
+// ErrWrongFormat, ErrTooLarge or ErrUnknownDictionary (see unreadable).
 func (s *Store) Get(ctx context.Context, id ClickID) (Stored, error) {
 	v, err := s.GetValue(ctx, id)
 	if err != nil {
@@ -232,20 +324,45 @@ func (s *Store) Get(ctx context.Context, id ClickID) (Stored, error) {
 	return s.decodeStored(ctx, id, v)
 }
 
-// decodeStored decodes a value of any format. A dictionary version this
-// process has not loaded yet (another process rotated) triggers one reload.
+// decodeStored decodes the value stored under id and checks that it is a
+// live record of this store: of this store's format family (see
+// StoreConfig.Codec), the record of id with its required fields, and not
+// past its expires_at (ErrExpired). A dictionary version this process has
+// not loaded yet (another process rotated) triggers one reload.
 func (s *Store) decodeStored(ctx context.Context, id ClickID, v []byte) (Stored, error) {
+	if wantRaw := s.cfg.Codec == CodecJSONRaw; IsRawJSON(v) != wantRaw {
+		return Stored{}, fmt.Errorf("%w: click %s: %s store holds a value of %d bytes starting %q", ErrWrongFormat, id, s.cfg.Codec, len(v), v[:min(len(v), 3)])
+	}
 	rec, err := s.codecs.Decode(v)
 	if errors.Is(err, ErrUnknownDictionary) {
 		if rerr := s.ReloadDictionaries(ctx); rerr != nil {
-			return Stored{}, errors.Join(err, rerr)
+			return Stored{}, fmt.Errorf("click %s: reload dictionaries after %v: %w", id, err, rerr)
 		}
 		rec, err = s.codecs.Decode(v)
 	}
 	if err != nil {
 		return Stored{}, fmt.Errorf("click %s: %w", id, err)
 	}
+	// A value that decodes can still be someone else's record, or a
+	// truncated one whose cut fell between two protobuf fields.
+	switch {
+	case rec.ClickID != id:
+		return Stored{}, fmt.Errorf("%w: click %s: the value holds click_id %s", ErrCorrupt, id, rec.ClickID)
+	case rec.DeepLinkURL == "" || rec.ClickedAt.IsZero():
+		return Stored{}, fmt.Errorf("%w: click %s: the value has no deep_link_url or clicked_at", ErrCorrupt, id)
+	}
+	if now := s.now(); !rec.ExpiresAt.IsZero() && !now.Before(rec.ExpiresAt) {
+		return Stored{}, fmt.Errorf("%w: click %s expired at %s", ErrExpired, id, rec.ExpiresAt.Format(time.RFC3339Nano))
+	}
 	return Stored{Record: rec, Consumed: valueConsumed(v)}, nil
+}
+
+// unreadable reports whether err says that a stored value is not a record
+// this store can serve (corrupt, truncated, wrong format or Redis type, too
+// large, or naming a dictionary that is not in Redis): a fault of the
+// stored data, not of Redis or of the request.
+func unreadable(err error) bool {
+	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrWrongFormat) || errors.Is(err, ErrTooLarge) || errors.Is(err, ErrUnknownDictionary)
 }
 
 // valueConsumed reads the consumed state of a value of any format. A raw
@@ -265,35 +382,36 @@ func valueConsumed(v []byte) bool {
 // one bit instead.
 const rawJSONConsumedMarker = `{"consumed":true`
 
-// resolveScript marks a click consumed and returns {old consumed bit,
-// value}, atomically, or nil when the key does not exist (it never creates
-// a key, so a record that expired is not resurrected without a TTL).
+// markConsumedScript marks a click consumed if its value is still ARGV[1],
+// the value the caller read and decoded, and returns the old consumed bit;
+// -1 when the value changed since (the caller reads again); nil when the
+// key does not exist (it never creates a key, so a record that expired is
+// not resurrected without a TTL). So a value that does not decode is never
+// marked, and check-and-set stays one atomic step.
 //
-//   - Header formats (first byte 1..6, at least 3 bytes): SETBIT key
-//     ConsumedBitOffset 1, whose reply is the old bit. The value is not
-//     rewritten and the TTL is untouched.
-//   - Raw JSON (first byte '{'): the baseline. If it does not start with the
-//     marker, SET key <marker + rest> KEEPTTL.
-//   - Anything else: returned as is, for the decoder to report.
-var resolveScript = redis.NewScript(`
+//   - Raw JSON (first byte '{'): the baseline. If it does not start with
+//     the marker (ARGV[3]), SET key <marker + rest> KEEPTTL.
+//   - Header formats: SETBIT key ConsumedBitOffset (ARGV[2]) 1, whose reply
+//     is the old bit. The value is not rewritten and the TTL is untouched.
+var markConsumedScript = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 if not v then return false end
-local first = string.byte(v, 1)
-if first == 123 then
-  local marker = ARGV[2]
-  if string.sub(v, 1, #marker) == marker then return {1, v} end
+if v ~= ARGV[1] then return -1 end
+if string.byte(v, 1) == 123 then
+  local marker = ARGV[3]
+  if string.sub(v, 1, #marker) == marker then return 1 end
   local rest = string.sub(v, 2)
   if string.sub(rest, 1, 1) ~= '}' then rest = ',' .. rest end
-  local nv = marker .. rest
-  redis.call('SET', KEYS[1], nv, 'KEEPTTL')
-  return {0, nv}
+  redis.call('SET', KEYS[1], marker .. rest, 'KEEPTTL')
+  return 0
 end
-if #v >= 3 and first >= 1 and first <= tonumber(ARGV[3]) then
-  local old = redis.call('SETBIT', KEYS[1], tonumber(ARGV[1]), 1)
-  return {old, redis.call('GET', KEYS[1])}
-end
-return {0, v}
+return redis.call('SETBIT', KEYS[1], tonumber(ARGV[2]), 1)
 `)
+
+// maxResolveAttempts bounds the reads of one Resolve. A value changes under
+// a Resolve only when another Resolve marks it (once) or it expires and is
+// created again, so two attempts almost always suffice.
+const maxResolveAttempts = 4
 
 // Resolution is the outcome of Resolve.
 type Resolution struct {
@@ -303,28 +421,41 @@ type Resolution struct {
 }
 
 // Resolve marks the click consumed on the primary and returns its record
-// and whether it was consumed before, in one atomic step (a Lua script
-// around SETBIT, whose reply is the old bit). The value is not rewritten or
-// recompressed and the TTL is not touched, except for the json-raw
-// baseline (see rawJSONConsumedMarker).
+// and whether it was consumed before. It reads the value and decodes and
+// checks it as Get does first: a corrupt or expired record is an error and
+// is left unchanged. Then markConsumedScript sets the consumed bit only if
+// the value is still the one decoded, and returns the old bit, so of
+// concurrent Resolves exactly one sees AlreadyConsumed false. The value is
+// not rewritten or recompressed and the TTL is not touched, except for the
+// json-raw baseline (see rawJSONConsumedMarker).
 func (s *Store) Resolve(ctx context.Context, id ClickID) (Resolution, error) {
-	res, err := resolveScript.Run(ctx, s.primary, []string{s.Key(id)}, ConsumedBitOffset, rawJSONConsumedMarker, int(lastFormat)).Slice()
-	if errors.Is(err, redis.Nil) {
-		return Resolution{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+	key := s.Key(id)
+	for range maxResolveAttempts {
+		value, err := s.primary.Get(ctx, key).Bytes()
+		if errors.Is(err, redis.Nil) {
+			return Resolution{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		if err != nil {
+			return Resolution{}, getError(id, err)
+		}
+		st, err := s.decodeStored(ctx, id, value)
+		if err != nil {
+			return Resolution{}, err
+		}
+		oldBit, err := markConsumedScript.Run(ctx, s.primary, []string{key}, value, ConsumedBitOffset, rawJSONConsumedMarker).Int64()
+		switch {
+		case errors.Is(err, redis.Nil):
+			return Resolution{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+		case redis.HasErrorPrefix(err, "WRONGTYPE"):
+			return Resolution{}, getError(id, err) // replaced by a list, hash, ... since the read
+		case err != nil:
+			return Resolution{}, fmt.Errorf("linkstore: resolve click %s: %w", id, err)
+		case oldBit == -1:
+			continue // changed since the read: decode the new value
+		}
+		return Resolution{Record: st.Record, AlreadyConsumed: oldBit == 1}, nil
 	}
-	if err != nil {
-		return Resolution{}, fmt.Errorf("linkstore: resolve click %s: %w", id, err)
-	}
-	if len(res) != 2 {
-		return Resolution{}, fmt.Errorf("linkstore: resolve click %s: script returned %d values, want 2", id, len(res))
-	}
-	oldBit, _ := res[0].(int64)
-	value, _ := res[1].(string)
-	st, err := s.decodeStored(ctx, id, []byte(value))
-	if err != nil {
-		return Resolution{}, err
-	}
-	return Resolution{Record: st.Record, AlreadyConsumed: oldBit == 1}, nil
+	return Resolution{}, fmt.Errorf("linkstore: resolve click %s: the value changed under each of %d attempts", id, maxResolveAttempts)
 }
 
 // Scan calls fn with up to limit stored values of this store (SCAN over its

@@ -63,7 +63,7 @@ func TestResolveSetsOneBitAndKeepsTTL(t *testing.T) {
 	for _, codec := range []string{CodecProtoS2Dict, CodecProtoZstdDict, CodecProto, CodecJSON} {
 		t.Run(codec, func(t *testing.T) {
 			s := newTestStore(t, rdb, ns+codec+":", StoreConfig{Codec: codec})
-			rec := Generate(testSeed, 1)[0]
+			rec := liveRecords(testSeed, 1)[0]
 			if err := s.Put(ctx, &rec); err != nil {
 				t.Fatal(err)
 			}
@@ -113,7 +113,7 @@ func TestResolveBaselineRewritesWithKeepTTL(t *testing.T) {
 	rdb := testRedis(t)
 	ctx := context.Background()
 	s := newTestStore(t, rdb, stacktest.Namespace(t)+":", StoreConfig{Codec: CodecJSONRaw, KeyFormat: KeyFormatNameText})
-	rec := Generate(testSeed, 1)[0]
+	rec := liveRecords(testSeed, 1)[0]
 	if err := s.Put(ctx, &rec); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestRecordsExpire(t *testing.T) {
 	rdb := testRedis(t)
 	ctx := context.Background()
 	s := newTestStore(t, rdb, stacktest.Namespace(t)+":", StoreConfig{TTL: time.Second})
-	recs := Generate(testSeed, 3)
+	recs := liveRecords(testSeed, 3)
 	for i := range recs {
 		if err := s.Put(ctx, &recs[i]); err != nil {
 			t.Fatal(err)
@@ -191,7 +191,7 @@ func TestDictionaryRotationInRedisKeepsOldRecordsReadable(t *testing.T) {
 			if got := a.Dictionaries().Current().Version(); got != 1 {
 				t.Fatalf("bootstrap dictionary version %d, want 1", got)
 			}
-			first := Generate(testSeed, 20)
+			first := liveRecords(testSeed, 20)
 			for i := range first {
 				if err := a.Put(ctx, &first[i]); err != nil {
 					t.Fatal(err)
@@ -204,7 +204,7 @@ func TestDictionaryRotationInRedisKeepsOldRecordsReadable(t *testing.T) {
 			if d2.Version() != 2 {
 				t.Fatalf("rotated to version %d, want 2", d2.Version())
 			}
-			second := Generate(testSeed+1, 20)
+			second := liveRecords(testSeed+1, 20)
 			for i := range second {
 				if err := a.Put(ctx, &second[i]); err != nil {
 					t.Fatal(err)
@@ -237,7 +237,7 @@ func TestTrainFromStore(t *testing.T) {
 	rdb := testRedis(t)
 	ctx := context.Background()
 	s := newTestStore(t, rdb, stacktest.Namespace(t)+":", StoreConfig{})
-	recs := Generate(testSeed, 100)
+	recs := liveRecords(testSeed, 100)
 	for i := range recs {
 		if err := s.Put(ctx, &recs[i]); err != nil {
 			t.Fatal(err)
@@ -293,9 +293,9 @@ func TestShadowReadCatchesPlantedDifference(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	recs := Generate(testSeed, 10)
+	recs := liveRecords(testSeed, 10)
 	for i := range recs {
-		if err := svc.Put(ctx, &recs[i]); err != nil {
+		if err := svc.Create(ctx, &recs[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -348,9 +348,9 @@ func TestNoReadFailsWhileSwitchingModes(t *testing.T) {
 	if err := svc.SetMode(ctx, ModeDualWrite); err != nil {
 		t.Fatal(err)
 	}
-	recs := Generate(testSeed, 200)
+	recs := liveRecords(testSeed, 200)
 	for i := range recs {
-		if err := svc.Put(ctx, &recs[i]); err != nil {
+		if err := svc.Create(ctx, &recs[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -485,6 +485,7 @@ func runWriterChild() {
 	w := bufio.NewWriter(os.Stdout)
 	for {
 		rec := g.Next()
+		rec.ExpiresAt = time.Now().Add(time.Hour) // Generate's clock is in 2025: the parent's Get would say expired
 		if err := s.Put(ctx, &rec); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
 			os.Exit(2)
@@ -507,9 +508,9 @@ func TestShadowReadBoundedQueueCountsSkipped(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	recs := Generate(testSeed, 20)
+	recs := liveRecords(testSeed, 20)
 	for i := range recs {
-		if err := svc.Put(ctx, &recs[i]); err != nil {
+		if err := svc.Create(ctx, &recs[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
