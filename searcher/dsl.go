@@ -1,6 +1,8 @@
 package searcher
 
 import (
+	"strings"
+
 	"github.com/baedal/baedal/catalog"
 	"github.com/baedal/baedal/query"
 )
@@ -9,27 +11,43 @@ import (
 type obj = map[string]any
 type arr = []any
 
+// WordsToMatch is the minimum_should_match policy of text search over the
+// words of the text (split at white space): a text of one or two words must
+// match every word, a longer one at least 75% of its words (rounded down).
+// Without it the analyzed terms were OR-ed: "존재하지않는메뉴xyz" matched
+// nearly every shop through 메뉴, the one term of it that menu descriptions
+// share.
+const WordsToMatch = "2<75%"
+
 // textQuery matches the query text against a menu, its description and the
-// shop name copied into every menu, plus n-grams for partial words.
+// shop name copied into every menu, plus n-grams for partial words. The same
+// query runs in every layout, on the nested menus of each.
+//
+// A word matches when all of its analyzed terms are in one of the three
+// fields (operator and: nori's compounds count whole, 양념치킨 matches
+// 양념치킨 or 양념 and 치킨), or when 75% of its n-grams are in the menu name
+// or the shop name; different words may match different fields. The text
+// matches when WordsToMatch of its words do. A menu's score is the sum of
+// the boosts of the clauses that matched (boolean similarity).
 func textQuery(q string) obj {
-	match := func(field string, boost float64, extra obj) obj {
-		m := obj{"query": q, "boost": boost}
-		for k, v := range extra {
-			m[k] = v
+	words := strings.Fields(q)
+	clauses := make(arr, len(words))
+	for i, w := range words {
+		whole := func(field string, boost float64) obj {
+			return obj{"match": obj{field: obj{"query": w, "boost": boost, "operator": "and"}}}
 		}
-		return obj{"match": obj{field: m}}
+		partial := func(field string) obj {
+			return obj{"match": obj{field: obj{"query": w, "boost": 0.5, "minimum_should_match": "75%"}}}
+		}
+		clauses[i] = obj{"bool": obj{
+			"should": arr{
+				whole("menus.name", 3), whole("menus.shop_name", 2), whole("menus.description", 1),
+				partial("menus.name.ngram"), partial("menus.shop_name.ngram"),
+			},
+			"minimum_should_match": 1,
+		}}
 	}
-	partial := obj{"minimum_should_match": "75%"}
-	return obj{"bool": obj{
-		"should": arr{
-			match("menus.name", 3, nil),
-			match("menus.shop_name", 2, nil),
-			match("menus.description", 1, nil),
-			match("menus.name.ngram", 0.5, partial),
-			match("menus.shop_name.ngram", 0.5, partial),
-		},
-		"minimum_should_match": 1,
-	}}
+	return obj{"bool": obj{"should": clauses, "minimum_should_match": WordsToMatch}}
 }
 
 // menuPredicate is the bool query a menu must satisfy to be "matched": the
