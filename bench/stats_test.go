@@ -276,3 +276,24 @@ func TestIntervalSectionDrawsErrorBars(t *testing.T) {
 		t.Errorf("targets row %q", row)
 	}
 }
+
+func TestIntervalProblems(t *testing.T) {
+	good := `{"r":0.9,"r_ci95":[0.8,1.1],"idle":{"p":2,"p_ci95":[2,2]},
+		"targets":{"r":{"target":0.7,"better":"lower","point":0.9,"ci95":[0.8,1.1],"verdict":"missed"},
+		"n":{"target":1,"better":"higher","point":1,"ci95":null,"verdict":"undecided"}}}`
+	summary, err := ParseSummary([]byte(strings.ReplaceAll(good, "\n", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := IntervalProblems(summary, "r", "idle.p"); len(p) != 0 {
+		t.Errorf("problems in a good summary: %q", p)
+	}
+	bad := `{"r":0.9,"r_ci95":[0.95,1.1],"s":1,"s_ci95":null,"targets":{"r":{"target":0.7,"better":"lower","point":0.9,"ci95":[0.8,1.1],"verdict":"maybe"}}}`
+	summary, err = ParseSummary([]byte(bad))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := IntervalProblems(summary, "r", "s", "absent"); len(p) != 4 {
+		t.Errorf("want 4 problems (unordered, null, absent, verdict), got %q", p)
+	}
+}
