@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // Interval is a 95% confidence interval [Low, High] of a figure. It encodes
@@ -84,18 +86,25 @@ const BootstrapResamples = 2000
 // LatencyRecorder.Quantile reports them) in ascending order and the
 // cumulative count up to and including each.
 type empirical struct {
-	values []float64 // nanoseconds
+	values []float64 // in the histogram's unit: nanoseconds for a LatencyRecorder
 	cum    []int64
 }
 
 func (r *LatencyRecorder) empirical() empirical {
-	var e empirical
 	if r == nil {
-		return e
+		return empirical{}
 	}
 	r.mu.Lock()
-	bars := r.hist.Distribution()
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	return empiricalOf(r.hist)
+}
+
+func empiricalOf(h *hdrhistogram.Histogram) empirical {
+	var e empirical
+	if h == nil {
+		return e
+	}
+	bars := h.Distribution()
 	var total int64
 	for _, b := range bars {
 		if b.Count > 0 {
@@ -148,7 +157,21 @@ func (e empirical) resampleQuantile(rng *rand.Rand, k int64) float64 {
 // Ms(rec.Quantile(q)). With fewer than 2 recorded values there is no
 // interval.
 func QuantileCI(rec *LatencyRecorder, q float64, seed uint64) Interval {
-	e := rec.empirical()
+	iv := quantileCI(rec.empirical(), q, seed, 1e-6)
+	return iv.Around(Ms(rec.Quantile(q)))
+}
+
+// HistogramQuantileCI is QuantileCI for a raw HDR histogram, in its own
+// unit (such as a 1 ns histogram of per-record encode times), around the
+// point h.ValueAtQuantile(q·100).
+func HistogramQuantileCI(h *hdrhistogram.Histogram, q float64, seed uint64) Interval {
+	if h == nil {
+		return NoInterval
+	}
+	return quantileCI(empiricalOf(h), q, seed, 1).Around(float64(h.ValueAtQuantile(clampQuantile(q) * 100)))
+}
+
+func quantileCI(e empirical, q float64, seed uint64, scale float64) Interval {
 	if e.n() < 2 {
 		return NoInterval
 	}
@@ -156,9 +179,9 @@ func QuantileCI(rec *LatencyRecorder, q float64, seed uint64) Interval {
 	k := e.rank(q)
 	draws := make([]float64, BootstrapResamples)
 	for i := range draws {
-		draws[i] = e.resampleQuantile(rng, k) / 1e6
+		draws[i] = e.resampleQuantile(rng, k) * scale
 	}
-	return percentileInterval(draws).Around(Ms(rec.Quantile(q)))
+	return percentileInterval(draws)
 }
 
 // QuantileRatioCI returns a 95% percentile-bootstrap interval of the ratio
@@ -170,7 +193,22 @@ func QuantileCI(rec *LatencyRecorder, q float64, seed uint64) Interval {
 // point estimate (see Interval.Around). With fewer than 2 values on either
 // side there is no interval.
 func QuantileRatioCI(baseline, ours *LatencyRecorder, q float64, seed uint64) Interval {
-	b, o := baseline.empirical(), ours.empirical()
+	point := Ratio(Ms(ours.Quantile(q)), Ms(baseline.Quantile(q)))
+	return quantileRatioCI(baseline.empirical(), ours.empirical(), q, seed).Around(point)
+}
+
+// HistogramQuantileRatioCI is QuantileRatioCI for two raw HDR histograms
+// in the same unit, around the point Ratio of their quantiles q.
+func HistogramQuantileRatioCI(baseline, ours *hdrhistogram.Histogram, q float64, seed uint64) Interval {
+	if baseline == nil || ours == nil {
+		return NoInterval
+	}
+	pq := clampQuantile(q) * 100
+	point := Ratio(float64(ours.ValueAtQuantile(pq)), float64(baseline.ValueAtQuantile(pq)))
+	return quantileRatioCI(empiricalOf(baseline), empiricalOf(ours), q, seed).Around(point)
+}
+
+func quantileRatioCI(b, o empirical, q float64, seed uint64) Interval {
 	if b.n() < 2 || o.n() < 2 {
 		return NoInterval
 	}
@@ -186,8 +224,7 @@ func QuantileRatioCI(baseline, ours *LatencyRecorder, q float64, seed uint64) In
 	if len(draws) < BootstrapResamples/2 {
 		return NoInterval
 	}
-	point := Ratio(Ms(ours.Quantile(q)), Ms(baseline.Quantile(q)))
-	return percentileInterval(draws).Around(point)
+	return percentileInterval(draws)
 }
 
 // percentileInterval returns the 2.5th and 97.5th percentiles of draws
@@ -262,14 +299,30 @@ type RoundRatios struct {
 // Rounds where either figure is not positive and finite are left out (no
 // ratio); with fewer than 2 ratios CI95 is NoInterval.
 func PairedRatioCI(baseline, ours []float64) RoundRatios {
-	var logs []float64
-	rr := RoundRatios{Min: math.Inf(1), Max: math.Inf(-1)}
+	var ratios []float64
 	for i := range min(len(baseline), len(ours)) {
 		b, o := baseline[i], ours[i]
 		if !(b > 0) || !(o > 0) || !isFinite(b) || !isFinite(o) {
 			continue
 		}
-		r := o / b
+		ratios = append(ratios, o/b)
+	}
+	return RoundValuesCI(ratios)
+}
+
+// RoundValuesCI is PairedRatioCI's interval for one figure measured once
+// per round that is not a ratio, such as the per-round median encode time
+// of a codec judged against an absolute target: the t interval of the
+// geometric mean of the positive, finite values, with their min and max.
+// Rounds catch the drift of a machine within a run, which a bootstrap over
+// the individual times of one histogram does not see.
+func RoundValuesCI(values []float64) RoundRatios {
+	var logs []float64
+	rr := RoundRatios{Min: math.Inf(1), Max: math.Inf(-1)}
+	for _, r := range values {
+		if !(r > 0) || !isFinite(r) {
+			continue
+		}
 		logs = append(logs, math.Log(r))
 		rr.Min, rr.Max = math.Min(rr.Min, r), math.Max(rr.Max, r)
 	}

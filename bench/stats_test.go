@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // lognormalRecorder records n latencies exp(N(mu, sigma)) ms drawn from rng:
@@ -295,5 +297,29 @@ func TestIntervalProblems(t *testing.T) {
 	}
 	if p := IntervalProblems(summary, "r", "s", "absent"); len(p) != 4 {
 		t.Errorf("want 4 problems (unordered, null, absent, verdict), got %q", p)
+	}
+}
+
+func TestHistogramQuantileCIOnRawHistograms(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	base, ours := hdrhistogram.New(1, int64(10*time.Second), 3), hdrhistogram.New(1, int64(10*time.Second), 3)
+	for range 5000 {
+		_ = base.RecordValue(int64(5000 * math.Exp(0.3*rng.NormFloat64()))) // ns
+		_ = ours.RecordValue(int64(2000 * math.Exp(0.3*rng.NormFloat64())))
+	}
+	ratio := HistogramQuantileRatioCI(base, ours, 0.5, 1)
+	if !ratio.Contains(0.4) || !ratio.Contains(Ratio(float64(ours.ValueAtQuantile(50)), float64(base.ValueAtQuantile(50)))) || ratio.High-ratio.Low > 0.05 {
+		t.Errorf("p50 ratio interval %v, want a narrow one around 0.4", ratio)
+	}
+	one := HistogramQuantileCI(ours, 0.5, 1)
+	if !one.Contains(2000) || !one.Contains(float64(ours.ValueAtQuantile(50))) || one.High-one.Low > 100 {
+		t.Errorf("p50 interval %v ns, want a narrow one around 2000", one)
+	}
+	if HistogramQuantileCI(nil, 0.5, 1).Known() || HistogramQuantileRatioCI(base, nil, 0.5, 1).Known() {
+		t.Error("an interval from a nil histogram")
+	}
+	rv := RoundValuesCI([]float64{4900, 5100, 5000, 5050, -1})
+	if rv.Rounds != 4 || rv.Min != 4900 || rv.Max != 5100 || !rv.CI95.Contains(5000) || rv.CI95.High > 5200 {
+		t.Errorf("RoundValuesCI %+v", rv)
 	}
 }
