@@ -57,6 +57,9 @@ type Series struct {
 	Y       []float64
 	Labels  []string         // bar labels (BarChart)
 	Latency *LatencyRecorder // percentile curve source (CDFChart)
+	// Low and High, when set for bar j, draw an error bar from Low[j] to
+	// High[j] over bar j (BarChart), such as a 95% interval.
+	Low, High []float64
 }
 
 // LatencyCDF returns a CDFChart of the recorders, one series per name, in
@@ -225,8 +228,10 @@ func drawBars(b *strings.Builder, c Chart) {
 	var categories []string
 	index := map[string]int{}
 	type bar struct {
-		category int
-		value    float64
+		category  int
+		value     float64
+		low, high float64
+		hasErr    bool
 	}
 	bars := make([][]bar, len(c.Series))
 	var values []float64
@@ -248,7 +253,12 @@ func drawBars(b *strings.Builder, c Chart) {
 				categories = append(categories, label)
 			}
 			if usable(y, c.LogY) {
-				bars[i] = append(bars[i], bar{k, y})
+				br := bar{category: k, value: y}
+				if j < len(s.Low) && j < len(s.High) && usable(s.Low[j], c.LogY) && usable(s.High[j], c.LogY) && s.Low[j] <= s.High[j] {
+					br.low, br.high, br.hasErr = s.Low[j], s.High[j], true
+					values = append(values, br.low, br.high)
+				}
+				bars[i] = append(bars[i], br)
 				values = append(values, y)
 			}
 		}
@@ -274,6 +284,13 @@ func drawBars(b *strings.Builder, c Chart) {
 			top, height := math.Min(y, base), math.Abs(base-y)
 			fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s</title></rect>`,
 				x, top, math.Max(barWidth-1, 1), height, color(i), esc(s.Name+" · "+categories[br.category]+": "+formatTick(br.value)))
+			if br.hasErr {
+				// A whisker from low to high with caps, over the bar's centre.
+				cx, lo, hi, capW := x+barWidth/2, yAxis.pixelY(br.low), yAxis.pixelY(br.high), math.Min(barWidth/4, 8)
+				fmt.Fprintf(b, `<path d="M%.1f %.1fV%.1fM%.1f %.1fH%.1fM%.1f %.1fH%.1f" stroke="#1d2327" stroke-width="1.5" fill="none"><title>%s</title></path>`,
+					cx, lo, hi, cx-capW, lo, cx+capW, cx-capW, hi, cx+capW,
+					esc(s.Name+" · "+categories[br.category]+": ["+formatTick(br.low)+", "+formatTick(br.high)+"]"))
+			}
 		}
 	}
 	maxChars := max(3, int(group/6.5))

@@ -13,6 +13,10 @@
 //     open-loop load at a fixed rate whose latency includes the time an
 //     operation waited behind schedule (no coordinated omission).
 //   - Ratio, CompareLatency, CompareLoad: the figures benchmarks report.
+//   - QuantileRatioCI, QuantileCI, PairedRatioCI: the 95% interval of each
+//     figure (see "Intervals" below), reported as "<key>_ci95": [low, high].
+//   - Target, Verdict, Targets: a goal per figure and the verdict the
+//     interval allows: met, missed or undecided.
 //   - Report: one HTML file with inline SVG charts rendered in Go (no
 //     JavaScript, no network), plus <name>.json with the summary;
 //     PrintSummary prints that summary as the last stdout line.
@@ -48,6 +52,61 @@
 //
 // Progress goes to stderr, so stdout ends with the summary line that CI smoke
 // tests read back with ParseSummary and MissingKeys.
+//
+// # Intervals
+//
+// A single run's figure is one draw from a noisy machine: four quick runs of
+// bench search gave p99 ratios from 0.71 to 1.25. So every headline ratio
+// comes with a 95% interval, and targets are judged on the interval, not
+// the point. Two kinds of figures need two methods:
+//
+//   - Percentile ratios (p50, p99, p99.9 of ours over the baseline's) use a
+//     percentile bootstrap over the latencies each side recorded
+//     (QuantileRatioCI): 2,000 resamples, from a PCG generator with a fixed
+//     seed so a report can be reproduced. Each resample redraws both sides
+//     from their HDR histograms and takes the ratio of the resampled
+//     percentiles; the interval is the 2.5th to 97.5th percentile of those
+//     ratios. A percentile is an order statistic of thousands of latencies
+//     from one run, with no rounds to pair and no shape to assume; the
+//     bootstrap needs neither. The k-th smallest of a resample is drawn in
+//     one step from the Beta(k, n+1−k) distribution of a uniform order
+//     statistic (see resampleQuantile), which is exactly the bootstrap, and
+//     costs the same for 2,000 or 2,000,000 latencies. A p99 resting on few
+//     latencies gets a wide interval, which is the point: each side's p99
+//     should rest on at least 20 latencies above it (2,000 samples).
+//     QuantileCI does the same for one side's percentile against an
+//     absolute target (a p99 in ms).
+//   - Throughput and other figures measured once per side in every ABBA
+//     round use the rounds' paired ratios (PairedRatioCI): round i's
+//     baseline and ours ran back to back, so ours_i/baseline_i cancels the
+//     machine's drift between rounds. The interval is Student's t on the
+//     logs of the per-round ratios, exp(mean ± t(0.975, n−1)·sd/√n):
+//     logs because noise on a rate is multiplicative and a ratio and its
+//     inverse should get the same interval; t because a run has 4–8 rounds,
+//     too few for a bootstrap or for golang.org/x/perf/benchmath's
+//     order-statistic interval of the median (it needs 6 samples for any
+//     95% interval). The rounds' smallest and largest ratio are reported
+//     beside it, so a reader sees the spread the t interval assumes.
+//
+// Both intervals are widened, if needed, to contain the reported point
+// (Interval.Around): the point is computed from all the data (the ratio of
+// the totals, the percentile of all latencies), the interval from
+// resamples or rounds, and on small samples the two can disagree by a
+// little. A figure with no noise (a count of lost updates) gets Exact.
+// A figure with too little data (one round, one latency) gets NoInterval,
+// which encodes as null and leaves its targets undecided.
+//
+// A Target (AtMost or AtLeast a value) is met when the whole interval is on
+// its good side, missed when the whole interval is on the bad side, and
+// undecided when the interval straddles it. Summaries carry them as
+// "targets": {name: {target, better, point, ci95, verdict}}, and
+// IntervalSection and TargetsSection put them in the report, the ratios as
+// a bar chart with error bars.
+//
+// The statistics are tested on synthetic latencies with a known true
+// ratio (stats_test.go): over 200 seeded trials each interval covers the
+// true ratio at least 90% of the time, and narrows as samples or rounds
+// grow.
 //
 // Main invariant: baseline and candidate run in the same process on the same
 // machine, interleaved; every figure a benchmark reports is a ratio between

@@ -17,11 +17,15 @@ import (
 // counted in neither. Latency holds the latency of every successful
 // operation, so Latency.Count() == Ops. Lag (RunAtRate only; empty
 // otherwise) holds how late each operation started against its schedule.
+// RoundThroughput holds the throughput of every run merged into it, in
+// order: one per round when each round of an Interleave merges one run,
+// the pairs PairedRatioCI takes.
 type LoadResult struct {
-	Ops, Errors int64
-	Elapsed     time.Duration
-	Latency     *LatencyRecorder
-	Lag         *LatencyRecorder
+	Ops, Errors     int64
+	Elapsed         time.Duration
+	Latency         *LatencyRecorder
+	Lag             *LatencyRecorder
+	RoundThroughput []float64
 }
 
 // Throughput returns successful operations per second of Elapsed, or 0 when
@@ -44,7 +48,15 @@ func (r LoadResult) ErrorRate() float64 {
 
 // Merge adds o to r: counts, elapsed time and recorders. Use it to sum the
 // rounds of one side of an Interleave. A zero LoadResult is a valid start.
+// It appends o's throughput to r.RoundThroughput (o's own RoundThroughput
+// when o is itself merged rounds).
 func (r *LoadResult) Merge(o LoadResult) {
+	switch {
+	case len(o.RoundThroughput) > 0:
+		r.RoundThroughput = append(r.RoundThroughput, o.RoundThroughput...)
+	case o.Elapsed > 0:
+		r.RoundThroughput = append(r.RoundThroughput, o.Throughput())
+	}
 	r.Ops += o.Ops
 	r.Errors += o.Errors
 	r.Elapsed += o.Elapsed

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -223,5 +224,21 @@ func TestLoadResultMergeAndSummary(t *testing.T) {
 	}
 	if (LoadResult{}).Throughput() != 0 || (LoadResult{}).ErrorRate() != 0 {
 		t.Error("a zero LoadResult must report 0 throughput and 0 error rate")
+	}
+}
+
+func TestMergeKeepsEachRoundsThroughput(t *testing.T) {
+	var side LoadResult
+	side.Merge(LoadResult{Ops: 100, Elapsed: time.Second})
+	side.Merge(LoadResult{Ops: 300, Elapsed: 2 * time.Second})
+	side.Merge(LoadResult{}) // nothing ran: no round
+	if want := []float64{100, 150}; !slices.Equal(side.RoundThroughput, want) {
+		t.Fatalf("RoundThroughput %v, want %v", side.RoundThroughput, want)
+	}
+	var all LoadResult
+	all.Merge(side)
+	all.Merge(LoadResult{Ops: 50, Elapsed: time.Second})
+	if want := []float64{100, 150, 50}; !slices.Equal(all.RoundThroughput, want) {
+		t.Errorf("merged sides: %v, want %v", all.RoundThroughput, want)
 	}
 }

@@ -146,6 +146,32 @@ func lookup(m map[string]any, key string) (any, bool) {
 	return cur, true
 }
 
+// intervalOf formats the summary's "<key>_ci95" as [low, high], or "" when
+// there is none.
+func intervalOf(summary map[string]any, key string) string {
+	v, ok := lookup(summary, key+"_ci95")
+	arr, isArr := v.([]any)
+	if !ok || !isArr || len(arr) != 2 {
+		return ""
+	}
+	bound := func(v any) string {
+		if x, ok := v.(float64); ok && (x >= 100 || x <= -100) {
+			return fmt.Sprintf("%.0f", x) // 3,664 ns, not 3.66e+03
+		}
+		return format(v)
+	}
+	return "[" + bound(arr[0]) + ", " + bound(arr[1]) + "]"
+}
+
+// verdictOf returns targets[key].verdict; target names are summary keys,
+// dots included ("degraded.p99_ratio"), so key is not split.
+func verdictOf(summary map[string]any, key string) string {
+	targets, _ := summary["targets"].(map[string]any)
+	t, _ := targets[key].(map[string]any)
+	v, _ := t["verdict"].(string)
+	return v
+}
+
 func format(v any) string {
 	switch x := v.(type) {
 	case float64:
@@ -176,21 +202,25 @@ func WriteIndex(dir, command string, results []Result) (string, error) {
 		runs.Rows = append(runs.Rows, []string{r.Bench, status, r.Duration.Round(time.Second).String(), report})
 	}
 	var cmp bench.Table
-	cmp.Header = []string{"benchmark", "measure", "ours (this run)", "write-up", "target"}
+	cmp.Header = []string{"benchmark", "measure", "ours (this run)", "95% interval", "write-up", "target", "verdict"}
 	for _, m := range Measures() {
 		r, ran := byName[m.Bench]
 		if !ran {
 			continue
 		}
-		ours := "not measured"
+		ours, interval, verdict := "not measured", "", ""
 		if r.Err != nil {
 			ours = "benchmark failed"
 		} else if v, ok := lookup(r.Summary, m.Key); ok {
 			ours = format(v)
 		}
-		cmp.Rows = append(cmp.Rows, []string{m.Bench, m.Label, ours, m.WriteUp, m.Target})
+		if r.Err == nil {
+			interval, verdict = intervalOf(r.Summary, m.Key), verdictOf(r.Summary, m.Key)
+		}
+		cmp.Rows = append(cmp.Rows, []string{m.Bench, m.Label, ours, interval, m.WriteUp, m.Target, verdict})
 	}
-	rep.Add(bench.Section{Title: "Ours beside the write-ups", Text: "Ratios are ours / baseline measured in the same run on the same machine, interleaved. Write-up figures are from the engineering write-ups summarised in SPEC.md (production clusters, not this machine).", Table: &cmp})
+	rep.Add(bench.Section{Title: "Ours beside the write-ups", Text: "Ratios are ours / baseline measured in the same run on the same machine, interleaved. Write-up figures are from the engineering write-ups summarised in SPEC.md (production clusters, not this machine). " +
+		"The 95% interval and the verdict come from each benchmark's summary (<key>_ci95 and targets): met when the whole interval is on the good side of the target, missed when it is all on the bad side, undecided when it straddles the target.", Table: &cmp})
 	rep.Add(bench.Section{Title: "Runs", Text: "Each benchmark's own report has its plots.", Table: &runs})
 	return rep.WriteHTML(dir)
 }

@@ -19,7 +19,7 @@ func TestRunReadsEachSummaryAndIndexesIt(t *testing.T) {
 	bin := filepath.Join(dir, "fake-baedal")
 	script := `#!/bin/sh
 case "$2" in
-index) echo "loading..."; echo '{"bench":"index","throughput_ratio":12.5,"bytes_written_ratio":0.06,"report":"reports/index-bench.html"}' ;;
+index) echo "loading..."; echo '{"bench":"index","throughput_ratio":12.5,"throughput_ratio_ci95":[11.25,13.75],"bytes_written_ratio":0.06,"targets":{"throughput_ratio":{"target":20,"better":"higher","point":12.5,"ci95":[11.25,13.75],"verdict":"missed"}},"report":"reports/index-bench.html"}' ;;
 search) echo "no summary here"; exit 3 ;;
 esac
 `
@@ -45,7 +45,7 @@ esac
 		t.Fatal(err)
 	}
 	html := string(raw)
-	for _, want := range []string{"12.5", "0.06", "10×", "benchmark failed", "&lt;script&gt;"} {
+	for _, want := range []string{"12.5", "[11.2, 13.8]", "<td>missed</td>", "0.06", "10×", "benchmark failed", "&lt;script&gt;"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("index.html lacks %q", want)
 		}

@@ -114,7 +114,7 @@ func runOpenSearch(ctx context.Context, cfg Config, st *localstack.State, rep *b
 	if err != nil {
 		return res, err
 	}
-	res.Ratios = ratios(on, off)
+	res.Ratios = ratios(on, off, cfg.Seed)
 	onSum, offSum := on.Summary(), off.Summary()
 	res.On, res.Off = &onSum, &offSum
 	if shareOn[1] > 0 {

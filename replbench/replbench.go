@@ -98,7 +98,8 @@ func (c Config) WithDefaults() Config {
 	setInt(&c.Users, 2_000, 10_000)
 	setInt(&c.EntriesPerUser, 200, 200)
 	setInt(&c.Clients, 100, 100)
-	setInt(&c.Rounds, 2, 4)
+	// 4 rounds: a t interval over 2 rounds multiplies their spread by 12.7.
+	setInt(&c.Rounds, 4, 8)
 	setDur(&c.RoundDuration, 3*time.Second, 8*time.Second)
 	setInt(&c.DegradePercent, 10, 10)
 	setInt(&c.OpenSearchDocs, 5_000, 20_000)
@@ -219,20 +220,46 @@ func policyList() string {
 // Ratios compares ours with a baseline: throughput ours/baseline (above 1:
 // ours does more) and latency percentiles ours/baseline (below 1: ours is
 // faster).
+//
+// Each ratio has a 95% interval: throughput's over the paired rounds'
+// ratios (bench.PairedRatioCI, with the rounds' min and max), the
+// percentiles' a bootstrap over both sides' latencies
+// (bench.QuantileRatioCI).
 type Ratios struct {
-	ThroughputRatio float64 `json:"throughput_ratio"`
-	P50Ratio        float64 `json:"p50_ratio"`
-	P90Ratio        float64 `json:"p90_ratio"`
-	P99Ratio        float64 `json:"p99_ratio"`
+	ThroughputRatio       float64           `json:"throughput_ratio"`
+	ThroughputRatioCI95   bench.Interval    `json:"throughput_ratio_ci95"`
+	ThroughputRatioRounds bench.RoundRatios `json:"throughput_ratio_rounds"`
+	P50Ratio              float64           `json:"p50_ratio"`
+	P50RatioCI95          bench.Interval    `json:"p50_ratio_ci95"`
+	P90Ratio              float64           `json:"p90_ratio"`
+	P90RatioCI95          bench.Interval    `json:"p90_ratio_ci95"`
+	P99Ratio              float64           `json:"p99_ratio"`
+	P99RatioCI95          bench.Interval    `json:"p99_ratio_ci95"`
 }
 
-func ratios(ours, base bench.LoadResult) Ratios {
+func ratios(ours, base bench.LoadResult, seed uint64) Ratios {
 	o, b := ours.Latency.Summary(), base.Latency.Summary()
-	return Ratios{
-		ThroughputRatio: bench.Ratio(ours.Throughput(), base.Throughput()),
-		P50Ratio:        bench.Ratio(o.P50Ms, b.P50Ms),
-		P90Ratio:        bench.Ratio(o.P90Ms, b.P90Ms),
-		P99Ratio:        bench.Ratio(o.P99Ms, b.P99Ms),
+	r := Ratios{
+		ThroughputRatio:       bench.Ratio(ours.Throughput(), base.Throughput()),
+		ThroughputRatioRounds: bench.PairedRatioCI(base.RoundThroughput, ours.RoundThroughput),
+		P50Ratio:              bench.Ratio(o.P50Ms, b.P50Ms),
+		P50RatioCI95:          bench.QuantileRatioCI(base.Latency, ours.Latency, 0.5, seed),
+		P90Ratio:              bench.Ratio(o.P90Ms, b.P90Ms),
+		P90RatioCI95:          bench.QuantileRatioCI(base.Latency, ours.Latency, 0.9, seed),
+		P99Ratio:              bench.Ratio(o.P99Ms, b.P99Ms),
+		P99RatioCI95:          bench.QuantileRatioCI(base.Latency, ours.Latency, 0.99, seed),
+	}
+	r.ThroughputRatioCI95 = r.ThroughputRatioRounds.IntervalAround(r.ThroughputRatio)
+	return r
+}
+
+// figures lists the ratios with their intervals for the report's chart.
+func (r Ratios) figures(prefix string) []bench.Figure {
+	return []bench.Figure{
+		{Name: prefix + " throughput", Point: r.ThroughputRatio, CI95: r.ThroughputRatioCI95, Rounds: &r.ThroughputRatioRounds},
+		{Name: prefix + " p50", Point: r.P50Ratio, CI95: r.P50RatioCI95},
+		{Name: prefix + " p90", Point: r.P90Ratio, CI95: r.P90RatioCI95},
+		{Name: prefix + " p99", Point: r.P99Ratio, CI95: r.P99RatioCI95},
 	}
 }
 
@@ -274,7 +301,9 @@ type Summary struct {
 	Clients       int       `json:"clients"`
 	Timelines     int       `json:"timelines"`
 	Entries       int       `json:"entries_per_timeline"`
-	Report        string    `json:"report"`
+	// Targets are judged on the ratios' intervals; see targets.
+	Targets bench.Targets `json:"targets"`
+	Report  string        `json:"report"`
 }
 
 // Run runs the benchmark, writes the HTML report and prints progress to out
@@ -315,6 +344,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		}
 	}
 	if err == nil {
+		sum.Targets = targets(sum)
 		sum.Report, err = writeReport(rep, sum, cfg.ReportDir)
 	}
 	if err != nil {
@@ -372,6 +402,12 @@ func runRedis(ctx context.Context, cfg Config, st *localstack.State, out io.Writ
 
 // writeReport adds the targets, writes the HTML report and returns its path.
 func writeReport(rep *bench.Report, sum Summary, dir string) (string, error) {
+	figures := append(sum.Healthy.figures("healthy"), sum.Degraded.figures("degraded")...)
+	if sum.OpenSearchARS.Skipped == "" {
+		figures = append(figures, sum.OpenSearchARS.figures("ARS")...)
+	}
+	rep.Add(bench.IntervalSection(figures))
+	rep.Add(bench.TargetsSection(sum.Targets))
 	rep.Add(bench.Section{Title: "Targets", Text: targetsText(sum)})
 	rep.SetSummary(sum)
 	return rep.WriteHTML(dir)
@@ -386,20 +422,24 @@ func containsPolicy(list []replica.PolicyName, p replica.PolicyName) bool {
 	return false
 }
 
-func targetsText(s Summary) string {
-	check := func(ok bool) string {
-		if ok {
-			return "met"
-		}
-		return "NOT met"
-	}
+// targets judges C3 / round-robin on the ratios' intervals: with a replica
+// degraded, throughput at least 2.5 times and p99 at most 0.3 times
+// round-robin's; all healthy, no loss (throughput at least 0.97, every
+// latency percentile at most 1.03).
+func targets(s Summary) bench.Targets {
 	d, h := s.Degraded, s.Healthy
-	healthyOK := h.ThroughputRatio >= 0.97 && h.P50Ratio <= 1.03 && h.P90Ratio <= 1.03 && h.P99Ratio <= 1.03
-	return fmt.Sprintf("Degraded: throughput_ratio %.3f (target ≥ 2.5: %s), p99_ratio %.3f (target ≤ 0.3: %s).\n\n"+
-		"Healthy: throughput %.3f, p50 %.3f, p90 %.3f, p99 %.3f (target: throughput ≥ 0.97 and latencies ≤ 1.03: %s).\n\n"+
-		"OpenSearch ARS on/off with one node degraded: throughput %.3f, p50 %.3f, p90 %.3f, p99 %.3f (write-up: +113%% throughput, p90 −65%%, p99 −61%%).",
-		d.ThroughputRatio, check(d.ThroughputRatio >= 2.5), d.P99Ratio, check(d.P99Ratio > 0 && d.P99Ratio <= 0.3),
-		h.ThroughputRatio, h.P50Ratio, h.P90Ratio, h.P99Ratio, check(healthyOK),
+	return bench.Targets{
+		"degraded.throughput_ratio": bench.AtLeast(2.5).Evaluate(d.ThroughputRatio, d.ThroughputRatioCI95),
+		"degraded.p99_ratio":        bench.AtMost(0.3).Evaluate(d.P99Ratio, d.P99RatioCI95),
+		"healthy.throughput_ratio":  bench.AtLeast(0.97).Evaluate(h.ThroughputRatio, h.ThroughputRatioCI95),
+		"healthy.p50_ratio":         bench.AtMost(1.03).Evaluate(h.P50Ratio, h.P50RatioCI95),
+		"healthy.p90_ratio":         bench.AtMost(1.03).Evaluate(h.P90Ratio, h.P90RatioCI95),
+		"healthy.p99_ratio":         bench.AtMost(1.03).Evaluate(h.P99Ratio, h.P99RatioCI95),
+	}
+}
+
+func targetsText(s Summary) string {
+	return fmt.Sprintf("OpenSearch ARS on/off with one node degraded: throughput %.3f, p50 %.3f, p90 %.3f, p99 %.3f (write-up: +113%% throughput, p90 −65%%, p99 −61%%; no target).",
 		s.OpenSearchARS.ThroughputRatio, s.OpenSearchARS.P50Ratio, s.OpenSearchARS.P90Ratio, s.OpenSearchARS.P99Ratio)
 }
 
@@ -558,7 +598,7 @@ func runScenario(ctx context.Context, cfg Config, rcfg backend.RedisConfig, pref
 			rr = res
 		}
 	}
-	sc.Ratios = ratios(c3, rr)
+	sc.Ratios = ratios(c3, rr, cfg.Seed)
 	cmp := bench.CompareLoad("round-robin", rr, "c3", c3)
 	rep.Add(bench.Section{
 		Title: "Redis timelines, " + name,

@@ -106,7 +106,7 @@ func TestBenchmarkSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cfg := Config{
-		Users: 200, EntriesPerUser: 50, Clients: 8, Rounds: 1, RoundDuration: 300 * time.Millisecond,
+		Users: 200, EntriesPerUser: 50, Clients: 8, Rounds: 2, RoundDuration: 300 * time.Millisecond,
 		Policies:       []replica.PolicyName{replica.PolicyC3, replica.PolicyRoundRobin},
 		OpenSearchDocs: 300, OpenSearchClients: 2, OpenSearchRoundDuration: 300 * time.Millisecond,
 		ReportDir: t.TempDir(),
@@ -132,6 +132,12 @@ func TestBenchmarkSmoke(t *testing.T) {
 	keys = append(keys, "bench", "degraded.policies.c3.latency.p99_ms", "degraded.policies.round-robin.replica_shares", "opensearch_ars.ars_on.latency.p99_ms")
 	if missing := bench.MissingKeys(parsed, keys...); len(missing) > 0 {
 		t.Fatalf("summary lacks %v:\n%s", missing, out.String())
+	}
+	if problems := bench.IntervalProblems(parsed, keys[:12]...); len(problems) > 0 { // the 12 ratios
+		t.Errorf("intervals: %q", problems)
+	}
+	if len(sum.Targets) != 6 {
+		t.Errorf("targets %v, want 6", sum.Targets)
 	}
 	if parsed["bench"] != "replicas" {
 		t.Fatalf("bench = %v, want replicas", parsed["bench"])

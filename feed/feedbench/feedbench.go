@@ -114,7 +114,11 @@ func (c *Config) EnsureDefaults() {
 		c.Clients = 50
 	}
 	if c.Rounds == 0 {
-		c.Rounds = bench.Pick(p, 2, 6)
+		// The read time is split over the rounds, so more rounds cost no
+		// time; hybrid's p99 interval is over the rounds' p99s, and a t
+		// interval over 2 rounds multiplies their spread by 12.7, over 6 by
+		// 2.57.
+		c.Rounds = bench.Pick(p, 6, 9)
 	}
 	if c.ReadDuration == 0 {
 		// Quick: 4 s per round, so the 50-client p99 rests on ~150,000
@@ -177,7 +181,17 @@ type Summary struct {
 	ReadP99MsUserB             map[string]float64 `json:"read_p99_ms_user_b"`
 	SpeedupHybridVsPullUserA   float64            `json:"read_speedup_hybrid_vs_pull_user_a"`
 	HybridP99MsUserAConcurrent float64            `json:"hybrid_p99_ms_user_a_concurrent"`
-	ReadErrors                 int64              `json:"read_errors"`
+	// 95% intervals. The speedup (pull p50 / hybrid p50, 1 client) is a
+	// percentile ratio: a bootstrap over both sides' reads. Hybrid's p99 is
+	// an absolute time judged against 5 ms: its interval is over the
+	// rounds' p99s (bench.RoundValuesCI), because 50 closed-loop clients'
+	// reads are not independent draws and a bootstrap over them would be
+	// far narrower than the run-to-run spread; the rounds' min and max are
+	// in hybrid_p99_ms_user_a_concurrent_rounds.
+	SpeedupHybridVsPullUserACI95     bench.Interval    `json:"read_speedup_hybrid_vs_pull_user_a_ci95"`
+	HybridP99MsUserAConcurrentCI95   bench.Interval    `json:"hybrid_p99_ms_user_a_concurrent_ci95"`
+	HybridP99MsUserAConcurrentRounds bench.RoundRatios `json:"hybrid_p99_ms_user_a_concurrent_rounds"`
+	ReadErrors                       int64             `json:"read_errors"`
 	// The floor: user A's hybrid page served fixed, by a handler that does
 	// nothing else, through the same API server and clients (serveFloor).
 	// Its p99 with one client, its p50, p99 and throughput with Clients, and
@@ -187,6 +201,8 @@ type Summary struct {
 	FloorP99MsConcurrent float64 `json:"read_floor_p99_ms_concurrent"`
 	FloorThroughput      float64 `json:"read_floor_throughput_concurrent"`
 	HybridP99VsFloor     float64 `json:"hybrid_p99_vs_floor_concurrent"`
+	// Bootstrap over hybrid's and the floor's reads.
+	HybridP99VsFloorCI95 bench.Interval `json:"hybrid_p99_vs_floor_concurrent_ci95"`
 	// Share of consistent polls per strategy, and the number of polls.
 	Consistency      map[string]float64 `json:"consistency"`
 	ConsistencyPolls map[string]int     `json:"consistency_polls"`
@@ -195,7 +211,13 @@ type Summary struct {
 	FanoutRunsMs    []float64 `json:"fanout_runs_ms"`
 	FanoutFollowers int       `json:"fanout_followers"`
 	FanoutVerified  bool      `json:"fanout_verified"`
-	Report          string    `json:"report,omitempty"`
+	// Over the runs (bench.RoundValuesCI); fanout_10k_ms is their median.
+	FanoutMsCI95 bench.Interval `json:"fanout_10k_ms_ci95"`
+	// Targets: read_speedup_hybrid_vs_pull_user_a >= 10,
+	// hybrid_p99_ms_user_a_concurrent <= 5, fanout_10k_ms <= 200 and
+	// consistency.hybrid >= 1 (exact: one inconsistent poll is a miss).
+	Targets bench.Targets `json:"targets"`
+	Report  string        `json:"report,omitempty"`
 }
 
 // deployment is one strategy's service, served over loopback HTTP.
@@ -280,6 +302,7 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 	targets = append(targets, readTarget{floorTarget, floorBase, []user{userA}})
 
 	reads := map[readKey]*bench.LoadResult{}
+	roundP99 := map[readKey][]float64{} // ms, one per round
 	concurrencies := []int{1, cfg.Clients}
 	slice := cfg.ReadDuration / time.Duration(cfg.Rounds)
 	prog := bench.NewProgress(progress, "feed reads", int64(cfg.Rounds*len(targets)))
@@ -313,6 +336,7 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 						reads[k] = &bench.LoadResult{}
 					}
 					reads[k].Merge(res)
+					roundP99[k] = append(roundP99[k], bench.Ms(res.Latency.Quantile(0.99)))
 				}
 			}
 			prog.Add(1)
@@ -362,6 +386,13 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 	sum.SpeedupHybridVsPullUserA = bench.Ratio(sum.ReadP50Ms["pull"], sum.ReadP50Ms["hybrid"])
 	sum.HybridP99MsUserAConcurrent = sum.ReadP99MsConcurrent["hybrid"]
 	sum.HybridP99VsFloor = bench.Ratio(sum.HybridP99MsUserAConcurrent, sum.FloorP99MsConcurrent)
+	const bootstrapSeed = 1
+	sum.SpeedupHybridVsPullUserACI95 = bench.QuantileRatioCI(reads[readKey{"hybrid", "A", 1}].Latency, reads[readKey{"pull", "A", 1}].Latency, 0.5, bootstrapSeed).
+		Around(sum.SpeedupHybridVsPullUserA)
+	hybridA := readKey{"hybrid", "A", cfg.Clients}
+	sum.HybridP99MsUserAConcurrentRounds = bench.RoundValuesCI(roundP99[hybridA])
+	sum.HybridP99MsUserAConcurrentCI95 = sum.HybridP99MsUserAConcurrentRounds.IntervalAround(sum.HybridP99MsUserAConcurrent)
+	sum.HybridP99VsFloorCI95 = bench.QuantileRatioCI(reads[readKey{floorTarget, "A", cfg.Clients}].Latency, reads[hybridA].Latency, 0.99, bootstrapSeed)
 	report.Add(bench.Section{
 		Title: "1. Feed reads (GET /api/v1/feeds over loopback HTTP, lean keep-alive client)",
 		Text: fmt.Sprintf("User A follows %d users and the celebrity; user B follows user 1 and the celebrity. "+
@@ -427,6 +458,7 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 	sorted := slices.Clone(runs)
 	slices.Sort(sorted)
 	sum.FanoutMs = sorted[len(sorted)/2]
+	sum.FanoutMsCI95 = bench.RoundValuesCI(runs).IntervalAround(sum.FanoutMs)
 	report.Add(bench.Section{
 		Title: "3. Push fan-out of one post to every follower",
 		Text: fmt.Sprintf("The celebrity (%d followers) posts through POST /api/v1/tweets; the time runs until its fan-out job finished (outbox row gone), "+
@@ -435,7 +467,23 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 			Series: []bench.Series{{Name: "push", Y: runs, Labels: runLabels(len(runs))}}}},
 	})
 
-	report.Add(bench.Section{Title: "Targets", Table: &bench.Table{
+	sum.Targets = bench.Targets{
+		"read_speedup_hybrid_vs_pull_user_a": bench.AtLeast(10).Evaluate(sum.SpeedupHybridVsPullUserA, sum.SpeedupHybridVsPullUserACI95),
+		"hybrid_p99_ms_user_a_concurrent":    bench.AtMost(5).Evaluate(sum.HybridP99MsUserAConcurrent, sum.HybridP99MsUserAConcurrentCI95),
+		"fanout_10k_ms":                      bench.AtMost(200).Evaluate(sum.FanoutMs, sum.FanoutMsCI95),
+		// A correctness check, not a noisy measure: any inconsistent poll
+		// is a miss, so the share is judged as it is.
+		"consistency.hybrid": bench.AtLeast(1).Evaluate(sum.Consistency["hybrid"], bench.Exact(sum.Consistency["hybrid"])),
+	}
+	hp := sum.HybridP99MsUserAConcurrentRounds
+	report.Add(bench.IntervalSection([]bench.Figure{
+		{Name: "speedup hybrid vs pull (p50, 1 client)", Point: sum.SpeedupHybridVsPullUserA, CI95: sum.SpeedupHybridVsPullUserACI95},
+		{Name: "hybrid p99 / floor p99, concurrent", Point: sum.HybridP99VsFloor, CI95: sum.HybridP99VsFloorCI95},
+	}))
+	verdicts := bench.TargetsSection(sum.Targets)
+	verdicts.Text += fmt.Sprintf(" Hybrid's p99 with %d clients by round: %.3f–%.3f ms over %d rounds.", cfg.Clients, hp.Min, hp.Max, hp.Rounds)
+	report.Add(verdicts)
+	report.Add(bench.Section{Title: "Targets on the point estimates", Table: &bench.Table{
 		Header: []string{"target", "value", "met"},
 		Rows: [][]string{
 			{"hybrid consistency = 1.0", fmt.Sprintf("%.4f", sum.Consistency["hybrid"]), yes(sum.Consistency["hybrid"] == 1)},

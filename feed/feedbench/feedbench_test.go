@@ -21,7 +21,7 @@ func TestSmoke(t *testing.T) {
 	cfg := Config{
 		Profile: bench.ProfileQuick, PostgresURL: st.PostgresURL, RedisAddr: st.RedisAddr,
 		DatabasePrefix: ns, KeyPrefix: ns + ":", Users: 50, Clients: 4, Rounds: 2,
-		ReadDuration: 100 * time.Millisecond, ConsistencyDuration: 300 * time.Millisecond, FanoutRuns: 1,
+		ReadDuration: 100 * time.Millisecond, ConsistencyDuration: 300 * time.Millisecond, FanoutRuns: 2,
 		ReportDir: t.TempDir(), Command: "go test ./feed/feedbench -run TestSmoke",
 	}
 	var out, progress bytes.Buffer
@@ -38,6 +38,13 @@ func TestSmoke(t *testing.T) {
 		"consistency.pull", "consistency.push", "consistency.hybrid", "fanout_10k_ms", "hybrid_p99_ms_user_a_concurrent",
 		"read_floor_p99_ms_concurrent", "read_floor_throughput_concurrent", "hybrid_p99_vs_floor_concurrent"); len(missing) > 0 {
 		t.Fatalf("summary lacks %v: %s", missing, out.String())
+	}
+	if problems := bench.IntervalProblems(parsed, "read_speedup_hybrid_vs_pull_user_a", "hybrid_p99_ms_user_a_concurrent",
+		"hybrid_p99_vs_floor_concurrent", "fanout_10k_ms"); len(problems) > 0 {
+		t.Errorf("intervals: %q\n%s", problems, out.String())
+	}
+	if len(sum.Targets) != 4 {
+		t.Errorf("targets %v, want 4", sum.Targets)
 	}
 	if parsed["bench"] != "feed" {
 		t.Errorf("bench = %v, want feed", parsed["bench"])

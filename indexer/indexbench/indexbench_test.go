@@ -47,6 +47,15 @@ func TestSmoke(t *testing.T) {
 		"throughput_ratio", "nested_bytes_written", "split_bytes_written", "freshness_p99_ms"); len(missing) > 0 {
 		t.Fatalf("summary lacks %v", missing)
 	}
+	if problems := bench.IntervalProblems(parsed, "throughput_ratio", "mixed_throughput_ratio", "bytes_written_ratio"); len(problems) > 0 {
+		t.Errorf("intervals: %q", problems)
+	}
+	if r := sum.ThroughputRatioRounds; r.Rounds != sum.Rounds || r.Min > r.Max {
+		t.Errorf("throughput_ratio_rounds %+v, want %d ordered rounds", r, sum.Rounds)
+	}
+	if parsed["targets"].(map[string]any)["throughput_ratio"] == nil {
+		t.Errorf("no throughput_ratio target: %v", parsed["targets"])
+	}
 	if parsed["bench"] != "index" || sum.Events != sum.Rounds*(sum.Events/max(1, sum.Rounds)) || sum.Events == 0 || sum.NestedEventsPerS <= 0 || sum.SplitEventsPerS <= 0 {
 		t.Errorf("summary %+v", sum)
 	}

@@ -172,24 +172,47 @@ type CodecFigures struct {
 	DecodeP99Ns          float64 `json:"decode_p99_ns"`
 	EncodeRatio          float64 `json:"encode_ratio"` // p50 / baseline's p50
 	DecodeRatio          float64 `json:"decode_ratio"`
-	MeetsTargets         bool    `json:"meets_targets"`
+	MeetsTargets         bool    `json:"meets_targets"` // on the point estimates
+
+	// 95% intervals. Memory and value ratios: over the rounds' paired
+	// ratios to the baseline (bench.PairedRatioCI), with the rounds' min
+	// and max in memory_ratio_rounds. Encode and decode times: over the
+	// rounds' p50s (bench.RoundValuesCI), since a machine drifts over a
+	// run and a bootstrap over 200,000 times of one run would not show it.
+	// Encode and decode ratios: a bootstrap over both codecs' recorded times
+	// (bench.HistogramQuantileRatioCI).
+	MemoryRatioCI95   bench.Interval    `json:"memory_ratio_ci95"`
+	MemoryRatioRounds bench.RoundRatios `json:"memory_ratio_rounds"`
+	ValueRatioCI95    bench.Interval    `json:"value_ratio_ci95"`
+	EncodeNsCI95      bench.Interval    `json:"encode_ns_ci95"`
+	DecodeNsCI95      bench.Interval    `json:"decode_ns_ci95"`
+	EncodeRatioCI95   bench.Interval    `json:"encode_ratio_ci95"`
+	DecodeRatioCI95   bench.Interval    `json:"decode_ratio_ci95"`
 }
 
 // Summary is the JSON summary: the best codec's figures at the top level.
 type Summary struct {
-	Bench              string                  `json:"bench"`
-	Profile            string                  `json:"profile"`
-	Records            int                     `json:"records"`
-	Baseline           string                  `json:"baseline"`
-	JSONBytesPerRecord float64                 `json:"json_bytes_per_record"`
-	BestCodec          string                  `json:"best_codec"`
-	MemoryRatio        float64                 `json:"memory_ratio"`
-	ValueRatio         float64                 `json:"value_ratio"`
-	EncodeNs           float64                 `json:"encode_ns"`
-	DecodeNs           float64                 `json:"decode_ns"`
-	TargetsMet         bool                    `json:"targets_met"`
-	Codecs             map[string]CodecFigures `json:"codecs"`
-	Report             string                  `json:"report"`
+	Bench              string  `json:"bench"`
+	Profile            string  `json:"profile"`
+	Records            int     `json:"records"`
+	Baseline           string  `json:"baseline"`
+	JSONBytesPerRecord float64 `json:"json_bytes_per_record"`
+	BestCodec          string  `json:"best_codec"`
+	MemoryRatio        float64 `json:"memory_ratio"`
+	ValueRatio         float64 `json:"value_ratio"`
+	EncodeNs           float64 `json:"encode_ns"`
+	DecodeNs           float64 `json:"decode_ns"`
+	TargetsMet         bool    `json:"targets_met"`
+	// The best codec's intervals (see CodecFigures).
+	MemoryRatioCI95 bench.Interval `json:"memory_ratio_ci95"`
+	ValueRatioCI95  bench.Interval `json:"value_ratio_ci95"`
+	EncodeNsCI95    bench.Interval `json:"encode_ns_ci95"`
+	DecodeNsCI95    bench.Interval `json:"decode_ns_ci95"`
+	// Targets of the best codec, judged on the intervals: memory_ratio,
+	// encode_ns and decode_ns.
+	Targets bench.Targets           `json:"targets"`
+	Codecs  map[string]CodecFigures `json:"codecs"`
+	Report  string                  `json:"report"`
 }
 
 // format is one contender: a codec and a key format, in its own database.
@@ -206,6 +229,12 @@ type format struct {
 	records              int
 	sampleKeys           []string
 	memoryUsage          float64
+
+	// Per round: used_memory delta, value bytes, and p50 encode and decode
+	// ns (from roundEncode and roundDecode, reset every round).
+	roundUsedMemory, roundValueBytes []float64
+	roundEncodeP50, roundDecodeP50   []float64
+	roundEncode, roundDecode         *hdrhistogram.Histogram
 }
 
 // Run runs the benchmark, writes the report and prints progress to out
@@ -255,6 +284,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		}
 		f := &format{codec: codec, keyFormat: compactKeys, db: i, rdb: rdb,
 			encode: hdrhistogram.New(1, int64(10*time.Second), 3), decode: hdrhistogram.New(1, int64(10*time.Second), 3),
+			roundEncode: hdrhistogram.New(1, int64(10*time.Second), 3), roundDecode: hdrhistogram.New(1, int64(10*time.Second), 3),
 			encodeLat: bench.NewLatencyRecorder(), decodeLat: bench.NewLatencyRecorder()}
 		if name == linkstore.CodecJSONRaw {
 			f.keyFormat = linkstore.KeyText
@@ -313,6 +343,9 @@ func (f *format) load(ctx context.Context, chunk []linkstore.Record, cfg Config,
 	if err != nil {
 		return err
 	}
+	valueBytes := f.valueBytes
+	f.roundEncode.Reset()
+	f.roundDecode.Reset()
 	pipe := f.rdb.Pipeline()
 	buf := make([]byte, 0, 4096)
 	keyBuf := make([]byte, 0, 64)
@@ -337,6 +370,8 @@ func (f *format) load(ctx context.Context, chunk []linkstore.Record, cfg Config,
 		}
 		_ = f.encode.RecordValue(int64(encoded))
 		_ = f.decode.RecordValue(int64(decoded))
+		_ = f.roundEncode.RecordValue(int64(encoded))
+		_ = f.roundDecode.RecordValue(int64(decoded))
 		f.encodeLat.Record(encoded)
 		f.decodeLat.Record(decoded)
 		keyBuf = linkstore.AppendKey(keyBuf[:0], f.keyFormat, rec.ClickID)
@@ -362,6 +397,10 @@ func (f *format) load(ctx context.Context, chunk []linkstore.Record, cfg Config,
 		return err
 	}
 	f.usedMemory += after - before
+	f.roundUsedMemory = append(f.roundUsedMemory, float64(after-before))
+	f.roundValueBytes = append(f.roundValueBytes, float64(f.valueBytes-valueBytes))
+	f.roundEncodeP50 = append(f.roundEncodeP50, float64(f.roundEncode.ValueAtQuantile(50)))
+	f.roundDecodeP50 = append(f.roundDecodeP50, float64(f.roundDecode.ValueAtQuantile(50)))
 	return nil
 }
 
@@ -420,6 +459,13 @@ func summarize(cfg Config, n int, formats []*format) Summary {
 		}
 		fig.EncodeRatio = bench.Ratio(fig.EncodeNs, baseEnc)
 		fig.DecodeRatio = bench.Ratio(fig.DecodeNs, baseDec)
+		fig.MemoryRatioRounds = bench.PairedRatioCI(base.roundUsedMemory, f.roundUsedMemory)
+		fig.MemoryRatioCI95 = fig.MemoryRatioRounds.IntervalAround(fig.MemoryRatio)
+		fig.ValueRatioCI95 = bench.PairedRatioCI(base.roundValueBytes, f.roundValueBytes).IntervalAround(fig.ValueRatio)
+		fig.EncodeNsCI95 = bench.RoundValuesCI(f.roundEncodeP50).IntervalAround(fig.EncodeNs)
+		fig.DecodeNsCI95 = bench.RoundValuesCI(f.roundDecodeP50).IntervalAround(fig.DecodeNs)
+		fig.EncodeRatioCI95 = bench.HistogramQuantileRatioCI(base.encode, f.encode, 0.5, cfg.Seed)
+		fig.DecodeRatioCI95 = bench.HistogramQuantileRatioCI(base.decode, f.decode, 0.5, cfg.Seed)
 		fig.MeetsTargets = fig.MemoryRatio <= TargetMemoryRatio && fig.EncodeNs <= TargetEncodeNs && fig.DecodeNs <= TargetDecodeNs
 		sum.Codecs[fig.Codec] = fig
 	}
@@ -454,6 +500,13 @@ func summarize(cfg Config, n int, formats []*format) Summary {
 	}
 	sum.BestCodec, sum.MemoryRatio, sum.ValueRatio = best.Codec, best.MemoryRatio, best.ValueRatio
 	sum.EncodeNs, sum.DecodeNs, sum.TargetsMet = best.EncodeNs, best.DecodeNs, best.MeetsTargets
+	sum.MemoryRatioCI95, sum.ValueRatioCI95 = best.MemoryRatioCI95, best.ValueRatioCI95
+	sum.EncodeNsCI95, sum.DecodeNsCI95 = best.EncodeNsCI95, best.DecodeNsCI95
+	sum.Targets = bench.Targets{
+		"memory_ratio": bench.AtMost(TargetMemoryRatio).Evaluate(sum.MemoryRatio, sum.MemoryRatioCI95),
+		"encode_ns":    bench.AtMost(TargetEncodeNs).Evaluate(sum.EncodeNs, sum.EncodeNsCI95),
+		"decode_ns":    bench.AtMost(TargetDecodeNs).Evaluate(sum.DecodeNs, sum.DecodeNsCI95),
+	}
 	return sum
 }
 
@@ -500,11 +553,31 @@ func writeReport(cfg Config, sum Summary, formats []*format) (string, error) {
 	decChart := bench.LatencyCDF("Decode time per record", decNames, decRec)
 	decChart.LogY = true
 	r.Add(bench.Section{Title: "Encode and decode time", Text: "Percentile curves of the per-record times (the report's recorders resolve ~0.5 µs; the table's ns figures come from 1 ns histograms).", Charts: []bench.Chart{encChart, decChart}})
+	var figures []bench.Figure
+	for _, f := range formats[1:] {
+		c := sum.Codecs[f.codec.Name()]
+		figures = append(figures,
+			bench.Figure{Name: c.Codec + " memory", Point: c.MemoryRatio, CI95: c.MemoryRatioCI95, Rounds: &c.MemoryRatioRounds},
+			bench.Figure{Name: c.Codec + " encode", Point: c.EncodeRatio, CI95: c.EncodeRatioCI95},
+			bench.Figure{Name: c.Codec + " decode", Point: c.DecodeRatio, CI95: c.DecodeRatioCI95})
+	}
+	r.Add(bench.IntervalSection(figures))
+	targets := bench.TargetsSection(sum.Targets)
+	targets.Text += fmt.Sprintf(" The targets are the best codec's (%s). Its encode and decode intervals are over the %d rounds' p50s: encode %s ns, decode %s ns.",
+		sum.BestCodec, len(formats[0].roundEncodeP50), fmtInterval(sum.EncodeNsCI95), fmtInterval(sum.DecodeNsCI95))
+	r.Add(targets)
 	r.SetSummary(sum)
 	return r.WriteHTML(cfg.ReportDir)
 }
 
 func ff(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+func fmtInterval(iv bench.Interval) string {
+	if !iv.Known() {
+		return "none"
+	}
+	return "[" + ff(iv.Low) + ", " + ff(iv.High) + "]"
+}
 
 // redisServer is a redis-server this benchmark started.
 type redisServer struct {

@@ -33,6 +33,7 @@ func TestSmoke(t *testing.T) {
 	if err := bench.PrintSummary(&stdout, sum); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("summary: %s", stdout.String())
 	parsed, err := bench.ParseSummary(stdout.Bytes())
 	if err != nil {
 		t.Fatal(err)
@@ -43,6 +44,18 @@ func TestSmoke(t *testing.T) {
 	}
 	if missing := bench.MissingKeys(parsed, keys...); len(missing) > 0 {
 		t.Fatalf("summary lacks %v: %s", missing, stdout.String())
+	}
+	ratioKeys := []string{"memory_ratio", "value_ratio", "encode_ns", "decode_ns"}
+	for _, name := range linkstore.CodecNames() {
+		for _, k := range []string{"memory_ratio", "value_ratio", "encode_ns", "decode_ns", "encode_ratio", "decode_ratio"} {
+			ratioKeys = append(ratioKeys, "codecs."+name+"."+k)
+		}
+	}
+	if problems := bench.IntervalProblems(parsed, ratioKeys...); len(problems) > 0 {
+		t.Errorf("intervals: %q\n%s", problems, stdout.String())
+	}
+	if len(sum.Targets) != 3 {
+		t.Errorf("targets %v, want memory_ratio, encode_ns and decode_ns", sum.Targets)
 	}
 	if parsed["bench"] != "links" || parsed["records"] != float64(1200) {
 		t.Fatalf("bench %v records %v", parsed["bench"], parsed["records"])

@@ -73,7 +73,7 @@ func Defaults() Config {
 func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Var(&c.Profile, "profile", "run size: quick or full")
 	fs.IntVar(&c.Shops, "shops", c.Shops, "shops in the source index (default: 3000 quick, 20000 full)")
-	fs.IntVar(&c.Rounds, "rounds", c.Rounds, "interleaved rounds per comparison (default: 2 quick, 4 full)")
+	fs.IntVar(&c.Rounds, "rounds", c.Rounds, "interleaved rounds per comparison (default: 4 quick, 6 full)")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "generator seed")
 	fs.IntVar(&c.LiveRate, "live-rate", c.LiveRate, "updates per second during the live reindex (default: 200 quick, 500 full)")
 	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "running stack to reuse (default: start a 3-node stack in a temporary directory)")
@@ -90,7 +90,9 @@ func (c *Config) fill() {
 		}
 	}
 	set(&c.Shops, 3000, 20000)
-	set(&c.Rounds, 2, 4)
+	// 4 rounds: a t interval over 2 rounds multiplies their spread by 12.7,
+	// over 4 by 3.18.
+	set(&c.Rounds, 4, 6)
 	set(&c.LiveRate, 200, 500)
 	if c.ReportDir == "" {
 		c.ReportDir = "reports"
@@ -125,12 +127,20 @@ type Summary struct {
 	Docs    int    `json:"docs"`
 	Rounds  int    `json:"rounds"`
 	// Throughput ratios (docs/s of the copy) and the end-to-end time ratio.
-	SlicesAutoVs1  float64 `json:"slices_auto_vs_1"`
-	Replicas0Vs1   float64 `json:"replicas0_vs_1"` // end-to-end time with replicas kept / with replicas added after
-	Shards6Vs3     float64 `json:"shards6_vs_3"`
-	Slices1DocsS   float64 `json:"slices_1_docs_per_s"`
-	SlicesAutoDocS float64 `json:"slices_auto_docs_per_s"`
-	Shards6DocsS   float64 `json:"shards6_docs_per_s"`
+	SlicesAutoVs1 float64 `json:"slices_auto_vs_1"`
+	Replicas0Vs1  float64 `json:"replicas0_vs_1"` // end-to-end time with replicas kept / with replicas added after
+	Shards6Vs3    float64 `json:"shards6_vs_3"`
+	// 95% intervals of the three ratios over the paired rounds' ratios
+	// (bench.PairedRatioCI), with the rounds' min and max.
+	SlicesAutoVs1CI95   bench.Interval    `json:"slices_auto_vs_1_ci95"`
+	SlicesAutoVs1Rounds bench.RoundRatios `json:"slices_auto_vs_1_rounds"`
+	Replicas0Vs1CI95    bench.Interval    `json:"replicas0_vs_1_ci95"`
+	Replicas0Vs1Rounds  bench.RoundRatios `json:"replicas0_vs_1_rounds"`
+	Shards6Vs3CI95      bench.Interval    `json:"shards6_vs_3_ci95"`
+	Shards6Vs3Rounds    bench.RoundRatios `json:"shards6_vs_3_rounds"`
+	Slices1DocsS        float64           `json:"slices_1_docs_per_s"`
+	SlicesAutoDocS      float64           `json:"slices_auto_docs_per_s"`
+	Shards6DocsS        float64           `json:"shards6_docs_per_s"`
 	// End-to-end seconds per job (p50, p99 over rounds, HDR).
 	Replicas1P50S     float64 `json:"replicas1_e2e_p50_s"`
 	Replicas0P50S     float64 `json:"replicas0_e2e_p50_s"`
@@ -144,7 +154,10 @@ type Summary struct {
 	LiveFreezeSeconds  float64 `json:"live_freeze_seconds"`
 	LostUpdates        int     `json:"lost_updates"`
 	StaleDocs          int     `json:"stale_docs"`
-	Report             string  `json:"report"`
+	// Targets: lost_updates <= 0 and stale_docs <= 0, exact counts. The
+	// ratios have no target, only the write-up's figures to compare with.
+	Targets bench.Targets `json:"targets"`
+	Report  string        `json:"report"`
 }
 
 // side accumulates one contender's jobs.
@@ -156,6 +169,8 @@ type side struct {
 	copy    *bench.LatencyRecorder
 	build   *bench.LatencyRecorder
 	e2eSecs float64
+	// Per job (one per round), in order: copy docs/s and end-to-end s.
+	roundDocsS, roundE2E []float64
 }
 
 func newSide(name string) *side {
@@ -254,6 +269,16 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	sum.SlicesAutoCopyP99 = slicesAuto.copy.Summary().P99Ms / 1000
 	sum.LiveUpdatesApplied, sum.LiveCatchUpEvents, sum.LiveSkippedNewer = live.applied, live.status.CatchUpEvents, live.status.Copy.VersionConflicts
 	sum.LiveFreezeSeconds, sum.LostUpdates, sum.StaleDocs = live.status.FreezeSeconds, live.lost, live.stale
+	sum.SlicesAutoVs1Rounds = bench.PairedRatioCI(slices1.roundDocsS, slicesAuto.roundDocsS)
+	sum.SlicesAutoVs1CI95 = sum.SlicesAutoVs1Rounds.IntervalAround(sum.SlicesAutoVs1)
+	sum.Replicas0Vs1Rounds = bench.PairedRatioCI(rep0.roundE2E, rep1.roundE2E)
+	sum.Replicas0Vs1CI95 = sum.Replicas0Vs1Rounds.IntervalAround(sum.Replicas0Vs1)
+	sum.Shards6Vs3Rounds = bench.PairedRatioCI(shards3.roundDocsS, shards6.roundDocsS)
+	sum.Shards6Vs3CI95 = sum.Shards6Vs3Rounds.IntervalAround(sum.Shards6Vs3)
+	sum.Targets = bench.Targets{
+		"lost_updates": bench.AtMost(0).Evaluate(float64(sum.LostUpdates), bench.Exact(float64(sum.LostUpdates))),
+		"stale_docs":   bench.AtMost(0).Evaluate(float64(sum.StaleDocs), bench.Exact(float64(sum.StaleDocs))),
+	}
 
 	rep := bench.NewReport("reindex", "Live reindex: slices, replicas during the copy, shard count, and zero lost updates", bench.CommandLine())
 	row := func(s *side) []string {
@@ -273,6 +298,12 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		rep.Add(bench.Section{Title: c.title, Text: c.text, Table: &bench.Table{Header: header, Rows: [][]string{row(c.a), row(c.b)}},
 			Charts: []bench.Chart{bench.LatencyCDF("End-to-end job time", []string{c.a.name, c.b.name}, []*bench.LatencyRecorder{c.a.e2e, c.b.e2e})}})
 	}
+	rep.Add(bench.IntervalSection([]bench.Figure{
+		{Name: "throughput slices auto / 1", Point: sum.SlicesAutoVs1, CI95: sum.SlicesAutoVs1CI95, Rounds: &sum.SlicesAutoVs1Rounds},
+		{Name: "end-to-end replicas kept / added after", Point: sum.Replicas0Vs1, CI95: sum.Replicas0Vs1CI95, Rounds: &sum.Replicas0Vs1Rounds},
+		{Name: "throughput 6 / 3 shards", Point: sum.Shards6Vs3, CI95: sum.Shards6Vs3CI95, Rounds: &sum.Shards6Vs3Rounds},
+	}))
+	rep.Add(bench.TargetsSection(sum.Targets))
 	rep.Add(bench.Section{Title: "Live reindex under updates", Text: fmt.Sprintf(
 		"%d updates were appended at ~%d/s through the event log and applied by the real indexer worker while the 3-shard source was reindexed (slices auto). "+
 			"The catch-up replayed %d log entries; the copy skipped %d documents that were already newer; the write freeze around the swap lasted %.3f s. "+
@@ -375,6 +406,12 @@ func (e *env) job(ctx context.Context, src *source, slices string, replicasDurin
 	e2e := st.CopySeconds + st.ReplicaBuildSeconds
 	s.e2eSecs += e2e
 	s.e2e.Record(time.Duration(e2e * float64(time.Second)))
+	if st.CopySeconds > 0 {
+		s.roundDocsS = append(s.roundDocsS, float64(st.Copy.Done())/st.CopySeconds)
+	} else {
+		s.roundDocsS = append(s.roundDocsS, 0) // no ratio for this round
+	}
+	s.roundE2E = append(s.roundE2E, e2e)
 	fmt.Fprintf(e.cfg.Log, "  %-26s copy %.2fs (%d docs), replica build %.2fs\n", s.name, st.CopySeconds, st.Copy.Done(), st.ReplicaBuildSeconds)
 	return e.undo(ctx, src, st.ID)
 }

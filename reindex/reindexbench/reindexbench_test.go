@@ -28,7 +28,7 @@ func TestSmoke(t *testing.T) {
 		st := stacktest.Require(t)
 		cfg.Backends.OpenSearch.URLs, cfg.Backends.Redis.Addr, cfg.Backends.Postgres.URL = st.OpenSearchURLs, st.RedisAddr, st.PostgresURL
 		cfg.ReportDir = t.TempDir()
-		cfg.Shops, cfg.Rounds, cfg.LiveRate = 120, 1, 100
+		cfg.Shops, cfg.Rounds, cfg.LiveRate = 120, 2, 100 // 2 rounds: the least that gives an interval
 	}
 	var out bytes.Buffer
 	sum, err := Run(context.Background(), cfg, &out)
@@ -43,6 +43,12 @@ func TestSmoke(t *testing.T) {
 	if missing := bench.MissingKeys(parsed, "bench", "docs", "slices_auto_vs_1", "replicas0_vs_1", "shards6_vs_3",
 		"live_updates_applied", "lost_updates", "stale_docs"); len(missing) > 0 {
 		t.Fatalf("summary lacks %v", missing)
+	}
+	if problems := bench.IntervalProblems(parsed, "slices_auto_vs_1", "replicas0_vs_1", "shards6_vs_3"); len(problems) > 0 {
+		t.Errorf("intervals: %q", problems)
+	}
+	if len(sum.Targets) != 2 {
+		t.Errorf("targets %v, want lost_updates and stale_docs", sum.Targets)
 	}
 	if parsed["bench"] != "reindex" || sum.Docs <= 0 || sum.SlicesAutoVs1 <= 0 || sum.Replicas0Vs1 <= 0 || sum.Shards6Vs3 <= 0 {
 		t.Errorf("summary %+v", sum)

@@ -46,7 +46,9 @@ type Config struct {
 	Bench bench.Config
 	// Shops in the catalog; 0 picks by profile (quick 20,000, full 200,000).
 	Shops int
-	// Queries per phase; 0 picks by profile (quick 300, full 2,000).
+	// Queries per phase; 0 picks by profile (quick 2,000, full 5,000): at
+	// 2,000 each layout's p99 rests on its 20 slowest searches, so its
+	// bootstrap interval is narrow enough to judge a target.
 	Queries int
 	// Deadline of one search; slower searches count as timeouts.
 	Deadline time.Duration
@@ -77,7 +79,7 @@ const DefaultClients = 2
 func (c *Config) Flags(fs *flag.FlagSet) {
 	c.Bench.Flags(fs)
 	fs.IntVar(&c.Shops, "shops", c.Shops, "shops in the catalog (0: quick 20000, full 200000)")
-	fs.IntVar(&c.Queries, "queries", c.Queries, "queries per phase (0: quick 300, full 2000)")
+	fs.IntVar(&c.Queries, "queries", c.Queries, "queries per phase (0: quick 2000, full 5000)")
 	fs.DurationVar(&c.Deadline, "deadline", c.Deadline, "deadline of one search; slower ones count as timeouts")
 	fs.Float64Var(&c.UpdateRate, "update-rate", c.UpdateRate, "hot updates/s applied to each layout under load (0: half the nested maximum measured in this run)")
 	fs.IntVar(&c.MaxRateSeconds, "max-rate-seconds", c.MaxRateSeconds, "seconds spent measuring the nested layout's maximum update rate")
@@ -121,6 +123,9 @@ type PhaseFigures struct {
 	RejectedSplit  int     `json:"rejected_split"`
 	P50Ratio       float64 `json:"p50_ratio"`
 	P99Ratio       float64 `json:"p99_ratio"`
+	// 95% bootstrap intervals of the ratios (bench.QuantileRatioCI).
+	P50RatioCI95 bench.Interval `json:"p50_ratio_ci95"`
+	P99RatioCI95 bench.Interval `json:"p99_ratio_ci95"`
 	// Update rates actually achieved during the phase (0 when idle).
 	NestedUpdatesPerS float64 `json:"nested_updates_per_s"`
 	SplitUpdatesPerS  float64 `json:"split_updates_per_s"`
@@ -184,7 +189,12 @@ type Summary struct {
 	UnderLoad         PhaseFigures           `json:"under_load"`
 	P50RatioUnderLoad float64                `json:"p50_ratio_under_load"`
 	P99RatioUnderLoad float64                `json:"p99_ratio_under_load"`
-	Report            string                 `json:"report"`
+	// The headline ratios' 95% intervals (copies of under_load's).
+	P50RatioUnderLoadCI95 bench.Interval `json:"p50_ratio_under_load_ci95"`
+	P99RatioUnderLoadCI95 bench.Interval `json:"p99_ratio_under_load_ci95"`
+	// Targets: p99_ratio_under_load <= 0.7 and mismatches <= 0.
+	Targets bench.Targets `json:"targets"`
+	Report  string        `json:"report"`
 }
 
 // run holds the state of one benchmark run.
@@ -216,7 +226,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, progress io.Writer) 
 		cfg.Shops = bench.Pick(p, 20_000, 200_000)
 	}
 	if cfg.Queries == 0 {
-		cfg.Queries = bench.Pick(p, 300, 2000)
+		cfg.Queries = bench.Pick(p, 2000, 5000)
 	}
 	st, stop, err := localstack.UseOrStart(ctx, cfg.StateDir, progress)
 	if err != nil {
@@ -623,7 +633,7 @@ func (r *run) measure(ctx context.Context) (Summary, error) {
 		return s, err
 	}
 	s.Mismatches, s.NotCompared, s.Equivalent = mismatches, notCompared, mismatches == 0
-	s.Idle = figures(idleN, idleS, idleT, [2]float64{})
+	s.Idle = figures(idleN, idleS, idleT, [2]float64{}, uint64(cfg.Bench.Seed))
 	s.IdleSteps = steps.figures()
 
 	fmt.Fprintf(r.progress, "searching each layout while it takes %.0f hot updates/s (rounds alternate the layouts)\n", s.UpdateRate)
@@ -635,8 +645,14 @@ func (r *run) measure(ctx context.Context) (Summary, error) {
 	if err != nil {
 		return s, err
 	}
-	s.UnderLoad = figures(loadN, loadS, loadT, rates)
+	s.UnderLoad = figures(loadN, loadS, loadT, rates, uint64(cfg.Bench.Seed))
 	s.P50RatioUnderLoad, s.P99RatioUnderLoad = s.UnderLoad.P50Ratio, s.UnderLoad.P99Ratio
+	s.P50RatioUnderLoadCI95, s.P99RatioUnderLoadCI95 = s.UnderLoad.P50RatioCI95, s.UnderLoad.P99RatioCI95
+	s.Targets = bench.Targets{
+		"p99_ratio_under_load": P99RatioTarget.Evaluate(s.P99RatioUnderLoad, s.P99RatioUnderLoadCI95),
+		// An exact count: no noise, so the interval is the point.
+		"mismatches": bench.AtMost(0).Evaluate(float64(s.Mismatches), bench.Exact(float64(s.Mismatches))),
+	}
 
 	path, err := r.report(s, idleN, idleS, loadN, loadS)
 	if err != nil {
@@ -646,7 +662,11 @@ func (r *run) measure(ctx context.Context) (Summary, error) {
 	return s, nil
 }
 
-func figures(n, sp *bench.LatencyRecorder, miss [2]missed, rates [2]float64) PhaseFigures {
+// P99RatioTarget is the search target: split's p99 under load at most 0.7
+// of nested's.
+var P99RatioTarget = bench.AtMost(0.7)
+
+func figures(n, sp *bench.LatencyRecorder, miss [2]missed, rates [2]float64, seed uint64) PhaseFigures {
 	ns, ss := n.Summary(), sp.Summary()
 	return PhaseFigures{
 		NestedP50Ms: ns.P50Ms, NestedP99Ms: ns.P99Ms, SplitP50Ms: ss.P50Ms, SplitP99Ms: ss.P99Ms,
@@ -654,6 +674,8 @@ func figures(n, sp *bench.LatencyRecorder, miss [2]missed, rates [2]float64) Pha
 		RejectedNested: miss[0].rejected, RejectedSplit: miss[1].rejected,
 		P50Ratio: bench.Ratio(ss.P50Ms, ns.P50Ms), P99Ratio: bench.Ratio(ss.P99Ms, ns.P99Ms),
 		NestedUpdatesPerS: round(rates[0]), SplitUpdatesPerS: round(rates[1]),
+		P50RatioCI95: bench.QuantileRatioCI(n, sp, 0.5, seed),
+		P99RatioCI95: bench.QuantileRatioCI(n, sp, 0.99, seed),
 	}
 }
 
@@ -678,6 +700,13 @@ func (r *run) report(s Summary, idleN, idleS, loadN, loadS *bench.LatencyRecorde
 	rep.Add(bench.Section{Title: "Idle, by plan step (explain)", Text: "Client-side time of each request of the plan; a step runs only when the plan needs it.", Table: stepTable})
 	rep.Add(bench.Section{Title: "Idle", Table: &idleTable, Charts: []bench.Chart{bench.LatencyCDF("Idle search latency", []string{"nested", "split"}, []*bench.LatencyRecorder{idleN, idleS})}})
 	rep.Add(bench.Section{Title: "Under hot-update load", Table: &loadTable, Charts: []bench.Chart{bench.LatencyCDF("Search latency under load", []string{"nested", "split"}, []*bench.LatencyRecorder{loadN, loadS})}})
+	rep.Add(bench.IntervalSection([]bench.Figure{
+		{Name: "idle p50 ratio", Point: s.Idle.P50Ratio, CI95: s.Idle.P50RatioCI95},
+		{Name: "idle p99 ratio", Point: s.Idle.P99Ratio, CI95: s.Idle.P99RatioCI95},
+		{Name: "under load p50 ratio", Point: s.UnderLoad.P50Ratio, CI95: s.UnderLoad.P50RatioCI95},
+		{Name: "under load p99 ratio", Point: s.UnderLoad.P99Ratio, CI95: s.UnderLoad.P99RatioCI95},
+	}))
+	rep.Add(bench.TargetsSection(s.Targets))
 	rep.SetSummary(s)
 	return rep.WriteHTML(r.cfg.Bench.ReportDir)
 }

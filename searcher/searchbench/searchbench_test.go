@@ -38,6 +38,7 @@ func TestSmoke(t *testing.T) {
 	if err := bench.PrintSummary(&line, s); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("summary: %s", line.String())
 	parsed, err := bench.ParseSummary(line.Bytes())
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +47,13 @@ func TestSmoke(t *testing.T) {
 		"idle.split_p50_ms", "idle.split_p99_ms", "idle.timeouts_nested", "idle.timeouts_split",
 		"under_load.nested_p50_ms", "under_load.split_p99_ms", "p50_ratio_under_load", "p99_ratio_under_load", "clients"); len(missing) > 0 {
 		t.Fatalf("summary lacks %v: %s", missing, line.String())
+	}
+	if problems := bench.IntervalProblems(parsed, "idle.p50_ratio", "idle.p99_ratio", "under_load.p50_ratio", "under_load.p99_ratio",
+		"p50_ratio_under_load", "p99_ratio_under_load"); len(problems) > 0 {
+		t.Errorf("intervals: %q\n%s", problems, line.String())
+	}
+	if bench.MissingKeys(parsed, "targets.p99_ratio_under_load", "targets.mismatches") != nil {
+		t.Errorf("targets: %v", parsed["targets"])
 	}
 	for _, step := range []string{"nested nested:query+decision+fetch", "split shops:query+decision+fetch", "split menus:fetch"} {
 		if f := s.IdleSteps[step]; f.Count == 0 || f.P50Ms <= 0 {
