@@ -3,8 +3,8 @@ package catalog
 import (
 	"encoding/json"
 	"errors"
-	"reflect"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 )
