@@ -158,7 +158,11 @@ func New(cfg Config, log *slog.Logger, reg *prometheus.Registry) *Server {
 	}
 	reg.MustRegister(s.requests, s.duration)
 	s.mux.HandleFunc("/", s.unmatched)
-	s.handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+	s.Handle("GET /metrics", func(w http.ResponseWriter, r *http.Request) error {
+		metrics.ServeHTTP(w, r)
+		return nil
+	})
 	return s
 }
 
