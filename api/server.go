@@ -4,17 +4,27 @@
 //
 // Invariant: every response to a failed request is an application/problem+json
 // body with a 4xx or 5xx status, and every request body is size-limited.
+// Before a handler runs, the request has passed the shared input rules: its
+// request line and headers are within MaxHeaderBytes, its path and query are
+// valid UTF-8 text without NUL, each query parameter is well encoded and
+// given once, and its body arrived whole within ReadTimeout, within
+// MaxBodyBytes, as valid UTF-8 without NUL (see request.go). Handlers read
+// that body from memory.
 package api
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"time"
 
@@ -26,10 +36,17 @@ import (
 type Config struct {
 	// Addr to listen on; loopback by default.
 	Addr string
-	// MaxBodyBytes caps every request body.
+	// MaxBodyBytes caps every request body (413 above it).
 	MaxBodyBytes int64
+	// MaxHeaderBytes caps the request line (path and query) plus the
+	// headers: above it the answer is a 431 problem. net/http itself refuses
+	// requests above 16×MaxHeaderBytes, with a plain-text 431 no handler
+	// sees.
+	MaxHeaderBytes int
 	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout bound each
-	// connection; ShutdownTimeout bounds the graceful drain on stop.
+	// connection; ShutdownTimeout bounds the graceful drain on stop. A
+	// request whose body has not fully arrived ReadTimeout after the request
+	// started is answered 408.
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout, ShutdownTimeout time.Duration
 	// AdminToken guards admin endpoints (reindex, migration modes). Empty
 	// disables them: they answer 403.
@@ -44,6 +61,7 @@ func Defaults() Config {
 	return Config{
 		Addr:              DefaultAddr,
 		MaxBodyBytes:      8 << 20,
+		MaxHeaderBytes:    64 << 10,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -56,8 +74,9 @@ func Defaults() Config {
 func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Addr, "addr", c.Addr, "HTTP listen address (loopback by default)")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest accepted request body")
+	fs.IntVar(&c.MaxHeaderBytes, "max-header-bytes", c.MaxHeaderBytes, "largest accepted request line (path and query) plus headers")
 	fs.DurationVar(&c.ReadHeaderTimeout, "read-header-timeout", c.ReadHeaderTimeout, "time to read request headers")
-	fs.DurationVar(&c.ReadTimeout, "read-timeout", c.ReadTimeout, "time to read a whole request")
+	fs.DurationVar(&c.ReadTimeout, "read-timeout", c.ReadTimeout, "time to read a whole request, body included (408 after it)")
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", c.WriteTimeout, "time to write a response")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "keep-alive idle timeout")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "graceful shutdown drain time")
@@ -75,6 +94,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 1024 || c.MaxBodyBytes > 1<<30 {
 		return fmt.Errorf("max-body-bytes: got %d, allowed: 1024..%d", c.MaxBodyBytes, 1<<30)
+	}
+	if c.MaxHeaderBytes < 4096 || c.MaxHeaderBytes > 1<<20 {
+		return fmt.Errorf("max-header-bytes: got %d, allowed: 4096..%d", c.MaxHeaderBytes, 1<<20)
 	}
 	for name, d := range map[string]time.Duration{
 		"read-header-timeout": c.ReadHeaderTimeout, "read-timeout": c.ReadTimeout,
@@ -110,8 +132,10 @@ type Server struct {
 	// (404) or known for other methods (405 and Allow), so requests that do
 	// match are routed once.
 	mux, routes *http.ServeMux
-	requests    *prometheus.CounterVec
-	duration    *prometheus.HistogramVec
+	// patterns lists the registered routes, in registration order.
+	patterns []string
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
 }
 
 // New builds a server. reg receives the HTTP metrics and is served on /metrics.
@@ -134,7 +158,11 @@ func New(cfg Config, log *slog.Logger, reg *prometheus.Registry) *Server {
 	}
 	reg.MustRegister(s.requests, s.duration)
 	s.mux.HandleFunc("/", s.unmatched)
-	s.handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+	s.Handle("GET /metrics", func(w http.ResponseWriter, r *http.Request) error {
+		metrics.ServeHTTP(w, r)
+		return nil
+	})
 	return s
 }
 
@@ -142,6 +170,16 @@ func New(cfg Config, log *slog.Logger, reg *prometheus.Registry) *Server {
 func (s *Server) handle(pattern string, h http.Handler) {
 	s.mux.Handle(pattern, h)
 	s.routes.Handle(pattern, h)
+	s.patterns = append(s.patterns, pattern)
+}
+
+// Routes returns the registered patterns ("GET /v1/search", ...), sorted:
+// every route the server answers besides the 404/405 catch-all. Tests walk
+// it to cover every route.
+func (s *Server) Routes() []string {
+	out := slices.Clone(s.patterns)
+	slices.Sort(out)
+	return out
 }
 
 // unmatched answers a request no route matched with a problem, keeping the
@@ -157,34 +195,111 @@ func (s *Server) unmatched(w http.ResponseWriter, r *http.Request) {
 }
 
 // Handle registers h for a method-and-path pattern such as "GET /v1/search".
+// h runs once the request body has been read and checked (bufferBody).
 func (s *Server) Handle(pattern string, h HandlerFunc) {
+	s.register(pattern, false, h)
+}
+
+// HandleAdmin registers h behind the admin token (Authorization: Bearer
+// TOKEN). The token is checked before the body is read.
+func (s *Server) HandleAdmin(pattern string, h HandlerFunc) {
+	s.register(pattern, true, h)
+}
+
+func (s *Server) register(pattern string, admin bool, h HandlerFunc) {
 	s.handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := h(w, r); err != nil {
+		err := s.checkAdmin(w, r, admin)
+		if err == nil {
+			err = bufferBody(r)
+		}
+		if err == nil {
+			err = h(w, r)
+		}
+		if err != nil {
 			var p *Problem
 			var tooBig *http.MaxBytesError
 			if !errors.As(err, &p) && !errors.As(err, &tooBig) {
 				s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+			}
+			if errors.As(err, &p) && p.Status == http.StatusRequestTimeout {
+				w.Header().Set("Connection", "close") // the rest of the body may still come
 			}
 			WriteProblem(w, err)
 		}
 	}))
 }
 
-// HandleAdmin registers h behind the admin token (Authorization: Bearer TOKEN).
-func (s *Server) HandleAdmin(pattern string, h HandlerFunc) {
-	s.Handle(pattern, func(w http.ResponseWriter, r *http.Request) error {
-		if s.cfg.AdminToken == "" {
-			return NewProblem(http.StatusForbidden, "admin endpoints are disabled: start the server with --admin-token or BAEDAL_ADMIN_TOKEN")
-		}
-		if !tokenEqual(r.Header.Get("Authorization"), "Bearer "+s.cfg.AdminToken) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="baedal-admin"`)
-			return NewProblem(http.StatusUnauthorized, "missing or wrong admin token (Authorization: Bearer TOKEN)")
-		}
-		return h(w, r)
-	})
+func (s *Server) checkAdmin(w http.ResponseWriter, r *http.Request, admin bool) error {
+	if !admin {
+		return nil
+	}
+	if s.cfg.AdminToken == "" {
+		return NewProblem(http.StatusForbidden, "admin endpoints are disabled: start the server with --admin-token or BAEDAL_ADMIN_TOKEN")
+	}
+	if !tokenEqual(r.Header.Get("Authorization"), "Bearer "+s.cfg.AdminToken) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="baedal-admin"`)
+		return NewProblem(http.StatusUnauthorized, "missing or wrong admin token (Authorization: Bearer TOKEN)")
+	}
+	return nil
 }
 
-// ServeHTTP applies the body limit, recovers panics and records metrics.
+// bufferBody reads the whole body (already capped by ServeHTTP's
+// MaxBytesReader and bounded in time by the connection's read deadline),
+// checks its text (CheckBodyText) and puts it back as an in-memory reader,
+// so a slow, short, over-size or non-UTF-8 body is one problem here (408,
+// 400, 413) for every route, and no handler sees a read error.
+func bufferBody(r *http.Request) error {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	body, err := ReadBody(r.Body, math.MaxInt64-1)
+	if err != nil {
+		return err
+	}
+	if err := CheckBodyText(body); err != nil {
+		return err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	return nil
+}
+
+// headerBytes is the size of the request line and headers as received,
+// near enough to enforce MaxHeaderBytes.
+func headerBytes(r *http.Request) int {
+	n := len(r.Method) + len(r.RequestURI) + len(r.Proto) + 4
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n
+}
+
+// checkRequestLine applies the shared rules of the request line: its size
+// (431), the path's text and the query's encoding (400 naming the
+// parameter).
+func (s *Server) checkRequestLine(r *http.Request) error {
+	limit := s.cfg.MaxHeaderBytes
+	if limit <= 0 {
+		limit = Defaults().MaxHeaderBytes
+	}
+	if n := headerBytes(r); n > limit {
+		p := NewProblem(http.StatusRequestHeaderFieldsTooLarge, fmt.Sprintf("the request line and headers are %d bytes, more than the limit of %d", n, limit))
+		if len(r.URL.RawQuery) > limit/2 {
+			p.Field = "query"
+		}
+		return p
+	}
+	if err := CheckPath(r.URL.Path); err != nil {
+		return err
+	}
+	_, err := ParseQuery(r.URL.RawQuery)
+	return err
+}
+
+// ServeHTTP applies the request-line rules and the body limit, recovers
+// panics and records metrics.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
@@ -197,12 +312,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		route := r.Pattern
-		if route == "" {
+		if route == "" || route == "/" {
 			route = "unmatched"
 		}
 		s.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
 		s.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
 	}()
+	if err := s.checkRequestLine(r); err != nil {
+		_, r.Pattern = s.routes.Handler(r) // label the metrics with the route
+		WriteProblem(rec, err)
+		return
+	}
 	s.mux.ServeHTTP(rec, r)
 }
 
@@ -225,7 +345,7 @@ func (s *Server) Run(ctx context.Context, ready func(addr string)) error {
 		ReadTimeout:       s.cfg.ReadTimeout,
 		WriteTimeout:      s.cfg.WriteTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    16 * s.cfg.MaxHeaderBytes, // ServeHTTP answers MaxHeaderBytes itself, as a problem
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	if ready != nil {

@@ -58,7 +58,7 @@ func TestErrorsAreProblemBodies(t *testing.T) {
 		field, allow       string
 	}{
 		{"POST", "/echo", "", 400, "body", ""},
-		{"POST", "/echo", strings.Repeat("x", 2000), 413, "", ""},
+		{"POST", "/echo", strings.Repeat("x", 2000), 413, "body", ""},
 		{"GET", "/nope", "", 404, "", ""},
 		{"GET", "/echo", "", 405, "", "POST"},
 		{"DELETE", "/metrics", "", 405, "", "GET, HEAD"},

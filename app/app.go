@@ -65,6 +65,9 @@ type Config struct {
 	HealthTimeout time.Duration
 	// Progress receives progress bars of long start-up work (demo load).
 	Progress io.Writer
+	// onRoutes, if set (by tests), receives every registered route pattern
+	// before the server starts.
+	onRoutes func(routes []string)
 }
 
 // Defaults returns the default configuration; backend addresses are empty
@@ -133,6 +136,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	// S3: with several OpenSearch URLs, every request goes to the endpoint
 	// C3 ranks best.
 	osClient := clients.OpenSearch
+	endpointsView := func() any {
+		return notConfigured("endpoints", "one OpenSearch URL is configured: every request goes to it; give several --opensearch-urls to rank endpoints with C3")
+	}
 	if urls := cfg.Backends.OpenSearch.URLs; len(urls) > 1 {
 		endpoints, err := osread.NewTransport(urls, backend.NewOpenSearchTransport(cfg.Backends.OpenSearch), cfg.OpenSearchReads, log, reg)
 		if err != nil {
@@ -146,11 +152,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		if osClient, err = backend.OpenOpenSearchVia(osCfg, endpoints); err != nil {
 			return err
 		}
-		srv.HandleAdmin("GET /v1/admin/opensearch-endpoints", func(w http.ResponseWriter, r *http.Request) error {
-			api.WriteJSON(w, http.StatusOK, endpointStatus(endpoints))
-			return nil
-		})
+		endpointsView = func() any { return endpointStatus(endpoints) }
 	}
+	srv.HandleAdmin("GET /v1/admin/opensearch-endpoints", adminView(endpointsView))
 
 	// S1: events in, search out.
 	osc := osapi.New(osClient)
@@ -174,6 +178,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	// S3: reads that tolerate replica lag go to the replica C3 ranks best.
 	var linkReader linkstore.Reader
 	var feedReads feed.ReadFunc
+	replicasView := func() any {
+		return notConfigured("replicas", "no Redis read replicas are configured (--redis-replica-addrs): every read goes to the primary")
+	}
 	if len(clients.RedisReplicas) > 0 {
 		reads, err := redisread.New(clients.Redis, clients.RedisReplicas, cfg.RedisReads, log, reg)
 		if err != nil {
@@ -195,11 +202,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 			}
 			return v, err
 		})
-		srv.HandleAdmin("GET /v1/admin/replicas", func(w http.ResponseWriter, r *http.Request) error {
-			api.WriteJSON(w, http.StatusOK, reads.Status())
-			return nil
-		})
+		replicasView = func() any { return reads.Status() }
 	}
+	srv.HandleAdmin("GET /v1/admin/replicas", adminView(replicasView))
 
 	// S5: the follow feed.
 	if _, err := feed.Migrate(ctx, clients.Postgres); err != nil {
@@ -220,6 +225,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	defer closeOldLinks()
 	defer links.Close()
 	linkstore.RegisterRoutes(srv, links)
+	if cfg.onRoutes != nil {
+		cfg.onRoutes(srv.Routes())
+	}
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -275,6 +283,23 @@ func ensureIndices(ctx context.Context, idx layout.Config, osc *osapi.Client, lo
 		case <-time.After(5 * time.Second):
 		}
 	}
+}
+
+// adminView serves a read-only admin view; it takes no parameters.
+func adminView(view func() any) api.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if _, err := api.Query(r); err != nil {
+			return err
+		}
+		api.WriteJSON(w, http.StatusOK, view())
+		return nil
+	}
+}
+
+// notConfigured is an admin view of a feature that is off: an empty list
+// under key, and a note saying why and how to turn it on.
+func notConfigured(key, note string) map[string]any {
+	return map[string]any{"policy": "none", key: []any{}, "note": note}
 }
 
 // redacted masks passwords in URLs before they are logged.

@@ -3,6 +3,7 @@ package catalog
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -184,6 +185,9 @@ func TestValidateRejects(t *testing.T) {
 		{"id 0", ShopDeleteEvent(0, 1), []string{`field "id"`, "got 0", ">= 1"}},
 		{"negative id", ShopDeleteEvent(-4, 1), []string{`field "id"`, "got -4"}},
 		{"version 0", ShopDeleteEvent(1, 0), []string{`field "version"`, "got 0"}},
+		{"shop id 2^63-1", ShopDeleteEvent(math.MaxInt64, 1), []string{`field "id"`, "got 9223372036854775807", "1..9223372036854774"}},
+		{"shop id above MaxShopID", ShopUpsertEvent(MaxShopID+1, 1, &ShopFields{Open: new(true)}), []string{`field "id"`}},
+		{"menu of shop 2^63-1", MenuDeleteEvent(math.MaxInt64, 5, 1), []string{`field "shop_id"`, "1..9223372036854774"}},
 		{"menu without shop_id", MenuDeleteEvent(0, 1000, 1), []string{`field "shop_id"`, "required on a menu event"}},
 		{"shop event with other shop_id", Event{Type: EntityShop, ID: 1, ShopID: 2, Version: 1, Op: OpDelete}, []string{`field "shop_id"`}},
 		{"delete with fields", Event{Type: EntityShop, ID: 1, Version: 1, Op: OpDelete, Shop: &ShopFields{Open: new(true)}}, []string{`field "fields"`, "not allowed on a delete"}},

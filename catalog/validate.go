@@ -26,6 +26,10 @@ const (
 	MaxReviewCount      = 1_000_000_000
 	MaxDeliveryRadiusKm = 100
 	MaxRating           = 5
+	// MaxShopID is the largest shop id: menu k of shop s has id
+	// s*MenuIDsPerShop+k (MenuID), which must fit in an int64. An id above
+	// it can only be a client's mistake, refused before it reaches the log.
+	MaxShopID = math.MaxInt64/MenuIDsPerShop - 1
 )
 
 // Validate checks an event: enums, ids, version, which parts an event of
@@ -44,6 +48,9 @@ func (ev Event) Validate() error {
 	}
 	if ev.ID < 1 {
 		return fieldErrf("id", "got %d, want an integer >= 1", ev.ID)
+	}
+	if ev.Type == EntityShop && ev.ID > MaxShopID {
+		return fieldErrf("id", "got %d, want a shop id in 1..%d", ev.ID, int64(MaxShopID))
 	}
 	if ev.Version < 1 {
 		return fieldErrf("version", "got %d, want an integer >= 1", ev.Version)
@@ -86,8 +93,8 @@ func (ev Event) validateShopEvent() error {
 }
 
 func (ev Event) validateMenuEvent() error {
-	if ev.ShopID < 1 {
-		return fieldErrf("shop_id", "got %d, want an integer >= 1 (required on a menu event)", ev.ShopID)
+	if ev.ShopID < 1 || ev.ShopID > MaxShopID {
+		return fieldErrf("shop_id", "got %d, want a shop id in 1..%d (required on a menu event)", ev.ShopID, int64(MaxShopID))
 	}
 	if ev.Shop != nil {
 		return fieldErr("fields", "shop fields on a menu event")

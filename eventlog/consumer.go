@@ -195,8 +195,8 @@ func (c *Consumer) DeadLetter(ctx context.Context, letters []DeadLetter) error {
 	if err != nil {
 		return fmt.Errorf("eventlog: dead-letter %d entries of %s %s: %w", len(letters), c.group, c.stream, err)
 	}
-	c.log.dead.Add(float64(len(letters)))
 	for _, d := range letters {
+		c.log.dead.WithLabelValues(ReasonKind(d.Reason)).Inc()
 		c.log.log.Warn("event dead-lettered", "stream", c.stream, "group", c.group, "entry", d.Entry.ID, "attempts", d.Entry.Deliveries, "reason", d.Reason)
 	}
 	return nil

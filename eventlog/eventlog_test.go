@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baedal/baedal/api"
@@ -294,5 +295,163 @@ func TestBacklogAfterTrim(t *testing.T) {
 	}
 	if b, err = c.Backlog(ctx); err != nil || b.Entries < 150 || b.Entries > 200 {
 		t.Fatalf("150 undelivered: %+v, %v; want 150..200 entries", b, err)
+	}
+}
+
+func adminDo(s *api.Server, method, target string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, target, nil)
+	req.Header.Set("Authorization", "Bearer "+testAdminToken)
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	return rec
+}
+
+const testAdminToken = "eventlog-test-admin-token"
+
+// What the API can know without a lookup is refused at once; events for a
+// shop that does not exist are accepted (the log is asynchronous), end in
+// the dead-letter stream, and are listed, counted by reason, replayed or
+// dropped through the admin routes.
+func TestDeadLettersAreVisibleAndReplayable(t *testing.T) {
+	l := newTestLog(t)
+	ctx := context.Background()
+	cfg := api.Defaults()
+	cfg.AdminToken = testAdminToken
+	reg := prometheus.NewRegistry()
+	l2, err := New(l.cfg, l.rdb, nil, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := api.New(cfg, nil, reg)
+	RegisterRoutes(s, l2)
+
+	for body, field := range map[string]string{
+		`{"type":"shop","id":9223372036854775807,"version":1,"op":"delete"}`:                                                                         "[0].id",
+		`{"type":"menu","id":5,"shop_id":9223372036854775807,"version":1,"op":"delete"}`:                                                             "[0].shop_id",
+		`{"type":"menu","id":7001,"shop_id":7,"version":1,"op":"delete"}` + "\n" + `{"type":"menu","id":7001,"shop_id":8,"version":1,"op":"delete"}`: "[1].shop_id",
+	} {
+		rec := post(s, body)
+		var p api.Problem
+		if rec.Code != 400 || json.Unmarshal(rec.Body.Bytes(), &p) != nil || p.Field != field {
+			t.Errorf("%s: %d %s, want a 400 naming %s", body, rec.Code, rec.Body, field)
+		}
+	}
+
+	// A menu event for shop 4242, which does not exist: accepted.
+	menuEvent := `{"type":"menu","id":4242001,"shop_id":4242,"version":3,"op":"upsert","fields":{"price":9000}}`
+	if rec := post(s, menuEvent); rec.Code != http.StatusAccepted {
+		t.Fatalf("a menu of an unknown shop: %d %s, want 202 (the API cannot know)", rec.Code, rec.Body)
+	}
+	// The indexer gives up on it the way it does (consumer + reason).
+	c := l2.Consumer("idx", l2.Partition(4242))
+	if err := c.EnsureGroup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.ReadNew(ctx, 10, 0)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("read: %v %v", got, err)
+	}
+	reason := "cannot apply to the menus document: " + catalog.ErrShopNotFound.Error() + ": menu 4242001 event version 3 for shop 4242"
+	if err := c.DeadLetter(ctx, []DeadLetter{{Entry: got[0], Reason: reason}}); err != nil {
+		t.Fatal(err)
+	}
+	var m dto.Metric
+	if err := l2.dead.WithLabelValues(ReasonShopNotFound).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.GetCounter().GetValue(); n != 1 {
+		t.Errorf("dead-letter metric {reason=shop_not_found} = %v, want 1", n)
+	}
+
+	list := func() deadLetterPage {
+		t.Helper()
+		rec := adminDo(s, "GET", "/v1/admin/dead-letters?limit=10")
+		var page deadLetterPage
+		if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &page) != nil {
+			t.Fatalf("list: %d %s", rec.Code, rec.Body)
+		}
+		return page
+	}
+	page := list()
+	if page.Total != 1 || len(page.DeadLetters) != 1 {
+		t.Fatalf("list: %+v, want the one dead letter", page)
+	}
+	dl := page.DeadLetters[0]
+	if dl.Kind != ReasonShopNotFound || dl.Reason != reason || dl.EntryID != got[0].ID || !strings.Contains(string(dl.Event), `"shop_id":4242`) {
+		t.Errorf("dead letter %+v", dl)
+	}
+	for target, status := range map[string]int{
+		"/v1/admin/dead-letters?limit=0":    400,
+		"/v1/admin/dead-letters?limit=abc":  400,
+		"/v1/admin/dead-letters?after=zzz":  400,
+		"/v1/admin/dead-letters?cursor=zzz": 400,
+	} {
+		if rec := adminDo(s, "GET", target); rec.Code != status {
+			t.Errorf("GET %s: %d, want %d", target, rec.Code, status)
+		}
+	}
+	if rec := httptest.NewRecorder(); true {
+		s.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/admin/dead-letters", nil))
+		if rec.Code != http.StatusUnauthorized {
+			t.Errorf("list without the token: %d, want 401", rec.Code)
+		}
+	}
+
+	// Replay: back in its partition, gone from the dead letters.
+	before, _ := l2.Length(ctx, l2.Partition(4242))
+	rec := adminDo(s, "POST", "/v1/admin/dead-letters/"+dl.ID+"/replay")
+	if rec.Code != 200 {
+		t.Fatalf("replay: %d %s", rec.Code, rec.Body)
+	}
+	if after, _ := l2.Length(ctx, l2.Partition(4242)); after != before+1 {
+		t.Errorf("partition length %d after replay, want %d", after, before+1)
+	}
+	again, err := c.ReadNew(ctx, 10, 0)
+	if err != nil || len(again) != 1 || string(again[0].Raw) != string(got[0].Raw) {
+		t.Fatalf("the replayed event is not delivered again: %+v %v", again, err)
+	}
+	if page := list(); page.Total != 0 {
+		t.Errorf("dead letters after replay: %+v", page)
+	}
+	for _, tc := range []struct {
+		method, target string
+		status         int
+	}{
+		{"POST", "/v1/admin/dead-letters/" + dl.ID + "/replay", 404},
+		{"DELETE", "/v1/admin/dead-letters/" + dl.ID, 404},
+		{"DELETE", "/v1/admin/dead-letters/abc", 400},
+		{"POST", "/v1/admin/dead-letters/1-01/replay", 400},
+	} {
+		if rec := adminDo(s, tc.method, tc.target); rec.Code != tc.status {
+			t.Errorf("%s %s: %d, want %d: %s", tc.method, tc.target, rec.Code, tc.status, rec.Body)
+		}
+	}
+
+	// Drop: dead-letter it again, then delete it.
+	if err := c.DeadLetter(ctx, []DeadLetter{{Entry: again[0], Reason: reason}}); err != nil {
+		t.Fatal(err)
+	}
+	id := list().DeadLetters[0].ID
+	if rec := adminDo(s, "DELETE", "/v1/admin/dead-letters/"+id); rec.Code != http.StatusNoContent {
+		t.Fatalf("drop: %d %s", rec.Code, rec.Body)
+	}
+	if page := list(); page.Total != 0 {
+		t.Errorf("dead letters after drop: %+v", page)
+	}
+}
+
+func TestReasonKind(t *testing.T) {
+	for reason, want := range map[string]string{
+		"invalid event: field \"id\": got 0":                                                              ReasonInvalidEvent,
+		"delivered 9 times, more than max-attempts 8":                                                     ReasonMaxAttempts,
+		"cannot apply to the shop document: " + catalog.ErrIncompleteShop.Error() + ": shop 5 lacks name": ReasonIncompleteShop,
+		"cannot apply to the menus document: " + catalog.ErrIncompleteMenu.Error():                        ReasonIncompleteMenu,
+		"cannot apply to the menus document: " + catalog.ErrShopNotFound.Error():                          ReasonShopNotFound,
+		"OpenSearch refused the shop document version 3: HTTP 400 mapper_parsing_exception":               ReasonOpenSearchRefused,
+		"test reason": ReasonOther,
+	} {
+		if got := ReasonKind(reason); got != want {
+			t.Errorf("ReasonKind(%q) = %s, want %s", reason, got, want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -69,7 +70,8 @@ type Log struct {
 	rdb      *redis.Client
 	log      *slog.Logger
 	appended prometheus.Counter
-	dead     prometheus.Counter
+	// dead counts dead-lettered entries by reason kind (ReasonKind).
+	dead *prometheus.CounterVec
 }
 
 // New returns a Log on rdb. reg may be nil.
@@ -86,7 +88,9 @@ func New(cfg Config, rdb *redis.Client, log *slog.Logger, reg prometheus.Registe
 	l := &Log{
 		cfg: cfg, rdb: rdb, log: log,
 		appended: prometheus.NewCounter(prometheus.CounterOpts{Name: "baedal_eventlog_appended_total", Help: "Events appended to the event log."}),
-		dead:     prometheus.NewCounter(prometheus.CounterOpts{Name: "baedal_eventlog_dead_lettered_total", Help: "Entries moved to the dead-letter stream."}),
+		dead: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baedal_eventlog_dead_lettered_total", Help: "Entries moved to the dead-letter stream, by reason (see eventlog.ReasonKind).",
+		}, []string{"reason"}),
 	}
 	if reg != nil {
 		l.appended = promreg.RegisterOrReuse(reg, l.appended)
@@ -167,19 +171,43 @@ type DeadLetter struct {
 // DeadLetters reads up to count entries of the dead-letter stream, oldest
 // first (operators and tests inspect it).
 func (l *Log) DeadLetters(ctx context.Context, count int64) ([]DeadLetterRecord, error) {
-	msgs, err := l.rdb.XRangeN(ctx, l.DeadLetterKey(), "-", "+", count).Result()
+	return l.DeadLettersAfter(ctx, "", count)
+}
+
+// DeadLettersAfter reads up to count entries of the dead-letter stream whose
+// id is after the given one ("" = from the start), oldest first.
+func (l *Log) DeadLettersAfter(ctx context.Context, after string, count int64) ([]DeadLetterRecord, error) {
+	start := "-"
+	if after != "" {
+		start = "(" + after
+	}
+	msgs, err := l.rdb.XRangeN(ctx, l.DeadLetterKey(), start, "+", count).Result()
 	if err != nil {
-		return nil, fmt.Errorf("eventlog: XRANGE %s: %w", l.DeadLetterKey(), err)
+		return nil, fmt.Errorf("eventlog: XRANGE %s from %s: %w", l.DeadLetterKey(), start, err)
 	}
 	out := make([]DeadLetterRecord, len(msgs))
 	for i, m := range msgs {
-		out[i] = DeadLetterRecord{
-			ID: m.ID, Raw: str(m.Values[fieldEvent]), Stream: str(m.Values["stream"]), EntryID: str(m.Values["entry_id"]),
-			Group: str(m.Values["group"]), Reason: str(m.Values["reason"]),
-		}
-		out[i].Attempts, _ = strconv.ParseInt(str(m.Values["attempts"]), 10, 64)
+		out[i] = deadLetterRecord(m)
 	}
 	return out, nil
+}
+
+// DeadLetterCount returns the number of entries in the dead-letter stream.
+func (l *Log) DeadLetterCount(ctx context.Context) (int64, error) {
+	n, err := l.rdb.XLen(ctx, l.DeadLetterKey()).Result()
+	if err != nil {
+		return 0, fmt.Errorf("eventlog: XLEN %s: %w", l.DeadLetterKey(), err)
+	}
+	return n, nil
+}
+
+func deadLetterRecord(m redis.XMessage) DeadLetterRecord {
+	rec := DeadLetterRecord{
+		ID: m.ID, Raw: str(m.Values[fieldEvent]), Stream: str(m.Values["stream"]), EntryID: str(m.Values["entry_id"]),
+		Group: str(m.Values["group"]), Reason: str(m.Values["reason"]),
+	}
+	rec.Attempts, _ = strconv.ParseInt(str(m.Values["attempts"]), 10, 64)
+	return rec
 }
 
 // DeadLetterRecord is one entry of the dead-letter stream.
@@ -191,6 +219,109 @@ type DeadLetterRecord struct {
 	Group    string // consumer group that gave up
 	Reason   string
 	Attempts int64 // deliveries to that group
+}
+
+// ErrDeadLetterNotFound: no dead letter has the given id (never, or already
+// replayed or dropped).
+var ErrDeadLetterNotFound = errors.New("eventlog: no such dead letter")
+
+// ErrNotReplayable: a dead letter's event is not a valid event, so replaying
+// it would only dead-letter it again; drop it instead.
+var ErrNotReplayable = errors.New("eventlog: dead letter holds no valid event")
+
+// deadLetter reads one dead letter by id.
+func (l *Log) deadLetter(ctx context.Context, id string) (DeadLetterRecord, error) {
+	msgs, err := l.rdb.XRangeN(ctx, l.DeadLetterKey(), id, id, 1).Result()
+	if err != nil {
+		return DeadLetterRecord{}, fmt.Errorf("eventlog: XRANGE %s %s: %w", l.DeadLetterKey(), id, err)
+	}
+	if len(msgs) == 0 {
+		return DeadLetterRecord{}, fmt.Errorf("%w: %s", ErrDeadLetterNotFound, id)
+	}
+	return deadLetterRecord(msgs[0]), nil
+}
+
+// ReplayDeadLetter appends a dead letter's event again to its shop's
+// partition and removes it from the dead-letter stream, in one MULTI/EXEC,
+// and returns the new entry's id. Every consumer group reads the new entry,
+// not only the one that gave up; events carry external versions, so a group
+// that had applied it skips it as stale. Replay after fixing the cause (for
+// instance after creating the shop a menu event needed).
+func (l *Log) ReplayDeadLetter(ctx context.Context, id string) (string, error) {
+	rec, err := l.deadLetter(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	events, err := catalog.ParseEvents([]byte(rec.Raw))
+	if err != nil || len(events) != 1 {
+		return "", fmt.Errorf("%w: dead letter %s: %v", ErrNotReplayable, id, err)
+	}
+	stream := l.StreamKey(l.Partition(events[0].AggregateID()))
+	var add *redis.StringCmd
+	var del *redis.IntCmd
+	_, err = l.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		add = pipe.XAdd(ctx, &redis.XAddArgs{
+			Stream: stream, MaxLen: l.cfg.MaxLen, Approx: true,
+			Values: []any{fieldEvent, rec.Raw, fieldAppended, strconv.FormatInt(time.Now().UnixMilli(), 10)},
+		})
+		del = pipe.XDel(ctx, l.DeadLetterKey(), id)
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("eventlog: replay dead letter %s into %s: %w", id, stream, err)
+	}
+	if del.Val() == 0 {
+		// Replayed or dropped concurrently: the append is a duplicate, which
+		// external versions make harmless.
+		l.log.Warn("dead letter replayed twice", "id", id)
+	}
+	l.appended.Inc()
+	return add.Val(), nil
+}
+
+// DropDeadLetter deletes a dead letter for good.
+func (l *Log) DropDeadLetter(ctx context.Context, id string) error {
+	n, err := l.rdb.XDel(ctx, l.DeadLetterKey(), id).Result()
+	if err != nil {
+		return fmt.Errorf("eventlog: XDEL %s %s: %w", l.DeadLetterKey(), id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: %s", ErrDeadLetterNotFound, id)
+	}
+	return nil
+}
+
+// Reason kinds: the bounded label of the dead-letter metric and of each
+// dead letter in the admin API.
+const (
+	ReasonInvalidEvent      = "invalid_event"
+	ReasonShopNotFound      = "shop_not_found"
+	ReasonIncompleteShop    = "incomplete_shop"
+	ReasonIncompleteMenu    = "incomplete_menu"
+	ReasonMaxAttempts       = "max_attempts"
+	ReasonOpenSearchRefused = "opensearch_refused"
+	ReasonOther             = "other"
+)
+
+// ReasonKind sorts a dead letter's reason text into a kind. The texts are
+// the indexer's: they wrap the catalog's sentinel errors, whose messages are
+// matched here, or start with the indexer's fixed phrases.
+func ReasonKind(reason string) string {
+	switch {
+	case strings.Contains(reason, catalog.ErrShopNotFound.Error()):
+		return ReasonShopNotFound
+	case strings.Contains(reason, catalog.ErrIncompleteShop.Error()):
+		return ReasonIncompleteShop
+	case strings.Contains(reason, catalog.ErrIncompleteMenu.Error()):
+		return ReasonIncompleteMenu
+	case strings.HasPrefix(reason, "invalid event"):
+		return ReasonInvalidEvent
+	case strings.HasPrefix(reason, "delivered ") && strings.Contains(reason, "max-attempts"):
+		return ReasonMaxAttempts
+	case strings.HasPrefix(reason, "OpenSearch refused"):
+		return ReasonOpenSearchRefused
+	}
+	return ReasonOther
 }
 
 func str(v any) string {

@@ -1,14 +1,12 @@
 package feed
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"math"
 	"net/http"
-	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,8 +30,12 @@ const maxRequestBytes = 64 << 10
 //
 // and the compatibility routes of the write-up's load scripts:
 //
-//	GET  /api/v1/feeds?user-id=N   → [{username, profilePic, text, timestamp}] newest first
-//	POST /api/v1/tweets            {senderId, text} → 201, Location: /v1/posts/{id}
+//	GET  /api/v1/feeds?user-id=N[&limit=] → [{username, profilePic, text, timestamp}] newest first
+//	POST /api/v1/tweets                  {senderId, text} → 201, Location: /v1/posts/{id}
+//
+// Ids, in paths and parameters, are canonical decimals ("5", never "+5" or
+// "05"); bodies with unknown fields and unknown query parameters are
+// refused, each a 400 problem naming the field.
 func RegisterRoutes(s *api.Server, svc *Service) {
 	h := handlers{svc}
 	s.Handle("POST /v1/users", h.createUser)
@@ -165,7 +167,10 @@ func (h handlers) feed(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
+	q, err := api.Query(r, "limit", "before")
+	if err != nil {
+		return err
+	}
 	limit, err := queryInt(q.Get("limit"), "limit", 1, int64(h.svc.cfg.MaxPageSize))
 	if err != nil {
 		return err
@@ -186,6 +191,9 @@ func (h handlers) feed(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h handlers) compatFeed(w http.ResponseWriter, r *http.Request) error {
+	if err := onlyParams(r, "user-id", "limit"); err != nil {
+		return err
+	}
 	raw := queryValue(r, "user-id")
 	if raw == "" {
 		return api.BadRequest("user-id", "is required: a user id > 0")
@@ -194,7 +202,11 @@ func (h handlers) compatFeed(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := h.svc.FeedRaw(r.Context(), id, 0, 0)
+	limit, err := queryInt(queryValue(r, "limit"), "limit", 1, int64(h.svc.cfg.MaxPageSize))
+	if err != nil {
+		return err
+	}
+	page, err := h.svc.FeedRaw(r.Context(), id, 0, int(limit))
 	if err != nil {
 		return problemFor(err, "user-id")
 	}
@@ -204,6 +216,26 @@ func (h handlers) compatFeed(w http.ResponseWriter, r *http.Request) error {
 		return err // FeedRaw checked every payload: a bug
 	}
 	writeJSONBytes(w, http.StatusOK, buf)
+	return nil
+}
+
+// onlyParams refuses a query parameter not in allowed (a 400 naming it). A
+// query without escapes is checked in place, without building a map; the
+// server has already refused bad encodings and repeated parameters.
+func onlyParams(r *http.Request, allowed ...string) error {
+	q := r.URL.RawQuery
+	if strings.ContainsAny(q, "%+;") {
+		_, err := api.Query(r, allowed...)
+		return err
+	}
+	for q != "" {
+		var pair string
+		pair, q, _ = strings.Cut(q, "&")
+		key, _, _ := strings.Cut(pair, "=")
+		if pair != "" && !slices.Contains(allowed, key) {
+			return api.BadRequest(key, "unknown parameter", allowed...)
+		}
+	}
 	return nil
 }
 
@@ -265,66 +297,32 @@ func (h handlers) compatTweet(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// decodeJSON reads one JSON object into v. Malformed JSON, a wrong type,
-// trailing data or a body over maxRequestBytes is a 4xx problem naming the
-// field where it can.
+// decodeJSON reads one JSON object into v (api.DecodeJSON): malformed JSON,
+// a wrong type, an unknown field, trailing data or a body over
+// maxRequestBytes is a 4xx problem naming the field.
 func decodeJSON(r *http.Request, v any) error {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
-	if err != nil {
-		return err // a *http.MaxBytesError becomes a 413
-	}
-	if len(body) > maxRequestBytes {
-		return api.NewProblem(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", maxRequestBytes))
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(v); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) && typeErr.Field != "" {
-			return api.BadRequest(typeErr.Field, fmt.Sprintf("must be a JSON %s, got %s", jsonKind(typeErr.Type.Kind()), typeErr.Value))
-		}
-		return api.BadRequest("body", "must be one JSON object: "+err.Error())
-	}
-	if dec.More() {
-		return api.BadRequest("body", "must be one JSON object, got trailing data")
-	}
-	return nil
+	return api.DecodeJSON(r, maxRequestBytes, v)
 }
 
-// jsonKind names a Go kind the way a JSON client knows it.
-func jsonKind(k reflect.Kind) string {
-	switch k {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "integer number"
-	case reflect.Float32, reflect.Float64:
-		return "number"
-	case reflect.Bool:
-		return "boolean"
-	case reflect.Map, reflect.Struct:
-		return "object"
-	case reflect.Slice, reflect.Array:
-		return "array"
-	}
-	return k.String()
-}
-
+// pathID parses the path id name: a canonical decimal id (api.ParseID).
 func pathID(r *http.Request, name string) (int64, error) {
 	raw := r.PathValue(name)
-	id, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || id <= 0 {
-		return 0, api.BadRequest(name, fmt.Sprintf("must be a user id > 0, got %q", truncate(raw, 40)))
+	id, ok := api.ParseID(raw, math.MaxInt64)
+	if !ok {
+		return 0, api.BadRequest(name, fmt.Sprintf("must be an id > 0 in plain decimal (no sign, no leading zero), got %q", truncate(raw, 40)))
 	}
 	return id, nil
 }
 
-// queryInt parses an optional integer parameter in [lo, hi]; "" is 0.
+// queryInt parses an optional id-like parameter in [lo, hi], lo >= 1,
+// written as a canonical decimal; "" is 0.
 func queryInt(raw, name string, lo, hi int64) (int64, error) {
 	if raw == "" {
 		return 0, nil
 	}
-	n, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || n < lo || n > hi {
-		return 0, api.BadRequest(name, fmt.Sprintf("must be an integer in %d..%d, got %q", lo, hi, truncate(raw, 40)))
+	n, ok := api.ParseID(raw, hi)
+	if !ok || n < lo {
+		return 0, api.BadRequest(name, fmt.Sprintf("must be an integer in %d..%d in plain decimal (no sign, no leading zero), got %q", lo, hi, truncate(raw, 40)))
 	}
 	return n, nil
 }

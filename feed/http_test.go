@@ -48,8 +48,8 @@ func TestHTTPBadInputIsAClearProblem(t *testing.T) {
 		{"PUT", fmt.Sprintf("/v1/users/%d/follows/%d", alice, alice), "", 400, "target", "themselves"},
 		{"PUT", fmt.Sprintf("/v1/users/%d/follows/4242", alice), "", 404, "target", "user 4242 does not exist"},
 		{"PUT", fmt.Sprintf("/v1/users/4242/follows/%d", alice), "", 404, "id", "user 4242 does not exist"},
-		{"PUT", "/v1/users/abc/follows/1", "", 400, "id", "user id"},
-		{"DELETE", fmt.Sprintf("/v1/users/%d/follows/0", alice), "", 400, "target", "user id"},
+		{"PUT", "/v1/users/abc/follows/1", "", 400, "id", "id > 0"},
+		{"DELETE", fmt.Sprintf("/v1/users/%d/follows/0", alice), "", 400, "target", "id > 0"},
 		{"POST", "/v1/posts", fmt.Sprintf(`{"authorId": %d, "text": %q}`, alice, long), 400, "text", "at most 280 characters, got 281"},
 		{"POST", "/v1/posts", fmt.Sprintf(`{"authorId": %d, "text": ""}`, alice), 400, "text", "empty"},
 		{"POST", "/v1/posts", `{"authorId": 4242, "text": "hi"}`, 404, "authorId", "4242"},
@@ -65,7 +65,29 @@ func TestHTTPBadInputIsAClearProblem(t *testing.T) {
 		{"GET", fmt.Sprintf("/v1/users/%d/feed?limit=201", bob), "", 400, "limit", "1..200"},
 		{"GET", fmt.Sprintf("/v1/users/%d/feed?before=-3", bob), "", 400, "before", "integer"},
 		{"GET", "/v1/posts/77", "", 404, "id", "post 77"},
-		{"POST", "/v1/users", `{"username":"` + strings.Repeat("a", 70<<10) + `"}`, 413, "", "larger"},
+		{"POST", "/v1/users", `{"username":"` + strings.Repeat("a", 70<<10) + `"}`, 413, "body", "larger"},
+		// NUL and invalid UTF-8 (PostgreSQL refuses NUL; JSON would turn
+		// invalid UTF-8 into U+FFFD), named by field.
+		{"POST", "/v1/users", `{"username":"nul","profilePic":"x\u0000"}`, 400, "profilePic", "NUL"},
+		{"POST", "/v1/posts", fmt.Sprintf(`{"authorId": %d, "text": "a\u0000b"}`, alice), 400, "text", "NUL"},
+		{"POST", "/api/v1/tweets", fmt.Sprintf("{\"senderId\": %d, \"text\": \"a\xffb\"}", alice), 400, "text", "UTF-8"},
+		// Unknown fields, and no Go type names in details.
+		{"POST", "/v1/users", `{"username":"newbie","admin":true}`, 400, "admin", "unknown"},
+		{"POST", "/v1/posts", fmt.Sprintf(`{"authorId": %d, "text": "hi", "likes": 3}`, alice), 400, "likes", "unknown"},
+		{"POST", "/v1/users", `[]`, 400, "body", "must be a JSON object, got array"},
+		// Canonical ids only.
+		{"GET", "/v1/users/+5", "", 400, "id", "plain decimal"},
+		{"GET", "/v1/users/007", "", 400, "id", "plain decimal"},
+		{"GET", "/api/v1/feeds?user-id=%2B5", "", 400, "user-id", "plain decimal"},
+		{"GET", "/api/v1/feeds?user-id=05", "", 400, "user-id", "plain decimal"},
+		// Query parameters: validated, known, once, well encoded.
+		{"GET", fmt.Sprintf("/api/v1/feeds?user-id=%d&limit=-1", bob), "", 400, "limit", "1..200"},
+		{"GET", fmt.Sprintf("/api/v1/feeds?user-id=%d&limit=abc", bob), "", 400, "limit", "1..200"},
+		{"GET", fmt.Sprintf("/api/v1/feeds?user-id=%d&cursor=zzz", bob), "", 400, "cursor", "unknown"},
+		{"GET", fmt.Sprintf("/v1/users/%d/feed?cursor=zzz", bob), "", 400, "cursor", "unknown"},
+		{"GET", fmt.Sprintf("/api/v1/feeds?user-id=%d&user-id=%d", bob, alice), "", 400, "user-id", "more than once"},
+		{"GET", "/api/v1/feeds?user-id=%zz", "", 400, "user-id", "percent-encoding"},
+		{"GET", fmt.Sprintf("/v1/users/%d/feed?limit=5;before=3", bob), "", 400, "limit", "';'"},
 	}
 	for _, c := range cases {
 		rec := do(s, c.method, c.path, c.body)

@@ -86,16 +86,12 @@ func (svc *Service) handlePost(w http.ResponseWriter, r *http.Request) error {
 // and tracking_link must be absolute URLs. Errors are *api.Problem values
 // naming the field.
 func DecodeClickRequest(body io.Reader, limit int64) (*Record, error) {
-	data, err := io.ReadAll(io.LimitReader(body, limit+1))
+	data, err := api.ReadBody(body, limit) // 413, 408, or a 400 without the connection's error
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, err
-		}
-		return nil, api.BadRequest("body", "cannot read the request body: "+err.Error())
+		return nil, err
 	}
-	if int64(len(data)) > limit {
-		return nil, api.NewProblem(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than the limit of %d bytes for a click record", limit))
+	if err := api.CheckBodyText(data); err != nil {
+		return nil, err // invalid UTF-8 or NUL, named by field
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -112,7 +108,8 @@ func DecodeClickRequest(body io.Reader, limit int64) (*Record, error) {
 	return rec, nil
 }
 
-// jsonProblem turns an encoding/json error into a 400 naming the field.
+// jsonProblem turns an encoding/json error into a 400 naming the field, in
+// JSON's words (never a Go type name).
 func jsonProblem(err error) error {
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
@@ -122,7 +119,7 @@ func jsonProblem(err error) error {
 		if field == "" {
 			field = "body"
 		}
-		return api.BadRequest(field, fmt.Sprintf("expected %s, got JSON %s", typeErr.Type, typeErr.Value))
+		return api.BadRequest(field, fmt.Sprintf("expected a JSON %s, got JSON %s", api.JSONKind(typeErr.Type), typeErr.Value))
 	case errors.As(err, &syntaxErr):
 		return api.BadRequest("body", fmt.Sprintf("malformed JSON at byte %d: %v", syntaxErr.Offset, syntaxErr))
 	case errors.Is(err, io.EOF):
@@ -135,7 +132,7 @@ func jsonProblem(err error) error {
 		if name == "" {
 			name = "body"
 		}
-		return api.BadRequest(name, "unknown field "+quoted)
+		return api.BadRequest(name, "unknown field "+quoted, api.JSONFields(&Record{})...)
 	}
 	// Errors from UnmarshalText (click_id, device.ip, advertising_id, times).
 	field := "body"
@@ -286,10 +283,8 @@ func (svc *Service) handlePutMigration(w http.ResponseWriter, r *http.Request) e
 	var req struct {
 		Mode string `json:"mode"`
 	}
-	dec := json.NewDecoder(io.LimitReader(r.Body, 4096))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return api.BadRequest("mode", "body must be {\"mode\": \"...\"}: "+err.Error(), modeNames()...)
+	if err := api.DecodeJSON(r, 4096, &req); err != nil {
+		return err // 413 over 4 KB; 400 naming the field
 	}
 	m, err := ParseMode(req.Mode)
 	if err != nil {

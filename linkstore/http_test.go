@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -137,7 +138,7 @@ func TestHTTPBadInput(t *testing.T) {
 		{"wrong type", "POST", "/v1/clicks", `{"deep_link_url":7}`, 400, "deep_link_url"},
 		{"bad click_id", "POST", "/v1/clicks", `{"click_id":"xyz","deep_link_url":"baedal://x"}`, 400, "click_id"},
 		{"two objects", "POST", "/v1/clicks", `{"deep_link_url":"baedal://x","clicked_at":"2025-01-01T00:00:00Z"} {}`, 400, "body"},
-		{"oversize", "POST", "/v1/clicks", `{"referrer":"` + strings.Repeat("a", MaxClickBodyBytes) + `"}`, 413, ""},
+		{"oversize", "POST", "/v1/clicks", `{"referrer":"` + strings.Repeat("a", MaxClickBodyBytes) + `"}`, 413, "body"},
 	}
 	for _, tc := range cases {
 		resp := do(t, s, tc.method, tc.path, tc.body, false)
@@ -216,4 +217,52 @@ func FuzzDecodeClickRequest(f *testing.F) {
 			t.Fatalf("accepted record does not encode: %v", err)
 		}
 	})
+}
+
+// errReader fails the way a connection does: its error names addresses.
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
+
+// The click body decoder never shows a Go type name or the connection's
+// error to the client, and refuses NUL and invalid UTF-8 by field.
+func TestDecodeClickRequestSaysNothingInternal(t *testing.T) {
+	cases := []struct {
+		name   string
+		body   io.Reader
+		status int
+		field  string
+	}{
+		{"read error", io.MultiReader(strings.NewReader(`{"deep_link_url":`), errReader{errors.New("read tcp 127.0.0.1:19080->127.0.0.1:5555: connection reset by peer")}), 400, "body"},
+		{"click_id a number", strings.NewReader(`{"click_id":5}`), 400, "click_id"},
+		{"device an array", strings.NewReader(`{"device":[]}`), 400, "device"},
+		{"NUL", strings.NewReader(`{"deep_link_url":"baedal://x\u0000","clicked_at":"2025-01-01T00:00:00Z"}`), 400, "deep_link_url"},
+		{"invalid UTF-8", strings.NewReader("{\"deep_link_url\":\"baedal://x\",\"referrer\":\"\xff\",\"clicked_at\":\"2025-01-01T00:00:00Z\"}"), 400, "referrer"},
+	}
+	for _, tc := range cases {
+		_, err := DecodeClickRequest(tc.body, MaxClickBodyBytes)
+		var p *api.Problem
+		if !errors.As(err, &p) || p.Status != tc.status || p.Field != tc.field {
+			t.Errorf("%s: %v, want a %d problem naming %q", tc.name, err, tc.status, tc.field)
+			continue
+		}
+		for _, leak := range []string{"tcp", "127.0.0.1", "linkstore.", "netip.", "Go "} {
+			if strings.Contains(p.Detail, leak) {
+				t.Errorf("%s: detail %q shows %q", tc.name, p.Detail, leak)
+			}
+		}
+	}
+}
+
+// An admin body over its 4 KB cap is a 413, not a JSON error of the
+// truncated body.
+func TestHTTPMigrationBodyOverTheLimitIs413(t *testing.T) {
+	rdb := testRedis(t)
+	svc, _, _ := newMigration(t, rdb, DefaultServiceConfig())
+	s := newTestAPI(t, svc)
+	resp := do(t, s, "PUT", "/v1/admin/links/migration", `{"mode":"`+strings.Repeat("x", 5000)+`"}`, true)
+	if resp.Code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status %d, want 413: %s", resp.Code, resp.Body)
+	}
+	problemOf(t, resp)
 }

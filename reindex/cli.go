@@ -68,11 +68,12 @@ func CLI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "rethrottle":
 		fs.Float64Var(&rps, "requests-per-second", rps, "new copy rate in documents per second; -1 = unthrottled")
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+	positional, err := flagenv.ParseAnywhere(fs, args[1:])
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	if len(positional) > 0 {
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(positional, " "))
 	}
 	if err := flagenv.Apply(fs, "BAEDAL"); err != nil {
 		return err

@@ -1,9 +1,7 @@
 package reindex
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -92,9 +90,10 @@ func RegisterRoutes(ctx context.Context, srv *api.Server, o *Orchestrator) {
 			var body struct {
 				RequestsPerSecond *float64 `json:"requests_per_second"`
 			}
-			dec := json.NewDecoder(io.LimitReader(r.Body, 4096))
-			dec.DisallowUnknownFields()
-			if derr := dec.Decode(&body); derr != nil || body.RequestsPerSecond == nil {
+			if derr := api.DecodeJSON(r, 4096, &body); derr != nil {
+				return derr // 413 over 4 KB; 400 naming the field
+			}
+			if body.RequestsPerSecond == nil {
 				return api.BadRequest("requests_per_second", "body must be {\"requests_per_second\": N}", "-1 (unthrottled)", "> 0")
 			}
 			err = o.Rethrottle(r.Context(), id, *body.RequestsPerSecond)
@@ -125,17 +124,12 @@ func RegisterRoutes(ctx context.Context, srv *api.Server, o *Orchestrator) {
 
 // ParseOptions decodes a start request: DefaultOptions overlaid with the
 // JSON object, unknown fields refused, then validated. Errors are 400
-// problems naming the field and its allowed values.
+// problems naming the field and its allowed values (for an unknown field,
+// the fields of a start request), never Go type names.
 func ParseOptions(raw []byte, aliases []string) (Options, error) {
 	opts := DefaultOptions()
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&opts); err != nil {
-		return Options{}, api.BadRequest("body", "not a start request: "+err.Error(),
-			"alias", "body", "shards", "replicas", "refresh_interval", "slices", "requests_per_second", "replicas_during_copy", "refresh_during_copy", "batch_size")
-	}
-	if dec.More() {
-		return Options{}, api.BadRequest("body", "more than one JSON value")
+	if err := api.UnmarshalStrict(raw, &opts); err != nil {
+		return Options{}, err
 	}
 	if err := opts.Validate(aliases); err != nil {
 		return Options{}, problem(err)

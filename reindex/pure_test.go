@@ -3,6 +3,7 @@ package reindex
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -158,8 +159,15 @@ func TestParseOptionsProblems(t *testing.T) {
 	if !errors.As(err, &p) || p.Status != 400 || p.Field != "slices" || len(p.Allowed) == 0 {
 		t.Fatalf("got %#v", err)
 	}
-	if _, err := ParseOptions([]byte(`{"alias":"baedal_shops","colour":1}`), testAliases); !errors.As(err, &p) || p.Field != "body" {
-		t.Errorf("unknown field: %v", err)
+	if _, err := ParseOptions([]byte(`{"alias":"baedal_shops","colour":1}`), testAliases); !errors.As(err, &p) || p.Field != "colour" || !slices.Contains(p.Allowed, "batch_size") {
+		t.Errorf("unknown field: %v, want it named with the allowed fields", err)
+	}
+	// Details speak JSON, not Go.
+	for body, field := range map[string]string{`{"shards":"x"}`: "shards", `[]`: "body", `{"requests_per_second":true}`: "requests_per_second"} {
+		_, err := ParseOptions([]byte(body), testAliases)
+		if !errors.As(err, &p) || p.Field != field || strings.Contains(p.Detail, "Go ") || strings.Contains(p.Detail, "reindex.") || strings.Contains(p.Detail, "float64") {
+			t.Errorf("%s: %#v, want a problem naming %q without Go types", body, err, field)
+		}
 	}
 	o, err := ParseOptions([]byte(`{"alias":"baedal_shops","shards":6}`), testAliases)
 	if err != nil || o.Slices != "auto" || o.RequestsPerSecond != -1 || o.RefreshDuringCopy != "-1" || o.Replicas != -1 || o.Shards != 6 {

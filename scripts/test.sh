@@ -34,7 +34,7 @@ go test -count=1 -timeout 30m ./...
 # their first find (0 execs/s); 1 s keeps them fuzzing.
 for target in ./catalog:FuzzParseEvents:250000 ./query:FuzzParseRequest:400000 \
               ./linkstore:FuzzDecodeProtoS2Dict:10000 ./linkstore:FuzzDecodeClickRequest:25000 \
-              ./feed:FuzzQueryValue:75000; do
+              ./feed:FuzzQueryValue:75000 ./api:FuzzRequestDecoding:50000; do
   IFS=: read -r pkg name count <<<"$target"
   go test "$pkg" -run '^$' -fuzz "^${name}\$" -fuzztime "${count}x" -fuzzminimizetime 1s
 done

@@ -98,9 +98,7 @@ func runLoad(ctx context.Context, args []string) error {
 
 // runFeed is `baedal feed seed`.
 func runFeed(ctx context.Context, args []string) error {
-	if len(args) == 0 || args[0] != "seed" {
-		return errors.New("usage: baedal feed seed --preset experiment|social [--users N] [--reset]; allowed subcommands: seed")
-	}
+	usage := errors.New("usage: baedal feed seed --preset experiment|social [--users N] [--reset]; allowed subcommands: seed")
 	fs := flag.NewFlagSet("feed seed", flag.ContinueOnError)
 	seedCfg := feed.SeedConfig{}
 	seedCfg.Flags(fs)
@@ -109,8 +107,13 @@ func runFeed(ctx context.Context, args []string) error {
 	backends := backend.Defaults()
 	backends.Flags(fs)
 	stateDir := fs.String("state-dir", localstack.Defaults().StateDir, "local stack to use for backends not given by flags")
-	if err := parse(fs, args[1:]); err != nil {
+	// The subcommand and the flags may come in any order.
+	positional, err := parseWithArgs(fs, args)
+	if err != nil {
 		return err
+	}
+	if len(positional) != 1 || positional[0] != "seed" {
+		return usage
 	}
 	if err := backendsFromStack(&backends, *stateDir); err != nil {
 		return err

@@ -36,13 +36,27 @@ func (c *logConfig) logger() (*slog.Logger, error) {
 	return nil, fmt.Errorf("log-format: got %q, allowed: text, json", c.format)
 }
 
-// parse parses args, then fills flags not given from BAEDAL_* variables.
+// parse parses args, flags in any position, then fills flags not given
+// from BAEDAL_* variables. A command that takes no positional arguments
+// refuses them.
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	positional, err := parseWithArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	if len(positional) > 0 {
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(positional, " "))
 	}
-	return flagenv.Apply(fs, "BAEDAL")
+	return nil
+}
+
+// parseWithArgs parses args with flags in any position (flagenv.ParseAnywhere),
+// fills flags not given from BAEDAL_* variables, and returns the positional
+// arguments.
+func parseWithArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	positional, err := flagenv.ParseAnywhere(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	return positional, flagenv.Apply(fs, "BAEDAL")
 }

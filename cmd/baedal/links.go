@@ -17,9 +17,7 @@ import (
 // migration mode (old-only → dual-write → shadow-read → new-only) and print
 // the shadow-read report.
 func runLinks(ctx context.Context, args []string) error {
-	if len(args) == 0 || args[0] != "mode" {
-		return errors.New("usage: baedal links mode [--set old-only|dual-write|shadow-read|new-only]; allowed subcommands: mode")
-	}
+	usage := errors.New("usage: baedal links mode [--set old-only|dual-write|shadow-read|new-only]; allowed subcommands: mode")
 	fs := flag.NewFlagSet("links mode", flag.ContinueOnError)
 	cfg := linkstore.DefaultConfig()
 	cfg.Flags(fs)
@@ -27,8 +25,13 @@ func runLinks(ctx context.Context, args []string) error {
 	redisCfg.Flags(fs)
 	stateDir := fs.String("state-dir", localstack.Defaults().StateDir, "local stack to use when --redis-addr is not given")
 	set := fs.String("set", "", "move to this mode (one step forward or back)")
-	if err := parse(fs, args[1:]); err != nil {
+	// The subcommand and the flags may come in any order.
+	positional, err := parseWithArgs(fs, args)
+	if err != nil {
 		return err
+	}
+	if len(positional) != 1 || positional[0] != "mode" {
+		return usage
 	}
 	if redisCfg.Addr == "" {
 		st, err := localstack.Load(*stateDir)

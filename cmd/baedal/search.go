@@ -12,7 +12,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/baedal/baedal/backend"
-	"github.com/baedal/baedal/internal/flagenv"
 	"github.com/baedal/baedal/internal/osapi"
 	"github.com/baedal/baedal/layout"
 	"github.com/baedal/baedal/localstack"
@@ -37,22 +36,16 @@ func runSearch(ctx context.Context, args []string) error {
 		fmt.Fprintf(fs.Output(), "usage: baedal search [flags] name=value ...\n\nname=value pairs are the /v1/search parameters: q, lat, lon, open_now, category, max_delivery_fee,\nmin_rating, min_price, max_price, max_total_fee, sort (%s), page, size, explain\n\n", strings.Join(query.Sorts(), ", "))
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := flagenv.Apply(fs, "BAEDAL"); err != nil {
+	positional, err := parseWithArgs(fs, args)
+	if err != nil {
 		return err
 	}
 	if err := errors.Join(idx.Validate(), scfg.Validate()); err != nil {
 		return err
 	}
-	params := url.Values{}
-	for _, kv := range fs.Args() {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return fmt.Errorf("search parameter %q: want name=value", kv)
-		}
-		params.Set(k, v)
+	params, err := searchParams(positional)
+	if err != nil {
+		return err
 	}
 	if l := params.Get("layout"); l != "" {
 		*kindName = l // the API's parameter works here too
@@ -96,4 +89,21 @@ func runSearch(ctx context.Context, args []string) error {
 		fmt.Fprintf(tw, "%d\t%s\t%v\t%d\t%d\t%.1f\t%s\n", sh.ID, sh.Name, sh.Open, sh.DeliveryMinutes, sh.DeliveryFee, sh.Rating, strings.Join(menus, ", "))
 	}
 	return tw.Flush()
+}
+
+// searchParams turns name=value arguments into search parameters; a name
+// given twice is refused, as the API refuses it.
+func searchParams(args []string) (url.Values, error) {
+	params := url.Values{}
+	for _, kv := range args {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("search parameter %q: want name=value (flags such as --layout may come anywhere)", kv)
+		}
+		if params.Has(k) {
+			return nil, fmt.Errorf("search parameter %q is given twice", k)
+		}
+		params.Set(k, v)
+	}
+	return params, nil
 }

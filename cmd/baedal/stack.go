@@ -31,7 +31,8 @@ func runUp(ctx context.Context, args []string) error {
 	}
 	apiAddrGiven := isFlagSet(fs, "addr")
 	log, err := logs.logger()
-	if err != nil {
+	// Every flag is checked before anything is installed or started.
+	if err := errors.Join(err, stack.Validate(), serve.API.Validate(), serve.Demo.Validate()); err != nil {
 		return err
 	}
 	start := time.Now()

@@ -37,3 +37,26 @@ func Apply(fs *flag.FlagSet, prefix string) error {
 	})
 	return err
 }
+
+// ParseAnywhere parses args with fs, flags and positional arguments in any
+// order ("q=pizza --layout nested" and "--layout nested q=pizza" are the
+// same), and returns the positional arguments in order. flag.Parse stops at
+// the first positional argument; this parses on after it. "--" ends the
+// flags: everything after it is positional.
+func ParseAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}

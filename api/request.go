@@ -1,0 +1,468 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// This file is the request-decoding layer every route goes through: strict
+// query parsing, the text rules of bodies, JSON decoding and canonical ids.
+// Its functions are pure (no server), so they are table-tested and fuzzed
+// without a backend.
+
+// ParseQuery parses a raw query string strictly. Unlike url.ParseQuery, which
+// r.URL.Query() uses and whose errors it drops, a parameter is never silently
+// lost or chosen: bad percent-encoding, a ';' (once a separator, now a
+// dropped pair), a parameter given twice, a name-less pair, and a name or
+// value that is not valid UTF-8 or holds a NUL are each a 400 problem naming
+// the parameter. Empty pairs ("a=1&&b=2") are skipped, as url.ParseQuery does.
+func ParseQuery(raw string) (url.Values, error) {
+	v := url.Values{}
+	for raw != "" {
+		var pair string
+		pair, raw, _ = strings.Cut(raw, "&")
+		if pair == "" {
+			continue
+		}
+		rawKey, rawValue, _ := strings.Cut(pair, "=")
+		name := queryName(rawKey)
+		if strings.Contains(pair, ";") {
+			return nil, BadRequest(name, "contains ';': separate parameters with '&' and write a literal ';' as %3B")
+		}
+		key, err := url.QueryUnescape(rawKey)
+		if err != nil {
+			return nil, BadRequest(name, "the parameter name has bad percent-encoding (a '%' must be followed by two hex digits)")
+		}
+		if key == "" {
+			return nil, BadRequest("query", fmt.Sprintf("the pair %q has no parameter name", truncate(pair, 40)))
+		}
+		if problem := textProblem(key); problem != "" {
+			return nil, BadRequest(name, "the parameter name "+problem)
+		}
+		value, err := url.QueryUnescape(rawValue)
+		if err != nil {
+			return nil, BadRequest(key, "bad percent-encoding (a '%' must be followed by two hex digits; a literal '%' is %25)")
+		}
+		if problem := textProblem(value); problem != "" {
+			return nil, BadRequest(key, problem)
+		}
+		if _, dup := v[key]; dup {
+			return nil, BadRequest(key, "is given more than once; give it once")
+		}
+		v[key] = []string{value}
+	}
+	return v, nil
+}
+
+// queryName is the best name of a raw parameter name for a problem: decoded
+// when it decodes to valid text, else the raw form, shortened.
+func queryName(rawKey string) string {
+	if k, err := url.QueryUnescape(rawKey); err == nil && k != "" && textProblem(k) == "" {
+		return truncate(k, 40)
+	}
+	if rawKey == "" {
+		return "query"
+	}
+	return truncate(strings.ToValidUTF8(rawKey, "\uFFFD"), 40)
+}
+
+// Query returns r's query parameters parsed by ParseQuery, refusing any
+// parameter not in allowed with a 400 naming it and listing allowed.
+func Query(r *http.Request, allowed ...string) (url.Values, error) {
+	v, err := ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, err
+	}
+	for name := range v {
+		if !slices.Contains(allowed, name) {
+			if len(allowed) == 0 {
+				return nil, BadRequest(name, "unknown parameter: this route takes no query parameters")
+			}
+			return nil, BadRequest(name, "unknown parameter", allowed...)
+		}
+	}
+	return v, nil
+}
+
+// CheckPath refuses a request path that is not valid UTF-8 or holds a NUL
+// (both can arrive percent-encoded): a 400 problem on the field "path".
+func CheckPath(path string) error {
+	if problem := textProblem(path); problem != "" {
+		return BadRequest("path", "the request path "+problem)
+	}
+	return nil
+}
+
+// textProblem says what is wrong with s as text, or "" when nothing is.
+func textProblem(s string) string {
+	if !utf8.ValidString(s) {
+		return "is not valid UTF-8"
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return "contains a NUL character (U+0000), which is not allowed"
+	}
+	return ""
+}
+
+// CheckBodyText refuses a request body that is not valid UTF-8 or that holds
+// a NUL character, raw or as the JSON escape \u0000: encoding/json would
+// silently turn invalid UTF-8 into U+FFFD, and PostgreSQL refuses NUL in
+// text. The problem names the JSON path of the offending string ("text",
+// "menus[2].name", "[3].fields.name" for the fourth value of an array or
+// NDJSON stream) when the body is JSON up to that string, else "body".
+func CheckBodyText(body []byte) error {
+	if utf8.Valid(body) && bytes.IndexByte(body, 0) < 0 && !bytes.Contains(body, []byte(`\u0000`)) {
+		return nil // the common case: one scan, no parse
+	}
+	path, problem := badTextPath(body)
+	if problem == "" {
+		switch {
+		case !utf8.Valid(body):
+			problem = "is not valid UTF-8"
+		case bytes.IndexByte(body, 0) >= 0:
+			problem = "contains a NUL byte, which is not allowed"
+		default:
+			return nil // a `\\u0000`: an escaped backslash, then "u0000"
+		}
+	}
+	if path == "" {
+		path = "body"
+	}
+	return BadRequest(path, problem)
+}
+
+// jsonFrame is one open container while walking a JSON body.
+type jsonFrame struct {
+	path     string
+	object   bool
+	index    int    // arrays: index of the current element
+	key      string // objects: the current key
+	wantsKey bool
+}
+
+// badTextPath walks the JSON values of body (one value, or a stream of them
+// such as NDJSON) and returns the path of the first key or string value that
+// is not valid UTF-8 or holds a NUL, and what is wrong with it. It returns
+// ("", "") when it finds none before the end or a syntax error.
+func badTextPath(body []byte) (path, problem string) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var stack []jsonFrame
+	top := -1 // index of the current top-level value
+	found, prevEnd := "", int64(0)
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		span := body[prevEnd:dec.InputOffset()]
+		prevEnd = dec.InputOffset()
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 && stack[len(stack)-1].object {
+				stack[len(stack)-1].wantsKey = true
+			}
+			if len(stack) == 0 && found != "" {
+				break
+			}
+			continue
+		}
+		// tok starts a value, or is an object key.
+		var at string
+		isKey := false
+		if len(stack) == 0 {
+			top++
+			at = "[" + strconv.Itoa(top) + "]"
+		} else {
+			f := &stack[len(stack)-1]
+			switch {
+			case f.object && f.wantsKey:
+				isKey = true
+				f.key, f.wantsKey = pathKey(tok), false
+				at = joinPath(f.path, f.key)
+			case f.object:
+				at = joinPath(f.path, f.key)
+				f.wantsKey = true
+			default:
+				f.index++
+				at = f.path + "[" + strconv.Itoa(f.index) + "]"
+			}
+		}
+		if found == "" {
+			if s, ok := tok.(string); ok {
+				switch {
+				case !utf8.Valid(span):
+					found, problem = at, "is not valid UTF-8"
+				case strings.IndexByte(s, 0) >= 0:
+					found, problem = at, "contains a NUL character (U+0000), which is not allowed"
+				}
+				if found != "" && isKey {
+					problem = "the key " + problem
+				}
+			}
+		}
+		if d, ok := tok.(json.Delim); ok {
+			stack = append(stack, jsonFrame{path: at, object: d == '{', index: -1, wantsKey: d == '{'})
+			continue
+		}
+		if len(stack) == 0 && found != "" {
+			break
+		}
+	}
+	if found == "" {
+		return "", ""
+	}
+	// A single value is named without its "[0]"; a stream keeps the index.
+	if top == 0 && !dec.More() {
+		found = strings.TrimPrefix(found, "[0]")
+		found = strings.TrimPrefix(found, ".")
+	}
+	return found, problem
+}
+
+// pathKey is an object key as a path element: valid text, NUL shown escaped.
+func pathKey(tok json.Token) string {
+	s, _ := tok.(string)
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	return strings.ReplaceAll(s, "\x00", `\u0000`)
+}
+
+func joinPath(parent, key string) string {
+	if parent == "" {
+		return key
+	}
+	return parent + "." + key
+}
+
+// ReadBody reads a whole request body, at most limit bytes. A larger body is
+// a 413 problem, a body that stops arriving before the read deadline is a 408
+// problem, and any other read failure (the client closed the connection) a
+// 400 problem: none carries the internal error.
+func ReadBody(body io.Reader, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		var netErr net.Error
+		switch {
+		case errors.As(err, &tooBig):
+			return nil, tooLarge(tooBig.Limit)
+		case errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()):
+			return nil, NewProblem(http.StatusRequestTimeout, "the request body did not arrive in time; send the whole body (Content-Length bytes) promptly")
+		}
+		return nil, BadRequest("body", "the request body could not be read: it ended before its declared length or the connection failed")
+	}
+	if int64(len(data)) > limit {
+		return nil, tooLarge(limit)
+	}
+	return data, nil
+}
+
+func tooLarge(limit int64) *Problem {
+	p := NewProblem(http.StatusRequestEntityTooLarge, "request body is larger than the limit of "+strconv.FormatInt(limit, 10)+" bytes")
+	p.Field = "body"
+	return p
+}
+
+// DecodeJSON reads r's body, at most limit bytes, and decodes exactly one
+// JSON object into v. Unknown fields, trailing data, wrong types and
+// malformed JSON are 400 problems naming the field (see JSONProblem); a
+// larger body is 413.
+func DecodeJSON(r *http.Request, limit int64, v any) error {
+	data, err := ReadBody(r.Body, limit)
+	if err != nil {
+		return err
+	}
+	return UnmarshalStrict(data, v)
+}
+
+// UnmarshalStrict decodes data, exactly one JSON value, into v with unknown
+// fields refused. Errors are 400 problems from JSONProblem.
+func UnmarshalStrict(data []byte, v any) error {
+	if err := CheckBodyText(data); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		p := JSONProblem(err, v)
+		if p.Field == "body" {
+			p.Field = failingField(data, v)
+		}
+		return p
+	}
+	if dec.More() {
+		return BadRequest("body", "must hold exactly one JSON value; got trailing data")
+	}
+	return nil
+}
+
+// JSONProblem turns an encoding/json decoding error into a 400 problem that
+// names the field and says what JSON it wants, in JSON's words: never a Go
+// type name. v, the decoding target, lists the allowed fields of an unknown
+// field; it may be nil.
+func JSONProblem(err error, v any) *Problem {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			field = "body"
+		}
+		return BadRequest(field, fmt.Sprintf("must be a JSON %s, got %s", JSONKind(typeErr.Type), typeErr.Value))
+	case errors.As(err, &syntaxErr):
+		return BadRequest("body", fmt.Sprintf("malformed JSON at byte %d: %s", syntaxErr.Offset, strings.TrimPrefix(syntaxErr.Error(), "json: ")))
+	case errors.Is(err, io.EOF):
+		return BadRequest("body", "empty body: send a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return BadRequest("body", "truncated JSON: the body ends inside a value")
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		if name == "" {
+			name = "body"
+		}
+		return BadRequest(name, "unknown field", JSONFields(v)...)
+	}
+	// Errors of UnmarshalJSON/UnmarshalText methods: their own words, less
+	// the method's Go name ("Time.UnmarshalJSON: ").
+	return BadRequest("body", "a value has the wrong form: "+goMethodPrefix.ReplaceAllString(strings.TrimPrefix(err.Error(), "json: "), ""))
+}
+
+var goMethodPrefix = regexp.MustCompile(`[A-Za-z0-9_.*()]+\.Unmarshal(JSON|Text): `)
+
+// failingField finds which top-level field of a JSON object fails to decode
+// into a fresh value of v's type, for errors encoding/json does not place
+// (those of UnmarshalJSON and UnmarshalText methods). It returns "body" when
+// no single field fails alone.
+func failingField(data []byte, v any) string {
+	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Pointer {
+		return "body"
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(data, &obj) != nil {
+		return "body"
+	}
+	keys := slices.Sorted(maps.Keys(obj))
+	for _, k := range keys {
+		one, _ := json.Marshal(map[string]json.RawMessage{k: obj[k]})
+		if json.Unmarshal(one, reflect.New(t.Elem()).Interface()) != nil {
+			return k
+		}
+	}
+	return "body"
+}
+
+// JSONKind names what JSON value a Go type decodes from: "object",
+// "integer number", "string"...
+func JSONKind(t reflect.Type) string {
+	if t == nil {
+		return "value"
+	}
+	if t.Implements(textUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
+		return "string"
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "integer number"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.String:
+		return "string"
+	case reflect.Map, reflect.Struct:
+		return "object"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Pointer:
+		return JSONKind(t.Elem())
+	}
+	return "value"
+}
+
+var textUnmarshaler = reflect.TypeFor[interface{ UnmarshalText([]byte) error }]()
+
+// JSONFields lists the JSON names of the top-level fields of the struct v
+// points to (nil for anything else), in declaration order.
+func JSONFields(v any) []string {
+	t := reflect.TypeOf(v)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch name {
+		case "-":
+			continue
+		case "":
+			name = f.Name
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+// ParseID parses an id written the canonical way: decimal digits with no
+// sign, no leading zero, no spaces, in 1..max. "+5", "007", "5 " and "0x5"
+// are refused, so one id has exactly one spelling (in URLs and caches too).
+func ParseID(s string, max int64) (int64, bool) {
+	if s == "" || len(s) > 19 || s[0] == '0' {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 1 || n > max {
+		return 0, false
+	}
+	return n, true
+}
+
+// ParseInt parses an integer written the canonical way (an optional '-',
+// then digits without a leading zero; "0" itself) in lo..hi. A problem
+// names the parameter and the range.
+func ParseInt(name, s string, lo, hi int64) (int64, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || strconv.FormatInt(n, 10) != s || n < lo || n > hi {
+		return 0, BadRequest(name, fmt.Sprintf("must be an integer in %d..%d written in plain decimal, got %q", lo, hi, truncate(s, 40)))
+	}
+	return n, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
