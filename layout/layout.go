@@ -14,6 +14,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // Kind names a layout.
@@ -36,9 +38,58 @@ func ParseKind(s string) (Kind, error) {
 
 // IndexSettings are the per-index settings a deployment tunes.
 type IndexSettings struct {
-	Shards          int
-	Replicas        int
+	Shards int
+	// Replicas is a fixed count ("0", "1", ... "8") or an auto-expanding
+	// range "MIN-MAX" (MAX may be "all"): OpenSearch then keeps as many
+	// replicas as the cluster has data nodes beyond the first, within the
+	// range. The default "0-1" gives one replica on a cluster of two or more
+	// data nodes and none on a single node, where a replica could never be
+	// assigned (the index would stay yellow).
+	Replicas        string
 	RefreshInterval string // e.g. "1s"; "-1" disables refresh
+}
+
+// DefaultReplicas is the replica setting of every index unless configured.
+const DefaultReplicas = "0-1"
+
+// ReplicaSettings returns the index settings that apply Replicas: either
+// number_of_replicas with auto-expansion off, or auto_expand_replicas.
+func (s IndexSettings) ReplicaSettings() map[string]any {
+	return ReplicaSettings(s.Replicas)
+}
+
+// ReplicaSettings returns the index settings of a replica setting (see
+// IndexSettings.Replicas); an invalid one yields the default.
+func ReplicaSettings(replicas string) map[string]any {
+	if _, _, err := parseReplicas(replicas); err != nil {
+		replicas = DefaultReplicas
+	}
+	if n, err := strconv.Atoi(replicas); err == nil {
+		return map[string]any{"number_of_replicas": n, "auto_expand_replicas": "false"}
+	}
+	return map[string]any{"auto_expand_replicas": replicas}
+}
+
+// parseReplicas checks a replica setting: "N" (0..8) or "MIN-MAX" (MAX a
+// number >= MIN, up to 8, or "all").
+func parseReplicas(s string) (lo int, hi string, err error) {
+	if n, err := strconv.Atoi(s); err == nil {
+		if n < 0 || n > 8 {
+			return 0, "", fmt.Errorf("got %d, allowed: 0..8 or a range like 0-1", n)
+		}
+		return n, s, nil
+	}
+	a, b, ok := strings.Cut(s, "-")
+	lo, err = strconv.Atoi(a)
+	if !ok || err != nil || lo < 0 || lo > 8 {
+		return 0, "", fmt.Errorf("got %q, allowed: a count 0..8 or a range MIN-MAX like 0-1 or 0-all", s)
+	}
+	if b != "all" {
+		if h, err := strconv.Atoi(b); err != nil || h < lo || h > 8 {
+			return 0, "", fmt.Errorf("got %q, allowed: a count 0..8 or a range MIN-MAX like 0-1 or 0-all", s)
+		}
+	}
+	return lo, b, nil
 }
 
 // Validate names the first invalid field; prefix is the index role.
@@ -46,8 +97,8 @@ func (s IndexSettings) Validate(prefix string) error {
 	if s.Shards < 1 || s.Shards > 64 {
 		return fmt.Errorf("%s-shards: got %d, allowed: 1..64", prefix, s.Shards)
 	}
-	if s.Replicas < 0 || s.Replicas > 8 {
-		return fmt.Errorf("%s-replicas: got %d, allowed: 0..8", prefix, s.Replicas)
+	if _, _, err := parseReplicas(s.Replicas); err != nil {
+		return fmt.Errorf("%s-replicas: %w", prefix, err)
 	}
 	if s.RefreshInterval == "" {
 		return fmt.Errorf("%s-refresh-interval: must not be empty (e.g. 1s, or -1 to disable)", prefix)
@@ -64,10 +115,11 @@ type Config struct {
 	Menus  IndexSettings
 }
 
-// Defaults returns one shard, no replica (a single local node) and a 1 s
-// refresh for every index.
+// Defaults returns one shard, replicas "0-1" (one replica when the cluster
+// has two or more data nodes, none on a single node) and a 1 s refresh for
+// every index.
 func Defaults() Config {
-	one := IndexSettings{Shards: 1, Replicas: 0, RefreshInterval: "1s"}
+	one := IndexSettings{Shards: 1, Replicas: DefaultReplicas, RefreshInterval: "1s"}
 	return Config{Prefix: "baedal_", Nested: one, Shops: one, Menus: one}
 }
 
@@ -79,7 +131,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 		set  *IndexSettings
 	}{{"nested", &c.Nested}, {"shops", &c.Shops}, {"menus", &c.Menus}} {
 		fs.IntVar(&s.set.Shards, s.name+"-shards", s.set.Shards, "primary shards of the "+s.name+" index")
-		fs.IntVar(&s.set.Replicas, s.name+"-replicas", s.set.Replicas, "replicas of the "+s.name+" index")
+		fs.StringVar(&s.set.Replicas, s.name+"-replicas", s.set.Replicas, "replicas of the "+s.name+" index: a count (0..8) or an auto-expanding range like 0-1 (one replica once there are two data nodes)")
 		fs.StringVar(&s.set.RefreshInterval, s.name+"-refresh-interval", s.set.RefreshInterval, "refresh interval of the "+s.name+" index")
 	}
 }

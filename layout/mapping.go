@@ -122,17 +122,20 @@ func (c *Config) IndexBody(role string) ([]byte, error) {
 		return nil, errUnknownRole(role)
 	}
 	s := c.Settings(role)
+	index := map[string]any{
+		"number_of_shards": s.Shards,
+		"refresh_interval": s.RefreshInterval,
+		// A shop has up to ~150 menus; the default nested limit is 10,000.
+		"mapping.nested_objects.limit": 10000,
+		// Candidates travel between steps as a terms filter on ids.
+		"max_terms_count": 1000000,
+	}
+	for k, v := range s.ReplicaSettings() {
+		index[k] = v
+	}
 	return json.Marshal(map[string]any{
 		"settings": map[string]any{
-			"index": map[string]any{
-				"number_of_shards":   s.Shards,
-				"number_of_replicas": s.Replicas,
-				"refresh_interval":   s.RefreshInterval,
-				// A shop has up to ~150 menus; the default nested limit is 10,000.
-				"mapping.nested_objects.limit": 10000,
-				// Candidates travel between steps as a terms filter on ids.
-				"max_terms_count": 1000000,
-			},
+			"index":    index,
 			"analysis": analysis(),
 		},
 		"mappings": map[string]any{"dynamic": "strict", "properties": props},

@@ -104,7 +104,9 @@ type Options struct {
 	Body json.RawMessage `json:"body,omitempty"`
 	// Shards of the new index; 0 = from Body, else the source's.
 	Shards int `json:"shards,omitempty"`
-	// Replicas after the copy; -1 = the source's.
+	// Replicas after the copy; -1 = the layout's configured setting for the
+	// role (--nested-replicas etc., by default auto-expanding 0-1: one
+	// replica once the cluster has two data nodes).
 	Replicas int `json:"replicas"`
 	// RefreshInterval after the copy; "" = the source's.
 	RefreshInterval string `json:"refresh_interval,omitempty"`
@@ -121,7 +123,8 @@ type Options struct {
 }
 
 // DefaultOptions returns slices auto, unthrottled, no replica and no refresh
-// during the copy, batches of 1,000, replicas and refresh as the source's.
+// during the copy, batches of 1,000, replicas as configured for the layout and
+// refresh as the source's.
 func DefaultOptions() Options {
 	return Options{Replicas: -1, Slices: "auto", RequestsPerSecond: -1, ReplicasDuringCopy: 0, RefreshDuringCopy: "-1", BatchSize: 1000}
 }
@@ -131,7 +134,7 @@ func DefaultOptions() Options {
 func (o *Options) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Alias, "alias", o.Alias, "alias to rebuild, e.g. baedal_shops_nested")
 	fs.IntVar(&o.Shards, "shards", o.Shards, "primary shards of the new index (0 = the body's, else the source's)")
-	fs.IntVar(&o.Replicas, "replicas", o.Replicas, "replicas of the new index after the copy (-1 = the source's)")
+	fs.IntVar(&o.Replicas, "replicas", o.Replicas, "replicas of the new index after the copy (-1 = the layout's configured setting, by default 0-1)")
 	fs.StringVar(&o.RefreshInterval, "refresh-interval", o.RefreshInterval, "refresh interval after the copy (empty = the source's)")
 	fs.StringVar(&o.Slices, "slices", o.Slices, "parallel copy slices: auto (one per source shard) or 1..64")
 	fs.Float64Var(&o.RequestsPerSecond, "requests-per-second", o.RequestsPerSecond, "copy throttle in documents per second; -1 = unthrottled")

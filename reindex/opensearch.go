@@ -159,7 +159,10 @@ func targetBody(body []byte, shards, replicas int, refresh string) ([]byte, erro
 	if shards > 0 {
 		index["number_of_shards"] = shards
 	}
+	// The layout's body may auto-expand replicas; during the copy the
+	// count is fixed (restore sets the configured setting back).
 	index["number_of_replicas"] = replicas
+	index["auto_expand_replicas"] = "false"
 	index["refresh_interval"] = refresh
 	settings["index"] = index
 	b["settings"] = settings

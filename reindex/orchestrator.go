@@ -110,7 +110,12 @@ func (o *Orchestrator) Start(ctx context.Context, opts Options) (Status, error) 
 		Replicas: opts.Replicas, Refresh: opts.RefreshInterval, Partitions: o.cfg.Log.Partitions, Created: time.Now().UTC(),
 	}
 	if spec.Replicas < 0 {
-		spec.Replicas = src.Replicas
+		// The configured setting, not the source's count: a source created
+		// with 0 replicas (or auto-expanded on one node) must not carry
+		// that over to a cluster that can hold replicas.
+		spec.Replicas, spec.ReplicaSetting = src.Replicas, o.cfg.Layout.Settings(role).Replicas
+	} else {
+		spec.ReplicaSetting = strconv.Itoa(spec.Replicas)
 	}
 	if spec.Refresh == "" {
 		spec.Refresh = src.RefreshInterval
@@ -380,7 +385,12 @@ func (o *Orchestrator) restore(ctx context.Context, st Status, fields map[string
 		return "", err
 	}
 	start := time.Now()
-	if err := putSettings(ctx, o.os, st.Target, map[string]any{"number_of_replicas": st.Replicas, "refresh_interval": st.Refresh}); err != nil {
+	settings := map[string]any{"number_of_replicas": st.Replicas, "auto_expand_replicas": "false"}
+	if st.ReplicaSetting != "" {
+		settings = layout.ReplicaSettings(st.ReplicaSetting)
+	}
+	settings["refresh_interval"] = st.Refresh
+	if err := putSettings(ctx, o.os, st.Target, settings); err != nil {
 		return "", err
 	}
 	if err := refresh(ctx, o.os, st.Target); err != nil {
@@ -390,7 +400,7 @@ func (o *Orchestrator) restore(ctx context.Context, st Status, fields map[string
 		return "", err
 	}
 	secs := time.Since(start).Seconds()
-	o.log.Info("target restored", "job", st.ID, "replicas", st.Replicas, "refresh_interval", st.Refresh, "replica_build_seconds", secs)
+	o.log.Info("target restored", "job", st.ID, "replicas", st.ReplicaSetting, "refresh_interval", st.Refresh, "replica_build_seconds", secs)
 	if err := o.store.set(ctx, st.ID, fTimings+"replica_build", strconv.FormatFloat(secs, 'f', 3, 64)); err != nil {
 		return "", err
 	}

@@ -102,7 +102,8 @@ func TestTargetBodySetsCopySettingsAndDropsAliases(t *testing.T) {
 		t.Fatal(err)
 	}
 	idx := b.Settings.Index
-	if idx["number_of_shards"] != 6.0 || idx["number_of_replicas"] != 0.0 || idx["refresh_interval"] != "-1" || idx["analysis"] == nil {
+	if idx["number_of_shards"] != 6.0 || idx["number_of_replicas"] != 0.0 || idx["refresh_interval"] != "-1" || idx["analysis"] == nil ||
+		idx["auto_expand_replicas"] != "false" {
 		t.Errorf("index settings %v", idx)
 	}
 	if b.Aliases != nil || b.Mappings["dynamic"] != "strict" {

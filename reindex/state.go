@@ -44,6 +44,10 @@ type Spec struct {
 	Target     string    `json:"target"`
 	Options    Options   `json:"options"`
 	Replicas   int       `json:"final_replicas"`
+	// ReplicaSetting is what restore sets: a count or an auto-expanding
+	// range (layout.IndexSettings.Replicas). Jobs stored before it existed
+	// have it empty and restore Replicas.
+	ReplicaSetting string `json:"final_replica_setting,omitempty"`
 	Refresh    string    `json:"final_refresh_interval"`
 	Partitions int       `json:"partitions"`
 	Created    time.Time `json:"created"`

@@ -336,7 +336,7 @@ type source struct {
 func (e *env) source(ctx context.Context, name string, shards int) (*source, error) {
 	lc := layout.Defaults()
 	lc.Prefix = e.ns + "_" + name + "_"
-	lc.Nested.Shards, lc.Nested.Replicas = shards, 0
+	lc.Nested.Shards, lc.Nested.Replicas = shards, "0"
 	if err := lc.EnsureIndices(ctx, e.os, layout.Nested); err != nil {
 		return nil, err
 	}
