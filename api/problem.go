@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
+	"time"
 )
 
 // Problem is an RFC 9457 problem body. Every error the API returns is one.
@@ -16,6 +18,10 @@ type Problem struct {
 	Field string `json:"field,omitempty"`
 	// Allowed lists the values the field accepts, when it is an enum.
 	Allowed []string `json:"allowed,omitempty"`
+	// Unavailable names the backend or layout that cannot answer now (503).
+	Unavailable string `json:"unavailable,omitempty"`
+	// RetryAfter, when set, is sent as the Retry-After header (seconds).
+	RetryAfter time.Duration `json:"-"`
 }
 
 // Error lets handlers return a problem as an error.
@@ -31,21 +37,38 @@ func NewProblem(status int, detail string) *Problem {
 	return &Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail}
 }
 
-// WriteProblem writes err as a problem body. A *Problem keeps its status;
-// a body over the size limit is 413; anything else is a 500 whose detail is
-// generic, so internal errors never leak to clients (they are logged).
-func WriteProblem(w http.ResponseWriter, err error) {
+// ProblemOf is the one mapping from errors to HTTP for the whole server. A
+// *Problem keeps its status; a body over the size limit is 413; a backend or
+// layout that cannot answer now (IsUnavailable) is 503 with Retry-After,
+// naming it; anything else is a 500 whose detail is generic. Details never
+// carry internals: the error itself is logged, not sent.
+func ProblemOf(err error) *Problem {
 	var p *Problem
 	var tooBig *http.MaxBytesError
+	var ue *UnavailableError
 	switch {
 	case errors.As(err, &p):
+		return p
 	case errors.As(err, &tooBig):
-		p = NewProblem(http.StatusRequestEntityTooLarge, "request body is larger than the limit of "+itoa(tooBig.Limit)+" bytes")
-	default:
-		p = NewProblem(http.StatusInternalServerError, "internal error; see the server log")
+		return NewProblem(http.StatusRequestEntityTooLarge, "request body is larger than the limit of "+itoa(tooBig.Limit)+" bytes")
+	case errors.As(err, &ue):
+		return unavailableProblem(ue.What, ue.RetryAfter)
 	}
+	if what, ok := IsUnavailable(err); ok {
+		return unavailableProblem(what, 0)
+	}
+	return NewProblem(http.StatusInternalServerError, "internal error; see the server log")
+}
+
+// WriteProblem writes err as a problem body (ProblemOf), with Retry-After
+// when the problem has one.
+func WriteProblem(w http.ResponseWriter, err error) {
+	p := ProblemOf(err)
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if p.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((p.RetryAfter+time.Second-1)/time.Second)))
+	}
 	w.WriteHeader(p.Status)
 	_ = json.NewEncoder(w).Encode(p)
 }

@@ -219,7 +219,11 @@ func (s *Server) register(pattern string, admin bool, h HandlerFunc) {
 			var p *Problem
 			var tooBig *http.MaxBytesError
 			if !errors.As(err, &p) && !errors.As(err, &tooBig) {
-				s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+				if what, ok := IsUnavailable(err); ok {
+					s.log.Warn("request refused: unavailable", "method", r.Method, "path", r.URL.Path, "unavailable", what, "err", err)
+				} else {
+					s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+				}
 			}
 			if errors.As(err, &p) && p.Status == http.StatusRequestTimeout {
 				w.Header().Set("Connection", "close") // the rest of the body may still come

@@ -190,6 +190,9 @@ func Open(ctx context.Context, cfg Config) (*Clients, error) {
 		return nil, fmt.Errorf("backend: postgres url: %s", redactedError(err, cfg.Postgres.URL))
 	}
 	pgcfg.ConnConfig.ConnectTimeout = cfg.Postgres.ConnectTimeout
+	if dial := pgcfg.ConnConfig.DialFunc; dial != nil {
+		pgcfg.ConnConfig.DialFunc = postgresDialer(dial)
+	}
 	pgcfg.MaxConns = int32(cfg.Postgres.MaxConns)
 	c.Postgres, err = pgxpool.NewWithConfig(ctx, pgcfg)
 	if err != nil {
@@ -200,14 +203,18 @@ func Open(ctx context.Context, cfg Config) (*Clients, error) {
 }
 
 // NewRedis is a client for one Redis server with the configured timeouts.
+// Its errors that mean Redis cannot answer now are UnavailableErrors.
 func NewRedis(cfg RedisConfig, addr string) *redis.Client {
-	return redis.NewClient(&redis.Options{
+	c := redis.NewClient(&redis.Options{
 		Addr:         addr,
+		Dialer:       redisDialer(cfg.DialTimeout),
 		DialTimeout:  cfg.DialTimeout,
 		ReadTimeout:  cfg.ReadTimeout,
 		WriteTimeout: cfg.WriteTimeout,
 		PoolSize:     cfg.PoolSize,
 	})
+	c.AddHook(redisUnavailableHook{})
+	return c
 }
 
 // Close releases every pool.

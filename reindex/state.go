@@ -37,20 +37,20 @@ const (
 
 // Spec is what a job does; it never changes after Start.
 type Spec struct {
-	ID         string    `json:"id"`
-	Alias      string    `json:"alias"`
-	Role       string    `json:"role"`
-	Source     string    `json:"source"`
-	Target     string    `json:"target"`
-	Options    Options   `json:"options"`
-	Replicas   int       `json:"final_replicas"`
+	ID       string  `json:"id"`
+	Alias    string  `json:"alias"`
+	Role     string  `json:"role"`
+	Source   string  `json:"source"`
+	Target   string  `json:"target"`
+	Options  Options `json:"options"`
+	Replicas int     `json:"final_replicas"`
 	// ReplicaSetting is what restore sets: a count or an auto-expanding
 	// range (layout.IndexSettings.Replicas). Jobs stored before it existed
 	// have it empty and restore Replicas.
-	ReplicaSetting string `json:"final_replica_setting,omitempty"`
-	Refresh    string    `json:"final_refresh_interval"`
-	Partitions int       `json:"partitions"`
-	Created    time.Time `json:"created"`
+	ReplicaSetting string    `json:"final_replica_setting,omitempty"`
+	Refresh        string    `json:"final_refresh_interval"`
+	Partitions     int       `json:"partitions"`
+	Created        time.Time `json:"created"`
 }
 
 // Status is a job as `status` shows it.

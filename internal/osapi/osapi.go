@@ -31,6 +31,40 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("opensearch %s %s: HTTP %d: %s", e.Method, e.Path, e.Status, e.Body)
 }
 
+// UnavailableBackend names OpenSearch when the status means it cannot
+// answer now (429, 502, 503, 504: overloaded, no shard copy available, all
+// shards failed, a red index, a gateway timeout), and is "" otherwise
+// (api.BackendUnavailable).
+func (e *StatusError) UnavailableBackend() string {
+	switch e.Status {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return "opensearch"
+	}
+	return ""
+}
+
+// TransportError is a request that got no response: no endpoint reachable,
+// a connection reset, a timeout.
+type TransportError struct {
+	Method, Path string
+	Err          error
+}
+
+func (e *TransportError) Error() string {
+	return fmt.Sprintf("opensearch %s %s: %v", e.Method, e.Path, e.Err)
+}
+
+func (e *TransportError) Unwrap() error { return e.Err }
+
+// UnavailableBackend names OpenSearch unless the caller cancelled the
+// request (api.BackendUnavailable).
+func (e *TransportError) UnavailableBackend() string {
+	if errors.Is(e.Err, context.Canceled) {
+		return ""
+	}
+	return "opensearch"
+}
+
 // IsStatus reports whether err is an OpenSearch response with that status.
 func IsStatus(err error, status int) bool {
 	var se *StatusError
@@ -76,7 +110,7 @@ func (c *Client) DoContentType(ctx context.Context, method, path, contentType st
 	}
 	resp, err := c.os.Perform(req)
 	if err != nil {
-		return fmt.Errorf("opensearch %s %s: %w", method, path, err)
+		return &TransportError{Method: method, Path: path, Err: err}
 	}
 	defer resp.Body.Close()
 	limited := io.LimitReader(resp.Body, MaxBody)

@@ -183,7 +183,14 @@ func (t *Transport) Close() error {
 
 // ErrAllFailed is returned (wrapped, with each endpoint's error) when no
 // endpoint answered.
-var ErrAllFailed = errors.New("osread: every endpoint failed")
+var ErrAllFailed error = allFailed{}
+
+// allFailed is ErrAllFailed: it says the backend is unavailable
+// (api.BackendUnavailable), so an API route answers it 503.
+type allFailed struct{}
+
+func (allFailed) Error() string              { return "osread: every endpoint failed" }
+func (allFailed) UnavailableBackend() string { return "opensearch" }
 
 // RoundTrip sends req to the best endpoint. On a transport error or a 502,
 // 503 or 504 it retries on the next-best endpoint when the request can be

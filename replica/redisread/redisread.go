@@ -253,7 +253,14 @@ func (c *ReadClient) Close() error {
 
 // ErrAllFailed is returned (wrapped, with each server's error) by Do when no
 // server could answer.
-var ErrAllFailed = errors.New("redisread: every server failed")
+var ErrAllFailed error = allFailed{}
+
+// allFailed is ErrAllFailed: it says the backend is unavailable
+// (api.BackendUnavailable), so an API route answers it 503.
+type allFailed struct{}
+
+func (allFailed) Error() string              { return "redisread: every server failed" }
+func (allFailed) UnavailableBackend() string { return "redis" }
 
 // Do runs fn on the best replica; when that server fails it runs fn again on
 // the next-best, and finally on the primary. fn must be a read: it may run
