@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,8 +48,11 @@ type Config struct {
 	// Indexer includes the index layout (names, shards) and the event log.
 	Indexer indexer.Config
 	Search  searcher.Config
-	Feed    feed.Config
-	Links   linkstore.Config
+	// Fallback lets a search that named no layout be answered by another
+	// layout when its own is unavailable.
+	Fallback searcher.FallbackConfig
+	Feed     feed.Config
+	Links    linkstore.Config
 	// Reindex is the live reindex orchestrator (admin endpoints).
 	Reindex reindex.Config
 	// RedisReads picks the Redis read replica of timeline and link reads
@@ -77,7 +81,7 @@ func Defaults() Config {
 	demo.Shops = 0
 	return Config{
 		API: api.Defaults(), Backends: backend.Defaults(), Indexer: indexer.Defaults(),
-		Search: searcher.Defaults(), Feed: feed.Defaults(), Links: linkstore.DefaultConfig(), Reindex: reindex.Defaults(), Demo: demo,
+		Search: searcher.Defaults(), Fallback: searcher.DefaultFallback(), Feed: feed.Defaults(), Links: linkstore.DefaultConfig(), Reindex: reindex.Defaults(), Demo: demo,
 		Workers: true, HealthTimeout: 2 * time.Second,
 	}
 }
@@ -90,6 +94,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	c.Indexer.Layout.Flags(fs)
 	c.Indexer.Log.Flags(fs)
 	c.Search.Flags(fs)
+	c.Fallback.Flags(fs)
 	c.Feed.Flags(fs)
 	c.Links.Flags(fs)
 	c.Reindex.Flags(fs)
@@ -103,7 +108,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 // Validate checks every component and joins the errors.
 func (c *Config) Validate() error {
 	errs := []error{c.API.Validate(), c.Backends.Validate(), c.Indexer.Validate(),
-		c.Search.Validate(), c.Feed.Validate(), c.Links.Validate(), c.RedisReads.Validate(), c.OpenSearchReads.Validate(), c.Demo.Validate()}
+		c.Search.Validate(), c.Fallback.Validate(), c.Feed.Validate(), c.Links.Validate(), c.RedisReads.Validate(), c.OpenSearchReads.Validate(), c.Demo.Validate()}
 	if c.HealthTimeout <= 0 {
 		errs = append(errs, errors.New("health-timeout: must be > 0"))
 	}
@@ -163,7 +168,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		return err
 	}
 	eventlog.RegisterRoutes(srv, evlog)
-	searcher.RegisterRoutes(srv, searcher.New(osc, cfg.Indexer.Layout, cfg.Search, reg))
+	lag := func(ctx context.Context, k layout.Kind) (time.Duration, error) {
+		return indexerLag(ctx, evlog, cfg.Indexer.Log.Partitions, k)
+	}
+	searcher.RegisterRoutes(srv, searcher.New(osc, cfg.Indexer.Layout, cfg.Search, reg),
+		searcher.NewFallback(cfg.Fallback, cfg.Indexer.Layouts, lag, reg))
+	srv.Handle("GET /readyz", readyHandler(cfg.Indexer.Layout, cfg.Indexer.Layouts, osc, cfg.HealthTimeout))
 	console.RegisterRoutes(srv, console.Deps{Search: true, Gatherer: reg})
 
 	// S2: live reindex, behind the admin token.
@@ -233,7 +243,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	g.Go(func() error {
 		// The indexer starts only once the aliases exist: a bulk write to a
 		// missing alias would auto-create a concrete index in its place.
-		if !ensureIndices(gctx, cfg.Indexer.Layout, osc, log) || !cfg.Workers {
+		if !ensureIndices(gctx, cfg.Indexer.Layout, cfg.Indexer.Layouts, osc, log) || !cfg.Workers {
 			return nil
 		}
 		return indexer.Run(gctx, cfg.Indexer, clients, log, reg)
@@ -267,12 +277,56 @@ func healthHandler(clients *backend.Clients, timeout time.Duration) api.HandlerF
 	}
 }
 
+// readyHandler reports, per layout, the health and replica count of every
+// index: 200 when every layout answers complete results (all primaries
+// active: green or yellow), else 503 with Retry-After.
+func readyHandler(idx layout.Config, kinds []layout.Kind, osc *osapi.Client, timeout time.Duration) api.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if _, err := api.Query(r); err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		status, code := "ready", http.StatusOK
+		layouts := make([]layout.Health, len(kinds))
+		for i, k := range kinds {
+			layouts[i] = idx.Health(ctx, osc, k)
+			if !layouts[i].Searchable() {
+				status, code = "unavailable", http.StatusServiceUnavailable
+			}
+		}
+		if code != http.StatusOK {
+			w.Header().Set("Retry-After", strconv.Itoa(int(api.DefaultRetryAfter/time.Second)))
+		}
+		api.WriteJSON(w, code, map[string]any{"status": status, "layouts": layouts})
+		return nil
+	}
+}
+
+// indexerLag is the indexer lag of layout k: the age of the oldest event no
+// indexer of the layout has taken yet, over every partition.
+func indexerLag(ctx context.Context, evlog *eventlog.Log, partitions int, k layout.Kind) (time.Duration, error) {
+	var worst time.Duration
+	for p := range partitions {
+		b, err := evlog.Consumer(indexer.GroupName(k), p).Backlog(ctx)
+		if err != nil {
+			return 0, err
+		}
+		worst = max(worst, b.OldestUndelivered)
+	}
+	return worst, nil
+}
+
 // ensureIndices creates the layouts' indices, retrying while OpenSearch is
 // unreachable, so the server starts (and /healthz reports) without it. It
 // returns false if ctx ended first.
-func ensureIndices(ctx context.Context, idx layout.Config, osc *osapi.Client, log *slog.Logger) bool {
+func ensureIndices(ctx context.Context, idx layout.Config, kinds []layout.Kind, osc *osapi.Client, log *slog.Logger) bool {
 	for {
-		err := errors.Join(idx.EnsureIndices(ctx, osc, layout.Nested), idx.EnsureIndices(ctx, osc, layout.Split))
+		var errs []error
+		for _, k := range kinds {
+			errs = append(errs, idx.EnsureIndices(ctx, osc, k))
+		}
+		err := errors.Join(errs...)
 		if err == nil {
 			return true
 		}

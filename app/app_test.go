@@ -21,7 +21,8 @@ func TestMain(m *testing.M) { os.Exit(stacktest.Main(m)) }
 
 // TestHealthzReportsADownBackend serves against the real stack's OpenSearch
 // and PostgreSQL and a Redis of its own, then kills that Redis (by PID) while
-// the server runs: /healthz must turn 503 and name Redis as the one down.
+// the server runs: /healthz must turn 503 and name Redis as the one down,
+// and routes that need Redis answer 503 with Retry-After naming it.
 func TestHealthzReportsADownBackend(t *testing.T) {
 	st := stacktest.Require(t)
 	redisAddr, killRedis := startRedis(t)
@@ -36,8 +37,12 @@ func TestHealthzReportsADownBackend(t *testing.T) {
 	addr := serve(t, cfg)
 
 	checkHealth(t, addr, http.StatusOK, true)
+	waitReady(t, addr, cfg.Indexer.Layouts, 0) // one node: auto-expand 0-1 gives 0 replicas
 	killRedis()
 	checkHealth(t, addr, http.StatusServiceUnavailable, false)
+	// A route that needs the Redis that is down answers 503, not 500.
+	checkUnavailable(t, addr, "POST", "/v1/events", `{"type":"shop","id":1,"version":1,"op":"delete"}`, "redis")
+	checkUnavailable(t, addr, "GET", "/v1/users/1/feed", "", "redis")
 }
 
 // With several OpenSearch URLs every request goes through the C3 endpoint

@@ -96,6 +96,7 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 	table := map[string]hostileRoute{
 		"GET /metrics":                       {sample: "/metrics"},
 		"GET /healthz":                       {sample: "/healthz"},
+		"GET /readyz":                        {sample: "/readyz", cases: []hostileCase{{target: "/readyz?verbose=1", status: 400, field: "verbose"}}},
 		"GET /{$}":                           {sample: "/"},
 		"GET /console/":                      {sample: "/console/"},
 		"GET /console/api/meta":              {sample: "/console/api/meta"},

@@ -10,11 +10,22 @@ import (
 )
 
 // RegisterRoutes serves GET /v1/search. The layout parameter picks split (the
-// default) or the nested baseline, for comparison.
-func RegisterRoutes(s *api.Server, srch *Searcher) {
+// default) or the nested baseline, for comparison. fb, if not nil, answers
+// a search that named no layout from another layout when the default one is
+// unavailable (see Fallback).
+//
+// A layout that cannot answer (OpenSearch unreachable, failed shards, a red
+// index, a timeout) is a 503 with Retry-After naming the layout, never a
+// 500.
+func RegisterRoutes(s *api.Server, srch *Searcher, fb ...*Fallback) {
+	var fallback *Fallback
+	if len(fb) > 0 {
+		fallback = fb[0]
+	}
 	s.Handle("GET /v1/search", func(w http.ResponseWriter, r *http.Request) error {
 		params := r.URL.Query()
 		kind := layout.Split
+		named := params.Get("layout") != ""
 		if l := params.Get("layout"); l != "" {
 			k, err := layout.ParseKind(l)
 			if err != nil {
@@ -31,15 +42,23 @@ func RegisterRoutes(s *api.Server, srch *Searcher) {
 			return err
 		}
 		resp, err := srch.Search(r.Context(), req, kind)
-		if errors.Is(err, ErrTimeout) {
-			return api.NewProblem(http.StatusGatewayTimeout, err.Error())
-		}
-		if errors.Is(err, ErrPartialResults) {
-			return api.NewProblem(http.StatusBadGateway, "OpenSearch answered with partial results (failed shards or a timeout); retry")
+		if err != nil && !named && unavailable(err) && r.Context().Err() == nil {
+			// A search that named no layout may be answered by an
+			// equivalent one; a search that named one never is.
+			if fresp, ferr := fallback.Search(r.Context(), srch, req, kind); ferr == nil {
+				resp, err = fresp, nil
+			}
 		}
 		if r.Context().Err() != nil {
 			// The client went away: nothing to answer, nothing to log.
 			return api.NewProblem(499, "client closed the request")
+		}
+		if err != nil && unavailable(err) {
+			retry := api.DefaultRetryAfter
+			if fallback != nil {
+				retry = fallback.cfg.RetryAfter
+			}
+			return api.Unavailable("layout "+string(kind), retry, err)
 		}
 		if err != nil {
 			return err

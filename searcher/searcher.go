@@ -125,13 +125,16 @@ type Explain struct {
 
 // Response is a page of results.
 type Response struct {
-	Layout  string    `json:"layout"`
-	Total   int       `json:"total"`
-	Page    int       `json:"page"`
-	Size    int       `json:"size"`
-	TookMs  float64   `json:"took_ms"`
-	Shops   []ShopHit `json:"shops"`
-	Explain *Explain  `json:"explain,omitempty"`
+	Layout string `json:"layout"`
+	// FallbackFrom names the layout the search was meant for when another
+	// answered because that one was unavailable (see Fallback).
+	FallbackFrom string    `json:"fallback_from,omitempty"`
+	Total        int       `json:"total"`
+	Page         int       `json:"page"`
+	Size         int       `json:"size"`
+	TookMs       float64   `json:"took_ms"`
+	Shops        []ShopHit `json:"shops"`
+	Explain      *Explain  `json:"explain,omitempty"`
 }
 
 // ErrTimeout is returned when a search exceeds its deadline.
