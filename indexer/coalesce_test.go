@@ -1,6 +1,8 @@
 package indexer
 
 import (
+	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -248,5 +250,26 @@ func TestAppendActionIsExternallyVersioned(t *testing.T) {
 	del, _ := AppendAction(nil, &cfg, Action{ShopID: 1, Part: PartMenus, Version: 8, Delete: true}, &st)
 	if string(del) != `{"delete":{"_index":"baedal_menus","_id":"1","version":8,"version_type":"external"}}`+"\n" {
 		t.Errorf("delete line = %s", del)
+	}
+}
+
+// TestMgetFailuresAreNotMissingShops: an _mget document with an error (its
+// shard had no copy, a node being down) fails the read instead of passing for
+// a shop that does not exist, whose partial updates would be dead-lettered.
+func TestMgetFailuresAreNotMissingShops(t *testing.T) {
+	ok := []mgetDoc{{ID: "1", Found: true, Source: json.RawMessage(`{}`)}, {ID: "2", Found: false}}
+	if err := mgetFailures("a", ok); err != nil {
+		t.Errorf("found and not-found documents: %v", err)
+	}
+	var resp struct {
+		Docs []mgetDoc `json:"docs"`
+	}
+	raw := `{"docs":[{"_index":"a","_id":"1","found":true,"_source":{}},{"_index":"a","_id":"7","error":{"type":"no_shard_available_action_exception","reason":"No shard available for [get [a][7]]"}}]}`
+	if err := json.Unmarshal([]byte(raw), &resp); err != nil {
+		t.Fatal(err)
+	}
+	err := mgetFailures("a", resp.Docs)
+	if !errors.Is(err, ErrShardUnavailable) || !strings.Contains(err.Error(), "shop 7") {
+		t.Errorf("a document with an error: %v, want ErrShardUnavailable naming shop 7", err)
 	}
 }

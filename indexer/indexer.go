@@ -168,14 +168,13 @@ func (ix *Indexer) Fetch(ctx context.Context, shopIDs []int64) (map[int64]*ShopP
 		for _, p := range LayoutParts(ix.kind) {
 			alias := ix.cfg.Layout.Alias(p.Role())
 			var resp struct {
-				Docs []struct {
-					ID     string          `json:"_id"`
-					Found  bool            `json:"found"`
-					Source json.RawMessage `json:"_source"`
-				} `json:"docs"`
+				Docs []mgetDoc `json:"docs"`
 			}
 			if err := ix.os.Do(ctx, http.MethodPost, "/"+alias+"/_mget?realtime=true", body, &resp); err != nil {
 				return nil, fmt.Errorf("indexer: mget %d shops from %s: %w", len(ids), alias, err)
+			}
+			if err := mgetFailures(alias, resp.Docs); err != nil {
+				return nil, err
 			}
 			for _, d := range resp.Docs {
 				if !d.Found {
@@ -194,6 +193,32 @@ func (ix *Indexer) Fetch(ctx context.Context, shopIDs []int64) (map[int64]*ShopP
 		}
 	}
 	return out, nil
+}
+
+// mgetDoc is one document of an _mget response.
+type mgetDoc struct {
+	ID     string          `json:"_id"`
+	Found  bool            `json:"found"`
+	Source json.RawMessage `json:"_source"`
+	// Error is set instead of Found when the document's shard could not
+	// answer (no shard copy available while a node is down).
+	Error json.RawMessage `json:"error"`
+}
+
+// ErrShardUnavailable is a realtime read that a shard could not answer.
+var ErrShardUnavailable = errors.New("indexer: shard unavailable")
+
+// mgetFailures returns an error when a document of an _mget could not be
+// read. Such a document is unknown, not missing: taking it for a shop that
+// does not exist would dead-letter the shop's partial updates while a node
+// is down. The batch is retried instead.
+func mgetFailures(alias string, docs []mgetDoc) error {
+	for _, d := range docs {
+		if len(d.Error) > 0 && string(d.Error) != "null" {
+			return fmt.Errorf("%w: mget of shop %s from %s: %.300s", ErrShardUnavailable, d.ID, alias, d.Error)
+		}
+	}
+	return nil
 }
 
 func stateFromSource(p Part, src []byte) (catalog.ShopState, error) {
