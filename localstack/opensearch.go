@@ -75,8 +75,17 @@ func probeOpenSearch(ctx context.Context, url string, nodes int) error {
 	if nodes > 1 {
 		status = "green"
 	}
+	return probeOpenSearchHealth(ctx, fmt.Sprintf("%s/_cluster/health?wait_for_status=%s&wait_for_nodes=%d&timeout=2s", url, status, nodes), nodes)
+}
+
+// probeOpenSearchNodes checks that the node at url answers and the cluster
+// has every node, whatever its status.
+func probeOpenSearchNodes(ctx context.Context, url string, nodes int) error {
+	return probeOpenSearchHealth(ctx, fmt.Sprintf("%s/_cluster/health?wait_for_nodes=%d&timeout=2s", url, nodes), nodes)
+}
+
+func probeOpenSearchHealth(ctx context.Context, healthURL string, nodes int) error {
 	client := &http.Client{Timeout: 10 * time.Second}
-	healthURL := fmt.Sprintf("%s/_cluster/health?wait_for_status=%s&wait_for_nodes=%d&timeout=2s", url, status, nodes)
 	{
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, healthURL, nil)
 		if err != nil {

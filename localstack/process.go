@@ -20,6 +20,9 @@ type Process struct {
 	PID        int    `json:"pid"`
 	StartTicks uint64 `json:"start_ticks"`
 	Log        string `json:"log"`
+	// Argv is the command line it was started with (the program's path
+	// first), so a node killed by a fault test can be started again.
+	Argv []string `json:"argv,omitempty"`
 }
 
 // startProcess runs cmd in its own session with its output in logPath and
@@ -48,7 +51,8 @@ func startProcess(component string, cmd *exec.Cmd, logPath string) (Process, err
 	if err != nil {
 		return Process{}, fmt.Errorf("%s: read start time of pid %d: %w", component, pid, err)
 	}
-	return Process{Component: component, PID: pid, StartTicks: ticks, Log: logPath}, nil
+	argv := append([]string{cmd.Path}, cmd.Args[1:]...)
+	return Process{Component: component, PID: pid, StartTicks: ticks, Log: logPath, Argv: argv}, nil
 }
 
 // processStartTicks reads field 22 (starttime) of /proc/PID/stat.

@@ -1,0 +1,73 @@
+package localstack
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Process returns the recorded process of a component ("opensearch-2").
+func (st *State) Process(component string) (Process, bool) {
+	for _, p := range st.Processes {
+		if p.Component == component {
+			return p, true
+		}
+	}
+	return Process{}, false
+}
+
+// Kill sends SIGKILL to a component of the stack (fault tests) and waits
+// until it is gone.
+func (st *State) Kill(component string) error {
+	p, ok := st.Process(component)
+	if !ok {
+		return fmt.Errorf("localstack: no component %s in %s", component, st.StateDir)
+	}
+	if !p.Alive() {
+		return nil
+	}
+	return p.Stop(syscall.SIGKILL, 5*time.Second)
+}
+
+// RestartOpenSearchNode starts a stopped OpenSearch node of the stack again
+// with its recorded command line and data directory, records its new PID,
+// and waits until the cluster has all its nodes again (not for green: the
+// caller measures that).
+func (st *State) RestartOpenSearchNode(ctx context.Context, component string) error {
+	if !strings.HasPrefix(component, "opensearch-") {
+		return fmt.Errorf("localstack: %s is not an OpenSearch node", component)
+	}
+	i := -1
+	for j, p := range st.Processes {
+		if p.Component == component {
+			i = j
+		}
+	}
+	if i < 0 {
+		return fmt.Errorf("localstack: no component %s in %s", component, st.StateDir)
+	}
+	old := st.Processes[i]
+	if old.Alive() {
+		return fmt.Errorf("localstack: %s (pid %d) is still running", component, old.PID)
+	}
+	if len(old.Argv) == 0 {
+		return fmt.Errorf("localstack: %s was recorded without its command line (started by an older baedal)", component)
+	}
+	cmd := exec.Command(old.Argv[0], old.Argv[1:]...)
+	p, err := startProcess(component, cmd, filepath.Join(st.StateDir, "logs", component+".log"))
+	if err != nil {
+		return err
+	}
+	st.Processes[i] = p
+	if err := st.save(); err != nil {
+		return err
+	}
+	n := indexSuffix(component)
+	return waitFor(ctx, p, func(ctx context.Context) error {
+		return probeOpenSearchNodes(ctx, st.OpenSearchURLs[n], len(st.OpenSearchURLs))
+	})
+}
