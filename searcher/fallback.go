@@ -5,12 +5,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/baedal/baedal/api"
+	"github.com/baedal/baedal/internal/osapi"
 	"github.com/baedal/baedal/layout"
 	"github.com/baedal/baedal/query"
 )
@@ -135,9 +138,14 @@ var errNoFallback = errors.New("searcher: no other layout is caught up")
 
 // unavailable reports whether a search error means the layout cannot answer
 // now: OpenSearch unreachable or overloaded, shards failed, a red index, the
-// search timed out.
+// search timed out, or the layout's indices do not exist yet (the server
+// creates them in the background after it starts).
 func unavailable(err error) bool {
 	if errors.Is(err, ErrTimeout) || errors.Is(err, ErrPartialResults) {
+		return true
+	}
+	var se *osapi.StatusError
+	if errors.As(err, &se) && se.Status == http.StatusNotFound && strings.Contains(se.Body, "index_not_found_exception") {
 		return true
 	}
 	_, ok := api.IsUnavailable(err)
