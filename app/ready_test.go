@@ -2,6 +2,7 @@ package app
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -34,17 +35,26 @@ func waitReady(t *testing.T, addr string, kinds []layout.Kind, wantReplicas int)
 			if body.Status != "ready" || len(body.Layouts) != len(kinds) {
 				t.Fatalf("/readyz 200 with %+v, want ready and %d layouts", body, len(kinds))
 			}
+			// Ready (every primary active); wait for the replicas too.
+			var notYet []string
 			for i, h := range body.Layouts {
 				if h.Layout != kinds[i] || len(h.Indices) == 0 {
-					t.Errorf("/readyz layout %d: %+v, want %s with its indices", i, h, kinds[i])
+					t.Fatalf("/readyz layout %d: %+v, want %s with its indices", i, h, kinds[i])
 				}
 				for _, ix := range h.Indices {
 					if ix.Health != "green" || ix.Replicas != wantReplicas || ix.ReplicaSetting != layout.DefaultReplicas || ix.Index == "" {
-						t.Errorf("/readyz %s: %+v, want green with %d replicas (setting %s)", h.Layout, ix, wantReplicas, layout.DefaultReplicas)
+						notYet = append(notYet, fmt.Sprintf("%s: %+v, want green with %d replicas (setting %s)", h.Layout, ix, wantReplicas, layout.DefaultReplicas))
 					}
 				}
 			}
-			return
+			if len(notYet) == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("/readyz after 60 s: %v", notYet)
+			}
+			time.Sleep(200 * time.Millisecond)
+			continue
 		}
 		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 			t.Fatalf("/readyz: %d (Retry-After %q), want 200 or 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
