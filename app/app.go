@@ -303,6 +303,23 @@ func readyHandler(idx layout.Config, kinds []layout.Kind, osc *osapi.Client, tim
 	}
 }
 
+// LayoutsHealth reads the index health and replica count of every layout of
+// cfg (what /readyz serves) from the OpenSearch at urls, for `baedal status`.
+func LayoutsHealth(ctx context.Context, urls []string, cfg indexer.Config) ([]layout.Health, error) {
+	osCfg := backend.Defaults().OpenSearch
+	osCfg.URLs, osCfg.RequestTimeout = urls, 5*time.Second
+	client, err := backend.OpenOpenSearch(osCfg)
+	if err != nil {
+		return nil, err
+	}
+	osc := osapi.New(client)
+	out := make([]layout.Health, len(cfg.Layouts))
+	for i, k := range cfg.Layouts {
+		out[i] = cfg.Layout.Health(ctx, osc, k)
+	}
+	return out, nil
+}
+
 // indexerLag is the indexer lag of layout k: the age of the oldest event no
 // indexer of the layout has taken yet, over every partition.
 func indexerLag(ctx context.Context, evlog *eventlog.Log, partitions int, k layout.Kind) (time.Duration, error) {

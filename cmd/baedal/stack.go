@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baedal/baedal/app"
+	"github.com/baedal/baedal/indexer"
 	"github.com/baedal/baedal/localstack"
 	"github.com/baedal/baedal/simulator"
 )
@@ -88,7 +89,9 @@ func runStatus(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	stack := localstack.Defaults()
 	fs.StringVar(&stack.StateDir, "state-dir", stack.StateDir, "the stack's state directory (env BAEDAL_STATE_DIR)")
-	asJSON := fs.Bool("json", false, "print JSON")
+	asJSON := fs.Bool("json", false, "print JSON: {components, layouts}")
+	idx := indexer.Defaults()
+	fs.StringVar(&idx.Layout.Prefix, "index-prefix", idx.Layout.Prefix, "prefix of the layouts' index and alias names")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -99,8 +102,12 @@ func runStatus(ctx context.Context, args []string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	health := st.Health(ctx)
+	layouts, err := app.LayoutsHealth(ctx, st.OpenSearchURLs, idx)
+	if err != nil {
+		return err
+	}
 	if *asJSON {
-		return json.NewEncoder(os.Stdout).Encode(health)
+		return json.NewEncoder(os.Stdout).Encode(map[string]any{"components": health, "layouts": layouts})
 	}
 	printStack(st)
 	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
@@ -113,6 +120,19 @@ func runStatus(ctx context.Context, args []string) error {
 			unhealthy++
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", h.Component, h.PID, state, h.Log)
+	}
+	tw.Flush()
+	fmt.Println()
+	tw = tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LAYOUT\tHEALTH\tINDEX\tINDEX HEALTH\tREPLICAS (SETTING)")
+	for _, h := range layouts {
+		if h.Error != "" {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t\t\n", h.Layout, h.Health, h.Error)
+			continue
+		}
+		for _, ix := range h.Indices {
+			fmt.Fprintf(tw, "%s\t%s\t%s → %s\t%s\t%d (%s)\n", h.Layout, h.Health, ix.Alias, ix.Index, ix.Health, ix.Replicas, ix.ReplicaSetting)
+		}
 	}
 	tw.Flush()
 	if unhealthy > 0 {
