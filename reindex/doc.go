@@ -15,8 +15,8 @@
 //     Every event before it was written to the source before the copy reads
 //     it (the source is refreshed right before the copy starts).
 //  2. created: the target is created with the new body and copy-time
-//     settings (replicas --replicas-during-copy, default 0; refresh
-//     --refresh-during-copy, default -1).
+//     settings (replicas --replicas-during-copy, default 0, with
+//     auto-expansion off; refresh --refresh-during-copy, default -1).
 //  3. copying: `_reindex` runs as a task (wait_for_completion=false) with
 //     slices (auto or N), requests_per_second, dest.version_type external and
 //     conflicts=proceed. The task id is persisted; a resumed orchestrator
@@ -24,8 +24,10 @@
 //     found again by its description ("reindex from [src] to [dst]").
 //  4. copied: the task ended without failures (failures fail the job, with
 //     counts and samples; the alias stays on the source).
-//  5. restored: final replicas and refresh interval are set on the target
-//     and the orchestrator waits for green (the replica build is timed).
+//  5. restored: final replicas (--replicas, by default the layout's
+//     configured setting, auto-expanding 0-1) and refresh interval are set
+//     on the target and the orchestrator waits for green (the replica build
+//     is timed), all before the swap.
 //  6. caught_up: the event log is replayed from the recorded start into the
 //     target with the indexer's own code (indexer.Apply) through a catch-up
 //     alias (<index>_cu_<role>) that points the role at the target, in
