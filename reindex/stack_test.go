@@ -416,6 +416,9 @@ func TestLiveReindexSurvivesKilledOrchestrator(t *testing.T) {
 		t.Fatalf("alias moved to %s before the copy finished", cur)
 	}
 	t.Logf("killed mid-copy: %d/%d copied, task %s", killed.Copy.Done(), killed.Copy.Total, killed.TaskID)
+	if got := replicaSettings(t, e.os, job.Target); got != "replicas 0, auto-expand false" {
+		t.Errorf("target during the copy: %s, want replicas 0, auto-expand false", got)
+	}
 
 	// Resume here: the same task is followed, then unthrottled.
 	runErr := make(chan error, 1)
@@ -446,6 +449,11 @@ func TestLiveReindexSurvivesKilledOrchestrator(t *testing.T) {
 	}
 	if s, _ := getIndexSettings(ctx, e.os, job.Target); s.Shards != 2 || s.RefreshInterval != "1s" {
 		t.Errorf("target settings %+v, want 2 shards and the source's 1s refresh", s)
+	}
+	// Restored before the swap to the layout's configured setting, not
+	// the copy's 0 or the source's count.
+	if got, want := replicaSettings(t, e.os, job.Target), "replicas 0, auto-expand "+layout.DefaultReplicas; got != want {
+		t.Errorf("target after the swap: %s, want %s (one node: 0-1 expands to 0)", got, want)
 	}
 	if done.CatchUpEvents == 0 {
 		t.Errorf("no event was caught up although updates were appended during the copy")
@@ -505,6 +513,19 @@ func TestLiveReindexSurvivesKilledOrchestrator(t *testing.T) {
 	if _, err := o.Start(ctx, opts); err != nil {
 		t.Errorf("a new job after cleanup: %v", err)
 	}
+}
+
+// replicaSettings reads an index's replica count and auto-expansion.
+func replicaSettings(t *testing.T, osc *osapi.Client, index string) string {
+	t.Helper()
+	var resp map[string]struct {
+		Settings map[string]string `json:"settings"`
+	}
+	if err := osc.Do(context.Background(), http.MethodGet, "/"+index+"/_settings/index.number_of_replicas,index.auto_expand_replicas?flat_settings=true", nil, &resp); err != nil {
+		t.Fatal(err)
+	}
+	s := resp[index].Settings
+	return "replicas " + s["index.number_of_replicas"] + ", auto-expand " + s["index.auto_expand_replicas"]
 }
 
 func liveCount(want map[int64]*catalog.ShopState) int {
