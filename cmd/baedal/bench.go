@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/baedal/baedal/app/nodeloss"
 	"github.com/baedal/baedal/bench"
 	"github.com/baedal/baedal/benchsuite"
 	"github.com/baedal/baedal/indexer/indexbench"
@@ -54,10 +55,30 @@ func benchSearch(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench search", flag.ContinueOnError)
 	cfg := searchbench.Defaults()
 	cfg.Flags(fs)
+	nodeLoss := nodeloss.BenchDefaults()
+	nodeLoss.Flags(fs)
 	var logs logConfig
 	logs.flags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if err := nodeLoss.Validate(); err != nil {
+		return err
+	}
+	if nodeLoss.Enabled() {
+		run := nodeLoss.Config()
+		run.Progress = os.Stderr
+		res, err := nodeloss.Run(ctx, run, nil)
+		if err != nil {
+			return err
+		}
+		s := res.Summary(nodeLoss, "baedal bench search "+strings.Join(args, " "))
+		path, err := nodeloss.WriteJSON(cfg.Bench.WithDefaults().ReportDir, s, res)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "report: %s\n", path)
+		return bench.PrintSummary(os.Stdout, s)
 	}
 	log, err := logs.logger()
 	if err != nil {

@@ -1,0 +1,689 @@
+// Package nodeloss is the node-loss scenario: the whole server on a 3-node
+// OpenSearch cluster of its own, searches on every layout at a steady rate
+// and change events flowing, then, for each victim in turn, a SIGKILL of one
+// OpenSearch node (a data node, or the elected cluster manager), an outage,
+// a restart on the node's own data and the wait for green. It counts every
+// search's answer by phase and layout, times the way back to green, and at
+// the end checks that every accepted event reached every layout and that
+// the layouts answer alike. TestNodeLoss asserts on its Result;
+// `baedal bench search --opensearch-nodes 3 --kill-node-after 20s` prints
+// it as a JSON summary.
+//
+// Invariant: Run stops, by PID, every process it started (the cluster and
+// the server) before it returns, and never touches another stack.
+package nodeloss
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/baedal/baedal/app"
+	"github.com/baedal/baedal/backend"
+	"github.com/baedal/baedal/bench"
+	"github.com/baedal/baedal/catalog"
+	"github.com/baedal/baedal/indexer"
+	"github.com/baedal/baedal/internal/osapi"
+	"github.com/baedal/baedal/layout"
+	"github.com/baedal/baedal/localstack"
+)
+
+// Victim says which node a case kills.
+type Victim string
+
+// The victims.
+const (
+	// DataNode is the node, other than the elected cluster manager, that
+	// holds the most primaries of the layouts' indices.
+	DataNode Victim = "data_node"
+	// ClusterManager is the elected cluster manager.
+	ClusterManager Victim = "cluster_manager"
+)
+
+// Config shapes a run. Zero fields take the defaults of Defaults.
+type Config struct {
+	// Shops in the generated catalog.
+	Shops int
+	// Seed of the catalog and of the event stream.
+	Seed uint64
+	// SearchEvery is the period of each search client (one for the default
+	// layout and one per layout, each one search at a time).
+	SearchEvery time.Duration
+	// EventEvery is the period of the event load, EventsPerTick each.
+	EventEvery    time.Duration
+	EventsPerTick int
+	// Before is the load before the first kill; Outage how long each
+	// victim stays down; After the load after the cluster is green again.
+	Before, Outage, After time.Duration
+	// Victims are the cases, in order, on the same cluster.
+	Victims []Victim
+	// GreenTimeout bounds the wait for green after a restart;
+	// CatchUpTimeout the wait for every layout to hold every event.
+	GreenTimeout, CatchUpTimeout time.Duration
+	// Progress receives the stack's start-up output and one line per step.
+	Progress io.Writer
+}
+
+// Defaults is the CI size: 60 shops, ~20 searches/s, ~10 events/s, 2 s
+// before, 8 s outages, 2 s after, a data node then the cluster manager; up
+// to 4 minutes for green (a loaded 2-core machine recovered a replica in
+// 30 s to over 2 minutes).
+func Defaults() Config {
+	return Config{
+		Shops: 60, Seed: 23, SearchEvery: 150 * time.Millisecond, EventEvery: 200 * time.Millisecond, EventsPerTick: 2,
+		Before: 2 * time.Second, Outage: 8 * time.Second, After: 2 * time.Second,
+		Victims:      []Victim{DataNode, ClusterManager},
+		GreenTimeout: 4 * time.Minute, CatchUpTimeout: 2 * time.Minute,
+	}
+}
+
+// Counts are the answers of one layout's searches in one phase.
+type Counts struct {
+	OK int `json:"ok"`
+	// Refused503 counts 503s with Retry-After; Errors500 every 5xx but
+	// those; Other every other answer (4xx, a 503 without Retry-After,
+	// no answer at all).
+	Refused503 int                  `json:"refused_503"`
+	Errors500  int                  `json:"errors_500"`
+	Other      int                  `json:"other"`
+	Latency    bench.LatencySummary `json:"latency"`
+	// Fallbacks counts 200s answered by another layout than meant.
+	Fallbacks int `json:"fallbacks"`
+	lat       *bench.LatencyRecorder
+}
+
+// String is "200×n 503×n 5xx×n other×n p99 Xms".
+func (c *Counts) String() string {
+	return fmt.Sprintf("200×%d 503×%d 5xx×%d other×%d fallbacks×%d p99 %.0fms", c.OK, c.Refused503, c.Errors500, c.Other, c.Fallbacks, c.Latency.P99Ms)
+}
+
+// Phases of a case.
+const (
+	PhaseBefore  = "before"  // the load before the kill
+	PhaseOutage  = "outage"  // the node is down
+	PhaseRestart = "restart" // from the restart until green
+	PhaseAfter   = "after"   // green again
+)
+
+// CaseResult is one victim's outage.
+type CaseResult struct {
+	Victim Victim `json:"victim"`
+	Node   string `json:"node"`
+	// SecondsToRejoin is from the restart until the cluster had every node
+	// again; SecondsToGreen until it was green.
+	SecondsToRejoin float64 `json:"seconds_to_rejoin"`
+	SecondsToGreen  float64 `json:"seconds_to_green"`
+	// Searches maps phase → layout ("default" for a search that named
+	// none) → counts.
+	Searches map[string]map[string]*Counts `json:"searches"`
+}
+
+// Result is a run's outcome.
+type Result struct {
+	Nodes int          `json:"opensearch_nodes"`
+	Cases []CaseResult `json:"cases"`
+	// EventsAccepted counts events answered 202; EventPostFailures posts
+	// that were not (the event log is on Redis, which stays up).
+	EventsAccepted    int64 `json:"events_accepted"`
+	EventPostFailures int64 `json:"event_post_failures"`
+	// EventsLost counts shops × layouts not at the version of their last
+	// accepted event after CatchUpTimeout; DeadLettered the events the
+	// indexers gave up on.
+	EventsLost   int   `json:"events_lost"`
+	DeadLettered int64 `json:"dead_lettered"`
+	// LayoutsDiffer names the first search whose answers differ between
+	// layouts at the end, if any.
+	LayoutsDiffer string `json:"layouts_differ,omitempty"`
+	// ReadyStatus and Ready are what /readyz answered before the load:
+	// each layout's index health and replica count.
+	ReadyStatus string          `json:"ready_status"`
+	Ready       []layout.Health `json:"ready"`
+	// BadAnswers are the first answers that were neither 200 nor 503 with
+	// Retry-After.
+	BadAnswers []string `json:"bad_answers,omitempty"`
+}
+
+// ErrClusterStart wraps a failure to start the 3-node cluster (a test
+// skips locally and fails in CI on it).
+var ErrClusterStart = errors.New("nodeloss: the 3-node cluster did not start")
+
+// Run starts a 3-node stack in a temporary directory, the server on it,
+// runs every case and stops everything. The directory (the servers' logs)
+// is kept when Run fails, named in the error, or when keepLogs says so;
+// otherwise it is removed.
+func Run(ctx context.Context, cfg Config, keepLogs func(dir string) bool) (_ *Result, err error) {
+	cfg = cfg.withDefaults()
+	progress := cfg.Progress
+	dir, err := os.MkdirTemp("", "baedal-nodeloss-")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // PostgreSQL runs as postgres
+		return nil, err
+	}
+	lc := localstack.Defaults()
+	lc.StateDir, lc.PortBase, lc.OpenSearchNodes = dir, 0, 3
+	upCtx, cancel := context.WithTimeout(ctx, 6*time.Minute)
+	st, err := localstack.Up(upCtx, lc, progress)
+	cancel()
+	if err != nil {
+		_ = localstack.Down(dir, io.Discard)
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("%w: %w", ErrClusterStart, err)
+	}
+	defer func() {
+		if err := localstack.Down(dir, io.Discard); err != nil {
+			fmt.Fprintf(progress, "nodeloss: stop the stack in %s: %v\n", dir, err)
+		}
+		if err != nil {
+			err = fmt.Errorf("%w (logs kept in %s/logs)", err, dir)
+		} else if keepLogs == nil || !keepLogs(dir) {
+			os.RemoveAll(dir)
+		}
+	}()
+	return run(ctx, cfg, st)
+}
+
+func (c Config) withDefaults() Config {
+	d := Defaults()
+	if c.Shops == 0 {
+		c.Shops = d.Shops
+	}
+	if c.Seed == 0 {
+		c.Seed = d.Seed
+	}
+	if c.SearchEvery == 0 {
+		c.SearchEvery = d.SearchEvery
+	}
+	if c.EventEvery == 0 {
+		c.EventEvery = d.EventEvery
+	}
+	if c.EventsPerTick == 0 {
+		c.EventsPerTick = d.EventsPerTick
+	}
+	if c.Before == 0 {
+		c.Before = d.Before
+	}
+	if c.Outage == 0 {
+		c.Outage = d.Outage
+	}
+	if c.After == 0 {
+		c.After = d.After
+	}
+	if len(c.Victims) == 0 {
+		c.Victims = d.Victims
+	}
+	if c.GreenTimeout == 0 {
+		c.GreenTimeout = d.GreenTimeout
+	}
+	if c.CatchUpTimeout == 0 {
+		c.CatchUpTimeout = d.CatchUpTimeout
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	return c
+}
+
+const adminToken = "nodeloss-scenario-admin-token"
+
+func run(ctx context.Context, cfg Config, st *localstack.State) (*Result, error) {
+	acfg := app.Defaults()
+	acfg.API.Addr = "127.0.0.1:0"
+	acfg.API.AdminToken = adminToken
+	acfg.Backends.OpenSearch.URLs = st.OpenSearchURLs
+	acfg.Backends.Redis.Addr = st.RedisAddr
+	acfg.Backends.Postgres.URL = st.PostgresURL
+	acfg.Indexer.RetryBase, acfg.Indexer.RetryMax = 50*time.Millisecond, time.Second
+	srvCtx, stopServer := context.WithCancel(ctx)
+	addrc, done := make(chan string, 1), make(chan error, 1)
+	go func() { done <- app.Run(srvCtx, acfg, nil, func(a string) { addrc <- a }) }()
+	defer func() { stopServer(); <-done }()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		done <- err
+		return nil, fmt.Errorf("nodeloss: server: %w", err)
+	}
+	client, err := backend.OpenOpenSearch(backend.OpenSearchConfig{URLs: st.OpenSearchURLs, RequestTimeout: 10 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	osc := osapi.New(client)
+	if err := waitGreen(ctx, osc, acfg.Indexer.Layout, acfg.Indexer.Layouts, 2*time.Minute); err != nil {
+		return nil, fmt.Errorf("nodeloss: before the load: %w", err)
+	}
+
+	res := &Result{Nodes: len(st.OpenSearchURLs)}
+	if res.ReadyStatus, res.Ready, err = readyz(addr); err != nil {
+		return nil, err
+	}
+	events := &eventLoad{addr: addr, ref: map[int64]*catalog.ShopState{}}
+	var initial []catalog.Event
+	for _, s := range catalog.NewGenerator(cfg.Seed).Shops(cfg.Shops) {
+		initial = append(initial, s.UpsertEvent())
+	}
+	if err := events.post(initial); err != nil {
+		return nil, err
+	}
+	if lost, err := waitIndexed(ctx, osc, acfg.Indexer, events.reference(), cfg.CatchUpTimeout); err != nil || lost > 0 {
+		return nil, fmt.Errorf("nodeloss: the catalog was not indexed in %s: %d shops behind: %v", cfg.CatchUpTimeout, lost, err)
+	}
+	fmt.Fprintf(cfg.Progress, "nodeloss: %d shops indexed in every layout; load starts\n", cfg.Shops)
+
+	stream := catalog.NewEventStream(cfg.Seed, cfg.Shops)
+	searches := &searchLoad{addr: addr, counts: map[string]map[string]*Counts{}}
+	searches.phase.Store(string(cfg.Victims[0]) + "/" + PhaseBefore)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(cfg.EventEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				batch := make([]catalog.Event, cfg.EventsPerTick)
+				for i := range batch {
+					batch[i] = stream.Next()
+				}
+				_ = events.post(batch)
+			}
+		}
+	})
+	for _, label := range append([]string{"default"}, kindNames(acfg.Indexer.Layouts)...) {
+		wg.Go(func() { searches.run(stop, label, cfg.SearchEvery) })
+	}
+	stopLoad := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer stopLoad()
+	sleep(ctx, cfg.Before)
+
+	for i, v := range cfg.Victims {
+		prefix := string(v) + "/"
+		if i > 0 {
+			searches.phase.Store(prefix + PhaseBefore)
+			sleep(ctx, cfg.After)
+		}
+		node, err := pickVictim(ctx, osc, v)
+		if err != nil {
+			return nil, err
+		}
+		searches.phase.Store(prefix + PhaseOutage)
+		if err := st.Kill(node); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(cfg.Progress, "nodeloss: SIGKILLed %s (%s); down for %s\n", node, v, cfg.Outage)
+		sleep(ctx, cfg.Outage)
+		searches.phase.Store(prefix + PhaseRestart)
+		restarted := time.Now()
+		if err := st.RestartOpenSearchNode(ctx, node); err != nil {
+			return nil, fmt.Errorf("nodeloss: restart %s: %w", node, err)
+		}
+		c := CaseResult{Victim: v, Node: node, SecondsToRejoin: time.Since(restarted).Seconds()}
+		if err := waitGreen(ctx, osc, acfg.Indexer.Layout, acfg.Indexer.Layouts, cfg.GreenTimeout); err != nil {
+			return nil, fmt.Errorf("nodeloss: after restarting %s: %w", node, err)
+		}
+		c.SecondsToGreen = time.Since(restarted).Seconds()
+		fmt.Fprintf(cfg.Progress, "nodeloss: %s rejoined after %.1f s, green after %.1f s\n", node, c.SecondsToRejoin, c.SecondsToGreen)
+		searches.phase.Store(prefix + PhaseAfter)
+		sleep(ctx, cfg.After)
+		res.Cases = append(res.Cases, c)
+	}
+	stopLoad()
+
+	searches.mu.Lock()
+	for i := range res.Cases {
+		c := &res.Cases[i]
+		c.Searches = map[string]map[string]*Counts{}
+		for _, phase := range []string{PhaseBefore, PhaseOutage, PhaseRestart, PhaseAfter} {
+			if m := searches.counts[string(c.Victim)+"/"+phase]; m != nil {
+				for _, n := range m {
+					n.Latency = n.lat.Summary()
+				}
+				c.Searches[phase] = m
+			}
+		}
+	}
+	res.BadAnswers = searches.bad
+	searches.mu.Unlock()
+
+	res.EventsAccepted, res.EventPostFailures = events.accepted.Load(), events.failures.Load()
+	if res.EventsLost, err = waitIndexed(ctx, osc, acfg.Indexer, events.reference(), cfg.CatchUpTimeout); err != nil {
+		return nil, err
+	}
+	if res.DeadLettered, err = deadLetters(addr); err != nil {
+		return nil, err
+	}
+	for _, k := range acfg.Indexer.Layouts {
+		for _, alias := range acfg.Indexer.Layout.Aliases(k) {
+			if err := osc.Do(ctx, http.MethodPost, "/"+alias+"/_refresh", nil, nil); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if res.LayoutsDiffer, err = compareLayouts(addr, acfg.Indexer.Layouts); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// waitGreen waits until every index of the layouts exists and the cluster is
+// green with no shard relocating.
+func waitGreen(ctx context.Context, osc *osapi.Client, idx layout.Config, kinds []layout.Kind, timeout time.Duration) error {
+	var last string
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(200 * time.Millisecond) {
+		var health struct {
+			Status     string `json:"status"`
+			Relocating int    `json:"relocating_shards"`
+		}
+		if err := osc.Do(ctx, http.MethodGet, "/_cluster/health?wait_for_status=green&timeout=2s", nil, &health); err != nil {
+			last = err.Error()
+			continue
+		}
+		last = fmt.Sprintf("cluster %s, %d shards relocating", health.Status, health.Relocating)
+		if health.Status != "green" || health.Relocating > 0 {
+			continue
+		}
+		green := true
+		for _, k := range kinds {
+			if h := idx.Health(ctx, osc, k); h.Health != "green" {
+				green, last = false, h.String()
+			}
+		}
+		if green {
+			return nil
+		}
+	}
+	return fmt.Errorf("not green within %s: %s", timeout, last)
+}
+
+// pickVictim returns the node a case kills.
+func pickVictim(ctx context.Context, osc *osapi.Client, v Victim) (string, error) {
+	var managers []struct {
+		Node string `json:"node"`
+	}
+	if err := osc.Do(ctx, http.MethodGet, "/_cat/cluster_manager?format=json", nil, &managers); err != nil || len(managers) != 1 {
+		return "", fmt.Errorf("nodeloss: elected cluster manager: %v %v", managers, err)
+	}
+	if v == ClusterManager {
+		return managers[0].Node, nil
+	}
+	var shards []struct {
+		Index, Prirep, Node string
+	}
+	if err := osc.Do(ctx, http.MethodGet, "/_cat/shards/baedal_*?format=json&h=index,prirep,node", nil, &shards); err != nil {
+		return "", err
+	}
+	score := map[string]int{}
+	for _, s := range shards {
+		if s.Node != managers[0].Node && s.Node != "" {
+			score[s.Node] += map[string]int{"p": 100, "r": 1}[s.Prirep]
+		}
+	}
+	best := ""
+	for _, n := range slices.Sorted(maps.Keys(score)) {
+		if best == "" || score[n] > score[best] {
+			best = n
+		}
+	}
+	if best == "" {
+		return "", fmt.Errorf("nodeloss: no node but the cluster manager holds a shard: %+v", shards)
+	}
+	return best, nil
+}
+
+// eventLoad posts events and keeps the reference of the accepted ones: each
+// shop's state after its accepted events, in order.
+type eventLoad struct {
+	addr               string
+	mu                 sync.Mutex
+	ref                map[int64]*catalog.ShopState
+	accepted, failures atomic.Int64
+}
+
+func (l *eventLoad) post(events []catalog.Event) error {
+	body, err := json.Marshal(events)
+	if err != nil {
+		return err
+	}
+	resp, err := http.Post("http://"+l.addr+"/v1/events", "application/json", bytes.NewReader(body))
+	if err != nil {
+		l.failures.Add(1)
+		return err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		l.failures.Add(1)
+		return fmt.Errorf("nodeloss: POST /v1/events: %d", resp.StatusCode)
+	}
+	l.accepted.Add(int64(len(events)))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, ev := range events {
+		s := l.ref[ev.AggregateID()]
+		if s == nil {
+			s = new(catalog.ShopState)
+			l.ref[ev.AggregateID()] = s
+		}
+		_, _ = s.Apply(ev)
+	}
+	return nil
+}
+
+// reference returns each shop's expected version (0: must not exist).
+func (l *eventLoad) reference() map[int64]int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[int64]int64, len(l.ref))
+	for id, s := range l.ref {
+		out[id] = 0
+		if !s.Deleted {
+			out[id] = s.Version
+		}
+	}
+	return out
+}
+
+// waitIndexed waits until every layout holds every shop at its expected
+// version (read back in real time, all parts of the shop aggregated) and
+// returns how many shops × layouts are still behind after timeout.
+func waitIndexed(ctx context.Context, osc *osapi.Client, cfg indexer.Config, want map[int64]int64, timeout time.Duration) (int, error) {
+	ids := slices.Sorted(maps.Keys(want))
+	behind := -1
+	for deadline := time.Now().Add(timeout); ; time.Sleep(500 * time.Millisecond) {
+		behind = 0
+		for _, k := range cfg.Layouts {
+			ix, err := indexer.New(cfg, k, osc, nil, nil)
+			if err != nil {
+				return 0, err
+			}
+			held, err := ix.Fetch(ctx, ids)
+			if err != nil {
+				behind = len(ids) // unknown yet: retried
+				continue
+			}
+			for _, id := range ids {
+				if got := held[id].Aggregate(k); got.Version != want[id] && !(want[id] == 0 && got.Deleted) {
+					behind++
+				}
+			}
+		}
+		if behind == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return behind, nil
+		}
+	}
+}
+
+func readyz(addr string) (string, []layout.Health, error) {
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		return "", nil, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status  string          `json:"status"`
+		Layouts []layout.Health `json:"layouts"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return "", nil, fmt.Errorf("nodeloss: /readyz: %d %w", resp.StatusCode, err)
+	}
+	return body.Status, body.Layouts, nil
+}
+
+func deadLetters(addr string) (int64, error) {
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/admin/dead-letters", nil)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var page struct {
+		Total int64 `json:"total"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil || resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("nodeloss: dead letters: %d %v", resp.StatusCode, err)
+	}
+	return page.Total, nil
+}
+
+// Searches are the searches of the load and of the final comparison.
+var Searches = []string{
+	"q=%EC%B9%98%ED%82%A8&lat=37.4979&lon=127.0276",
+	"lat=37.5&lon=127.03&sort=distance&size=20",
+	"q=%ED%94%BC%EC%9E%90&sort=rating&open_now=true",
+	"lat=37.55&lon=126.98&sort=eta&max_delivery_fee=3000",
+}
+
+// compareLayouts runs every search on every layout and names the first that
+// answers differently (total, shop ids and versions, in order).
+func compareLayouts(addr string, kinds []layout.Kind) (string, error) {
+	for _, q := range Searches {
+		var first string
+		for _, k := range kinds {
+			resp, err := http.Get("http://" + addr + "/v1/search?" + q + "&layout=" + string(k))
+			if err != nil {
+				return "", err
+			}
+			var r struct {
+				Total int `json:"total"`
+				Shops []struct {
+					ID      int64 `json:"id"`
+					Version int64 `json:"version"`
+				} `json:"shops"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&r)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != http.StatusOK {
+				return "", fmt.Errorf("nodeloss: %s on %s: %d %v", q, k, resp.StatusCode, err)
+			}
+			got := fmt.Sprintf("total %d, shops %v", r.Total, r.Shops)
+			if first == "" {
+				first = got
+			} else if got != first {
+				return fmt.Sprintf("%s: %s answers %s, %s answers %s", q, k, got, kinds[0], first), nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// kindNames returns the layouts' names.
+func kindNames(kinds []layout.Kind) []string {
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		out[i] = string(k)
+	}
+	return out
+}
+
+// searchLoad sends searches at a steady rate, one client per layout and one
+// for the default layout (a slow search delays only its own client), and
+// counts the answers by phase and layout.
+type searchLoad struct {
+	addr   string
+	phase  atomic.Value // string
+	mu     sync.Mutex
+	counts map[string]map[string]*Counts
+	bad    []string
+}
+
+func (s *searchLoad) run(stop <-chan struct{}, label string, every time.Duration) {
+	client := &http.Client{Timeout: 30 * time.Second}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		url := "http://" + s.addr + "/v1/search?" + Searches[i%len(Searches)]
+		if label != "default" {
+			url += "&layout=" + label
+		}
+		phase := s.phase.Load().(string)
+		start := time.Now()
+		code, retryAfter, body := 0, "", ""
+		var answer struct {
+			FallbackFrom string `json:"fallback_from"`
+		}
+		if resp, err := client.Get(url); err != nil {
+			body = err.Error()
+		} else {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			code, retryAfter, body = resp.StatusCode, resp.Header.Get("Retry-After"), string(b)
+			_ = json.Unmarshal(b, &answer)
+		}
+		took := time.Since(start)
+		s.mu.Lock()
+		if s.counts[phase] == nil {
+			s.counts[phase] = map[string]*Counts{}
+		}
+		n := s.counts[phase][label]
+		if n == nil {
+			n = &Counts{lat: bench.NewLatencyRecorder()}
+			s.counts[phase][label] = n
+		}
+		switch {
+		case code == http.StatusOK:
+			n.OK++
+			n.lat.Record(took)
+			if answer.FallbackFrom != "" {
+				n.Fallbacks++
+			}
+		case code == http.StatusServiceUnavailable && retryAfter != "":
+			n.Refused503++
+			n.lat.Record(took)
+		case code >= 500:
+			n.Errors500++
+		default:
+			n.Other++
+		}
+		if code != http.StatusOK && (code != http.StatusServiceUnavailable || retryAfter == "") && len(s.bad) < 5 {
+			s.bad = append(s.bad, fmt.Sprintf("%s %s: %d %.300s", phase, label, code, body))
+		}
+		s.mu.Unlock()
+	}
+}
