@@ -12,10 +12,13 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -131,7 +134,6 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv := api.New(cfg.API, log, reg)
-	srv.Handle("GET /healthz", healthHandler(clients, cfg.HealthTimeout))
 
 	// S3: with several OpenSearch URLs, every request goes to the endpoint
 	// C3 ranks best.
@@ -163,7 +165,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		return err
 	}
 	eventlog.RegisterRoutes(srv, evlog)
-	searcher.RegisterRoutes(srv, searcher.New(osc, cfg.Indexer.Layout, cfg.Search, reg))
+	srch := searcher.New(osc, cfg.Indexer.Layout, cfg.Search, reg)
+	srch.SetUnavailable(layout.Hot, "OpenSearch has not been checked for the "+layout.HotPlugin+" plugin yet")
+	searcher.RegisterRoutes(srv, srch)
+	srv.Handle("GET /healthz", healthHandler(clients, srch, cfg.HealthTimeout))
 	console.RegisterRoutes(srv, console.Deps{Search: true, Gatherer: reg})
 
 	// S2: live reindex, behind the admin token.
@@ -233,10 +238,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	g.Go(func() error {
 		// The indexer starts only once the aliases exist: a bulk write to a
 		// missing alias would auto-create a concrete index in its place.
-		if !ensureIndices(gctx, cfg.Indexer.Layout, osc, log) || !cfg.Workers {
+		kinds, ok := ensureIndices(gctx, cfg.Indexer.Layout, osc, srch, log)
+		if !ok || !cfg.Workers {
 			return nil
 		}
-		return indexer.Run(gctx, cfg.Indexer, clients, log, reg)
+		icfg := cfg.Indexer
+		icfg.Layouts = slices.DeleteFunc(slices.Clone(icfg.Layouts), func(k layout.Kind) bool { return !slices.Contains(kinds, k) })
+		if len(icfg.Layouts) == 0 {
+			log.Warn("no layout to index on this cluster", "asked", cfg.Indexer.Layouts)
+			return nil
+		}
+		return indexer.Run(gctx, icfg, clients, log, reg)
 	})
 	if cfg.Workers {
 		g.Go(func() error { return feedSvc.RunWorkers(gctx) })
@@ -252,8 +264,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	return g.Wait()
 }
 
-// healthHandler reports each backend; the status is 503 when any is down.
-func healthHandler(clients *backend.Clients, timeout time.Duration) api.HandlerFunc {
+// healthHandler reports each backend, and each search layout ("ok" or why it
+// cannot serve); the status is 503 when a backend is down. A layout the
+// cluster cannot run (the hot layout without its plugin) does not make the
+// server unhealthy: the others serve.
+func healthHandler(clients *backend.Clients, srch *searcher.Searcher, timeout time.Duration) api.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		checks := clients.Probe(r.Context(), timeout)
 		status, code := "ok", http.StatusOK
@@ -262,24 +277,48 @@ func healthHandler(clients *backend.Clients, timeout time.Duration) api.HandlerF
 				status, code = "degraded", http.StatusServiceUnavailable
 			}
 		}
-		api.WriteJSON(w, code, map[string]any{"status": status, "backends": checks})
+		layouts := map[string]string{}
+		for _, k := range layout.Kinds() {
+			layouts[string(k)] = "ok"
+			if why := srch.Unavailable(k); why != "" {
+				layouts[string(k)] = "unavailable: " + why
+			}
+		}
+		api.WriteJSON(w, code, map[string]any{"status": status, "backends": checks, "layouts": layouts})
 		return nil
 	}
 }
 
-// ensureIndices creates the layouts' indices, retrying while OpenSearch is
-// unreachable, so the server starts (and /healthz reports) without it. It
-// returns false if ctx ended first.
-func ensureIndices(ctx context.Context, idx layout.Config, osc *osapi.Client, log *slog.Logger) bool {
+// ensureIndices creates the indices of every layout the cluster can run,
+// retrying while OpenSearch is unreachable, so the server starts (and
+// /healthz reports) without it. The hot layout runs only when every node has
+// the baedal-hot plugin; otherwise srch answers 503 for it, saying why, and
+// the other layouts are unaffected. It returns the layouts it set up, or
+// false if ctx ended first.
+func ensureIndices(ctx context.Context, idx layout.Config, osc *osapi.Client, srch *searcher.Searcher, log *slog.Logger) ([]layout.Kind, bool) {
 	for {
-		err := errors.Join(idx.EnsureIndices(ctx, osc, layout.Nested), idx.EnsureIndices(ctx, osc, layout.Split))
+		kinds := []layout.Kind{layout.Nested, layout.Split}
+		missing, err := layout.NodesWithoutHotPlugin(ctx, osc)
+		if err == nil && len(missing) == 0 {
+			kinds = append(kinds, layout.Hot)
+		}
+		for _, k := range kinds {
+			err = errors.Join(err, idx.EnsureIndices(ctx, osc, k))
+		}
 		if err == nil {
-			return true
+			if len(missing) > 0 {
+				why := fmt.Sprintf("the OpenSearch nodes %s lack the %s plugin (see opensearch/README.md)", strings.Join(missing, ", "), layout.HotPlugin)
+				log.Warn("the hot layout is unavailable", "reason", why)
+				srch.SetUnavailable(layout.Hot, why)
+			} else {
+				srch.SetUnavailable(layout.Hot, "")
+			}
+			return kinds, true
 		}
 		log.Warn("cannot create the search indices yet; retrying in 5s", "err", err)
 		select {
 		case <-ctx.Done():
-			return false
+			return nil, false
 		case <-time.After(5 * time.Second):
 		}
 	}

@@ -53,6 +53,7 @@ func openClients(t testing.TB, st *localstack.State) *backend.Clients {
 // Redis key prefix both derived from ns.
 func testConfig(ns string) Config {
 	cfg := Defaults()
+	cfg.Layouts = []layout.Kind{layout.Nested, layout.Split}
 	cfg.Layout.Prefix = ns + "_"
 	cfg.Log.Prefix = ns + ":"
 	cfg.Log.Partitions = 3

@@ -7,9 +7,10 @@ type Index string
 
 // The indices of the two layouts.
 const (
-	IndexNested Index = "nested"
-	IndexShops  Index = "shops"
-	IndexMenus  Index = "menus"
+	IndexNested   Index = "nested"
+	IndexShops    Index = "shops"
+	IndexMenus    Index = "menus"
+	IndexHotMenus Index = "hot_menus"
 )
 
 // Phase is one of the three phases of a search on one index.
@@ -175,5 +176,14 @@ func PlanNested() Plan {
 	return Plan{
 		Steps:   []Step{{Index: IndexNested, Phases: []Phase{PhaseQuery, PhaseDecision, PhaseFetch}}},
 		Reasons: []string{"nested layout: shop and menu fields are in one document"},
+	}
+}
+
+// PlanHot is the hot layout: one request on the hot menu index does all
+// three phases, the hot fields read from the baedal-hot table.
+func PlanHot() Plan {
+	return Plan{
+		Steps:   []Step{{Index: IndexHotMenus, Phases: []Phase{PhaseQuery, PhaseDecision, PhaseFetch}}},
+		Reasons: []string{"hot layout: cold shop fields and menus in one document, hot fields in the baedal-hot table"},
 	}
 }

@@ -5,12 +5,13 @@ import (
 	"net/http"
 
 	"github.com/baedal/baedal/api"
+	"github.com/baedal/baedal/internal/osapi"
 	"github.com/baedal/baedal/layout"
 	"github.com/baedal/baedal/query"
 )
 
 // RegisterRoutes serves GET /v1/search. The layout parameter picks split (the
-// default) or the nested baseline, for comparison.
+// default), the nested baseline or the hot layout, for comparison.
 func RegisterRoutes(s *api.Server, srch *Searcher) {
 	s.Handle("GET /v1/search", func(w http.ResponseWriter, r *http.Request) error {
 		params := r.URL.Query()
@@ -18,7 +19,7 @@ func RegisterRoutes(s *api.Server, srch *Searcher) {
 		if l := params.Get("layout"); l != "" {
 			k, err := layout.ParseKind(l)
 			if err != nil {
-				return api.BadRequest("layout", "unknown layout "+l, string(layout.Split), string(layout.Nested))
+				return api.BadRequest("layout", "unknown layout "+l, layout.KindNames()...)
 			}
 			kind = k
 		}
@@ -31,6 +32,12 @@ func RegisterRoutes(s *api.Server, srch *Searcher) {
 			return err
 		}
 		resp, err := srch.Search(r.Context(), req, kind)
+		if errors.Is(err, ErrLayoutUnavailable) || (kind == layout.Hot && osapi.IsStatus(err, http.StatusServiceUnavailable)) {
+			// The hot layout's table is rebuilding on a node (the plugin
+			// answers 503), or the layout cannot run on this cluster.
+			w.Header().Set("Retry-After", "5")
+			return api.NewProblem(http.StatusServiceUnavailable, "the "+string(kind)+" layout cannot answer now; retry, or pick another layout: "+unavailableReason(srch, kind))
+		}
 		if errors.Is(err, ErrTimeout) {
 			return api.NewProblem(http.StatusGatewayTimeout, err.Error())
 		}
@@ -47,4 +54,12 @@ func RegisterRoutes(s *api.Server, srch *Searcher) {
 		api.WriteJSON(w, http.StatusOK, resp)
 		return nil
 	})
+}
+
+// unavailableReason says why a layout cannot answer, without internals.
+func unavailableReason(srch *Searcher, k layout.Kind) string {
+	if why := srch.Unavailable(k); why != "" {
+		return why
+	}
+	return "its in-memory table is being rebuilt"
 }
