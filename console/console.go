@@ -82,8 +82,8 @@ func newMeta(d Deps) Meta {
 		Sorts:      query.Sorts(),
 		// The default layout first; the others are compared with it.
 		Layouts: []string{string(layout.Split), string(layout.Nested), string(layout.Hot)},
-		Presets:    SeoulPresets(),
-		MaxSize:    query.MaxSize,
+		Presets: SeoulPresets(),
+		MaxSize: query.MaxSize,
 	}
 }
 
