@@ -52,10 +52,10 @@ func ProblemOf(err error) *Problem {
 	case errors.As(err, &tooBig):
 		return NewProblem(http.StatusRequestEntityTooLarge, "request body is larger than the limit of "+itoa(tooBig.Limit)+" bytes")
 	case errors.As(err, &ue):
-		return unavailableProblem(ue.What, ue.RetryAfter)
+		return unavailableProblem(ue.What, ue.Reason, ue.RetryAfter)
 	}
 	if what, ok := IsUnavailable(err); ok {
-		return unavailableProblem(what, 0)
+		return unavailableProblem(what, "", 0)
 	}
 	return NewProblem(http.StatusInternalServerError, "internal error; see the server log")
 }

@@ -25,6 +25,9 @@ type UnavailableError struct {
 	// RetryAfter is the client's wait before retrying; 0 means
 	// DefaultRetryAfter.
 	RetryAfter time.Duration
+	// Reason, if set, says why in words fit for clients (no internals);
+	// it is added to the problem's detail.
+	Reason string
 	// Err is the cause, logged and never sent.
 	Err error
 }
@@ -107,12 +110,16 @@ func walk(err error, f func(error) bool) bool {
 }
 
 // unavailableProblem is the 503 problem of an unavailable part.
-func unavailableProblem(what string, retryAfter time.Duration) *Problem {
+func unavailableProblem(what, reason string, retryAfter time.Duration) *Problem {
 	if retryAfter <= 0 {
 		retryAfter = DefaultRetryAfter
 	}
 	secs := int((retryAfter + time.Second - 1) / time.Second)
-	p := NewProblem(http.StatusServiceUnavailable, what+" is unavailable; retry after "+strconv.Itoa(secs)+" s")
+	detail := what + " is unavailable; retry after " + strconv.Itoa(secs) + " s"
+	if reason != "" {
+		detail += ": " + reason
+	}
+	p := NewProblem(http.StatusServiceUnavailable, detail)
 	p.Unavailable, p.RetryAfter = what, retryAfter
 	return p
 }

@@ -12,11 +12,14 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -136,7 +139,6 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv := api.New(cfg.API, log, reg)
-	srv.Handle("GET /healthz", healthHandler(clients, cfg.HealthTimeout))
 
 	// S3: with several OpenSearch URLs, every request goes to the endpoint
 	// C3 ranks best.
@@ -168,12 +170,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		return err
 	}
 	eventlog.RegisterRoutes(srv, evlog)
+	srch := searcher.New(osc, cfg.Indexer.Layout, cfg.Search, reg)
+	srch.SetUnavailable(layout.Hot, "OpenSearch has not been checked for the "+layout.HotPlugin+" plugin yet")
 	lag := func(ctx context.Context, k layout.Kind) (time.Duration, error) {
 		return indexerLag(ctx, evlog, cfg.Indexer.Log.Partitions, k)
 	}
-	searcher.RegisterRoutes(srv, searcher.New(osc, cfg.Indexer.Layout, cfg.Search, reg),
-		searcher.NewFallback(cfg.Fallback, cfg.Indexer.Layouts, lag, reg))
-	srv.Handle("GET /readyz", readyHandler(cfg.Indexer.Layout, cfg.Indexer.Layouts, osc, cfg.HealthTimeout))
+	searcher.RegisterRoutes(srv, srch, searcher.NewFallback(cfg.Fallback, cfg.Indexer.Layouts, lag, reg))
+	srv.Handle("GET /readyz", readyHandler(cfg.Indexer.Layout, cfg.Indexer.Layouts, osc, srch, cfg.HealthTimeout))
+	srv.Handle("GET /healthz", healthHandler(clients, srch, cfg.HealthTimeout))
 	console.RegisterRoutes(srv, console.Deps{Search: true, Gatherer: reg})
 
 	// S2: live reindex, behind the admin token.
@@ -243,10 +247,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	g.Go(func() error {
 		// The indexer starts only once the aliases exist: a bulk write to a
 		// missing alias would auto-create a concrete index in its place.
-		if !ensureIndices(gctx, cfg.Indexer.Layout, cfg.Indexer.Layouts, osc, log) || !cfg.Workers {
+		kinds, ok := ensureIndices(gctx, cfg.Indexer.Layout, osc, srch, log)
+		if !ok || !cfg.Workers {
 			return nil
 		}
-		return indexer.Run(gctx, cfg.Indexer, clients, log, reg)
+		icfg := cfg.Indexer
+		icfg.Layouts = slices.DeleteFunc(slices.Clone(icfg.Layouts), func(k layout.Kind) bool { return !slices.Contains(kinds, k) })
+		if len(icfg.Layouts) == 0 {
+			log.Warn("no layout to index on this cluster", "asked", cfg.Indexer.Layouts)
+			return nil
+		}
+		return indexer.Run(gctx, icfg, clients, log, reg)
 	})
 	if cfg.Workers {
 		g.Go(func() error { return feedSvc.RunWorkers(gctx) })
@@ -262,8 +273,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	return g.Wait()
 }
 
-// healthHandler reports each backend; the status is 503 when any is down.
-func healthHandler(clients *backend.Clients, timeout time.Duration) api.HandlerFunc {
+// healthHandler reports each backend, and each search layout ("ok" or why it
+// cannot serve); the status is 503 when a backend is down. A layout the
+// cluster cannot run (the hot layout without its plugin) does not make the
+// server unhealthy: the others serve.
+func healthHandler(clients *backend.Clients, srch *searcher.Searcher, timeout time.Duration) api.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		checks := clients.Probe(r.Context(), timeout)
 		status, code := "ok", http.StatusOK
@@ -272,15 +286,24 @@ func healthHandler(clients *backend.Clients, timeout time.Duration) api.HandlerF
 				status, code = "degraded", http.StatusServiceUnavailable
 			}
 		}
-		api.WriteJSON(w, code, map[string]any{"status": status, "backends": checks})
+		layouts := map[string]string{}
+		for _, k := range layout.Kinds() {
+			layouts[string(k)] = "ok"
+			if why := srch.Unavailable(k); why != "" {
+				layouts[string(k)] = "unavailable: " + why
+			}
+		}
+		api.WriteJSON(w, code, map[string]any{"status": status, "backends": checks, "layouts": layouts})
 		return nil
 	}
 }
 
 // readyHandler reports, per layout, the health and replica count of every
 // index: 200 when every layout answers complete results (all primaries
-// active: green or yellow), else 503 with Retry-After.
-func readyHandler(idx layout.Config, kinds []layout.Kind, osc *osapi.Client, timeout time.Duration) api.HandlerFunc {
+// active: green or yellow), else 503 with Retry-After. A layout that cannot
+// run on this cluster (the hot layout without its plugin) is listed with
+// the reason and does not count.
+func readyHandler(idx layout.Config, kinds []layout.Kind, osc *osapi.Client, srch *searcher.Searcher, timeout time.Duration) api.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		if _, err := api.Query(r); err != nil {
 			return err
@@ -290,6 +313,10 @@ func readyHandler(idx layout.Config, kinds []layout.Kind, osc *osapi.Client, tim
 		status, code := "ready", http.StatusOK
 		layouts := make([]layout.Health, len(kinds))
 		for i, k := range kinds {
+			if why := srch.Unavailable(k); why != "" {
+				layouts[i] = layout.Health{Layout: k, Health: "disabled", Error: why}
+				continue
+			}
 			layouts[i] = idx.Health(ctx, osc, k)
 			if !layouts[i].Searchable() {
 				status, code = "unavailable", http.StatusServiceUnavailable
@@ -334,23 +361,36 @@ func indexerLag(ctx context.Context, evlog *eventlog.Log, partitions int, k layo
 	return worst, nil
 }
 
-// ensureIndices creates the layouts' indices, retrying while OpenSearch is
-// unreachable, so the server starts (and /healthz reports) without it. It
-// returns false if ctx ended first.
-func ensureIndices(ctx context.Context, idx layout.Config, kinds []layout.Kind, osc *osapi.Client, log *slog.Logger) bool {
+// ensureIndices creates the indices of every layout the cluster can run,
+// retrying while OpenSearch is unreachable, so the server starts (and
+// /healthz reports) without it. The hot layout runs only when every node has
+// the baedal-hot plugin; otherwise srch answers 503 for it, saying why, and
+// the other layouts are unaffected. It returns the layouts it set up, or
+// false if ctx ended first.
+func ensureIndices(ctx context.Context, idx layout.Config, osc *osapi.Client, srch *searcher.Searcher, log *slog.Logger) ([]layout.Kind, bool) {
 	for {
-		var errs []error
-		for _, k := range kinds {
-			errs = append(errs, idx.EnsureIndices(ctx, osc, k))
+		kinds := []layout.Kind{layout.Nested, layout.Split}
+		missing, err := layout.NodesWithoutHotPlugin(ctx, osc)
+		if err == nil && len(missing) == 0 {
+			kinds = append(kinds, layout.Hot)
 		}
-		err := errors.Join(errs...)
+		for _, k := range kinds {
+			err = errors.Join(err, idx.EnsureIndices(ctx, osc, k))
+		}
 		if err == nil {
-			return true
+			if len(missing) > 0 {
+				why := fmt.Sprintf("the OpenSearch nodes %s lack the %s plugin (see opensearch/README.md)", strings.Join(missing, ", "), layout.HotPlugin)
+				log.Warn("the hot layout is unavailable", "reason", why)
+				srch.SetUnavailable(layout.Hot, why)
+			} else {
+				srch.SetUnavailable(layout.Hot, "")
+			}
+			return kinds, true
 		}
 		log.Warn("cannot create the search indices yet; retrying in 5s", "err", err)
 		select {
 		case <-ctx.Done():
-			return false
+			return nil, false
 		case <-time.After(5 * time.Second):
 		}
 	}

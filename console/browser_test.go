@@ -120,8 +120,14 @@ func TestConsoleInChromium(t *testing.T) {
 
 	// Compare with the nested baseline: both plans' steps side by side.
 	b.do(t, "toggle the nested comparison", 10*time.Second, chromedp.Click(chromedp.ID("compare")))
-	b.waitFor(t, "both step timings", `document.querySelectorAll('#timings .plan').length === 2 && document.getElementById('results').dataset.state === 'done'`, 20*time.Second)
-	for _, l := range []string{"split", "nested"} {
+	b.waitFor(t, "every layout's step timings", `document.querySelectorAll('#timings .plan').length === 3 && document.getElementById('results').dataset.state === 'done'`, 20*time.Second)
+	compared := []string{"split", "nested"}
+	if slices.Contains(fx.kinds, layout.Hot) {
+		compared = append(compared, "hot")
+	} else if got := eval[string](t, b, `document.querySelector('#timings .plan.unavailable[data-layout=hot] p').textContent`); !strings.Contains(got, "baedal-hot plugin") {
+		t.Errorf("the unavailable hot layout shows %q, want the reason", got)
+	}
+	for _, l := range compared {
 		names := eval[[]string](t, b, fmt.Sprintf(`[...document.querySelectorAll('#timings .plan[data-layout=%s] td.name')].map(e => e.textContent)`, l))
 		want := apiStepNames(t, base, url.Values{"q": {"치킨"}, "sort": {"delivery_fee"}, "layout": {l}})
 		if len(names) == 0 || !slices.Equal(names, want) {
@@ -224,9 +230,10 @@ type consoleFixture struct {
 	indexers []*indexer.Indexer
 	reg      *prometheus.Registry
 	t        *testing.T
+	kinds    []layout.Kind // the layouts loaded (hot only where the cluster has its plugin)
 }
 
-// startConsoleServer loads a small catalog into both layouts under a
+// startConsoleServer loads a small catalog into every layout the cluster runs under a
 // namespace of this test and serves the search API and the console on a
 // loopback port.
 func startConsoleServer(t *testing.T, ctx context.Context, st *localstack.State) *consoleFixture {
@@ -240,6 +247,14 @@ func startConsoleServer(t *testing.T, ctx context.Context, st *localstack.State)
 	fx := &consoleFixture{osc: osapi.New(client), idx: layout.Defaults(), reg: prometheus.NewRegistry(), t: t}
 	fx.idx.Prefix = stacktest.Namespace(t) + "_"
 	kinds := []layout.Kind{layout.Nested, layout.Split}
+	missing, err := layout.NodesWithoutHotPlugin(ctx, fx.osc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(missing) == 0 {
+		kinds = append(kinds, layout.Hot)
+	}
+	fx.kinds = kinds
 	t.Cleanup(func() {
 		for _, k := range kinds {
 			if err := fx.idx.DeleteIndices(context.Background(), fx.osc, k); err != nil {
@@ -275,7 +290,11 @@ func startConsoleServer(t *testing.T, ctx context.Context, st *localstack.State)
 	cfg := api.Defaults()
 	cfg.Addr = "127.0.0.1:0"
 	srv := api.New(cfg, nil, fx.reg)
-	searcher.RegisterRoutes(srv, searcher.New(fx.osc, fx.idx, searcher.Defaults(), fx.reg))
+	srch := searcher.New(fx.osc, fx.idx, searcher.Defaults(), fx.reg)
+	if len(missing) > 0 {
+		srch.SetUnavailable(layout.Hot, "this test's cluster lacks the baedal-hot plugin")
+	}
+	searcher.RegisterRoutes(srv, srch)
 	RegisterRoutes(srv, Deps{Search: true, Gatherer: fx.reg})
 	srvCtx, stop := context.WithCancel(context.Background())
 	addrc, done := make(chan string, 1), make(chan error, 1)
@@ -295,7 +314,7 @@ func startConsoleServer(t *testing.T, ctx context.Context, st *localstack.State)
 	return fx
 }
 
-// apply indexes events into both layouts and makes them searchable.
+// apply indexes events into every layout and makes them searchable.
 func (fx *consoleFixture) apply(ctx context.Context, events []catalog.Event) {
 	fx.t.Helper()
 	for _, ix := range fx.indexers {

@@ -80,9 +80,10 @@ func newMeta(d Deps) Meta {
 		Views:      d.views(),
 		Categories: catalog.Categories(),
 		Sorts:      query.Sorts(),
-		Layouts:    []string{string(layout.Split), string(layout.Nested)},
-		Presets:    SeoulPresets(),
-		MaxSize:    query.MaxSize,
+		// The default layout first; the others are compared with it.
+		Layouts: []string{string(layout.Split), string(layout.Nested), string(layout.Hot)},
+		Presets: SeoulPresets(),
+		MaxSize: query.MaxSize,
 	}
 }
 

@@ -8,11 +8,13 @@ import (
 // Part is one document of a shop in a layout.
 type Part int
 
-// The parts: the nested layout has one, the split layout two.
+// The parts: the nested layout has one, the split and hot layouts two each.
 const (
-	PartNested Part = iota // the nested document (shop + menus)
-	PartShop               // the split shop document
-	PartMenus              // the split menu document
+	PartNested   Part = iota // the nested document (shop + menus)
+	PartShop                 // the split shop document
+	PartMenus                // the split menu document
+	PartHotShop              // the hot layout's shop document
+	PartHotMenus             // the hot layout's menu document (cold shop fields + menus)
 	numParts
 )
 
@@ -24,6 +26,10 @@ func (p Part) String() string {
 		return "shop"
 	case PartMenus:
 		return "menus"
+	case PartHotShop:
+		return "hot shop"
+	case PartHotMenus:
+		return "hot menus"
 	}
 	return "unknown"
 }
@@ -35,43 +41,56 @@ func (p Part) Role() string {
 		return layout.RoleShops
 	case PartMenus:
 		return layout.RoleMenus
+	case PartHotShop:
+		return layout.RoleHotShops
+	case PartHotMenus:
+		return layout.RoleHotMenus
 	}
 	return layout.RoleNested
 }
 
-// LayoutParts returns the parts a layout writes, in write order.
+// LayoutParts returns the parts a layout writes, in write order: the head
+// (HeadPart) last.
 func LayoutParts(k layout.Kind) []Part {
-	if k == layout.Nested {
+	switch k {
+	case layout.Nested:
 		return []Part{PartNested}
+	case layout.Hot:
+		return []Part{PartHotMenus, PartHotShop}
 	}
 	return []Part{PartMenus, PartShop}
 }
 
-// TouchedParts returns the parts an event rewrites in a layout.
+// TouchedParts returns the parts an event rewrites in a layout when it
+// applies.
 func TouchedParts(k layout.Kind, ev catalog.Event) []Part {
-	if k == layout.Nested {
+	var shop, menus bool
+	switch k {
+	case layout.Nested:
 		return []Part{PartNested}
+	case layout.Hot:
+		shop, menus = layout.HotTouches(ev)
+	default:
+		shop, menus = layout.SplitTouches(ev)
 	}
-	shop, menus := layout.SplitTouches(ev)
+	parts := LayoutParts(k) // [menus, shop]
 	var out []Part
 	if menus {
-		out = append(out, PartMenus)
+		out = append(out, parts[0])
 	}
 	if shop {
-		out = append(out, PartShop)
+		out = append(out, parts[1])
 	}
 	return out
 }
 
 // HeadPart returns the part whose version is the aggregate's: the nested
-// document, or the split shop document. Every applied event rewrites it, and
-// the indexer writes it after every other part of a batch, so a head at
-// version v means every part reflects every event up to v.
+// document, or the shop document of the split and hot layouts. Every applied
+// event rewrites it, and the indexer writes it after every other part of a
+// batch, so a head at version v means every part reflects every event up to v.
 func HeadPart(k layout.Kind) Part {
-	if k == layout.Nested {
-		return PartNested
-	}
-	return PartShop
+	parts := LayoutParts(k)
+	return parts[len(parts)-1]
 }
 
 // ShopParts is the held state of one shop in one layout: one catalog.ShopState
@@ -87,9 +106,10 @@ type ShopParts struct {
 }
 
 // Version returns the aggregate version the held state reflects: the version
-// of the head part (the nested document, or the split shop document).
+// of its head part (a ShopParts holds the parts of one layout, so at most one
+// head is set).
 func (sp *ShopParts) Version() int64 {
-	return max(sp.Parts[PartNested].Version, sp.Parts[PartShop].Version)
+	return max(sp.Parts[PartNested].Version, sp.Parts[PartShop].Version, sp.Parts[PartHotShop].Version)
 }
 
 // Aggregate returns a copy of the shop aggregate the parts of layout k hold:
@@ -104,7 +124,7 @@ func (sp *ShopParts) Aggregate(k layout.Kind) catalog.ShopState {
 		return head.Clone()
 	}
 	agg := head.Clone()
-	agg.Menus = sp.Parts[PartMenus].Clone().Menus
+	agg.Menus = sp.Parts[LayoutParts(k)[0]].Clone().Menus
 	if agg.Menus == nil {
 		agg.Menus = []catalog.Menu{}
 	}
@@ -115,7 +135,7 @@ func (sp *ShopParts) Aggregate(k layout.Kind) catalog.ShopState {
 func project(p Part, agg *catalog.ShopState, v int64) catalog.ShopState {
 	st := *agg
 	st.Version = v
-	if p == PartShop {
+	if p == PartShop || p == PartHotShop {
 		st.Menus = nil // the shop document holds no menus
 	}
 	return st

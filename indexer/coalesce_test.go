@@ -27,7 +27,7 @@ func heldShop(k layout.Kind, st catalog.ShopState) *ShopParts {
 	sp := new(ShopParts)
 	for _, p := range LayoutParts(k) {
 		part := st.Clone()
-		if p == PartShop {
+		if p == PartShop || p == PartHotShop {
 			part.Menus = nil
 		}
 		sp.Parts[p] = part

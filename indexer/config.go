@@ -48,13 +48,13 @@ type Config struct {
 	RefetchOnGap bool
 }
 
-// Defaults returns both layouts, batches of 1,000 events or 50 ms, 200,000
+// Defaults returns every layout, batches of 1,000 events or 50 ms, 200,000
 // held shops per layout, 5 attempts, 30 s claim idle time, backoff 100 ms..5 s
 // for up to 2 minutes, one worker, lag every 5 s, freshness polled every 50 ms
 // for up to 30 s.
 func Defaults() Config {
 	return Config{
-		Layouts: []layout.Kind{layout.Nested, layout.Split},
+		Layouts: layout.Kinds(),
 		Layout:  layout.Defaults(), Log: eventlog.Defaults(),
 		BatchSize: 1000, BatchWait: 50 * time.Millisecond,
 		CacheEntries: 200_000, MaxAttempts: 5, ClaimIdle: 30 * time.Second,
@@ -67,7 +67,7 @@ func Defaults() Config {
 
 // Flags binds the indexer's own fields (not Layout and Log).
 func (c *Config) Flags(fs *flag.FlagSet) {
-	fs.Func("indexer-layouts", "comma-separated layouts to index: nested, split (default both)", func(s string) error {
+	fs.Func("indexer-layouts", "comma-separated layouts to index: nested, split, hot (default all; hot only where the cluster has the baedal-hot plugin)", func(s string) error {
 		c.Layouts = nil
 		for _, part := range strings.Split(s, ",") {
 			k, err := layout.ParseKind(strings.TrimSpace(part))
@@ -95,7 +95,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 func (c *Config) Validate() error {
 	var errs []error
 	if len(c.Layouts) == 0 {
-		errs = append(errs, errors.New("layouts: at least one, allowed: nested, split"))
+		errs = append(errs, errors.New("layouts: at least one, allowed: "+strings.Join(layout.KindNames(), ", ")))
 	}
 	for _, k := range c.Layouts {
 		if _, err := layout.ParseKind(string(k)); err != nil {

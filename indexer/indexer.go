@@ -231,6 +231,14 @@ func stateFromSource(p Part, src []byte) (catalog.ShopState, error) {
 		var d layout.MenusDoc
 		err := json.Unmarshal(src, &d)
 		return layout.StateFromMenus(d), err
+	case PartHotShop:
+		var d layout.ShopDoc
+		err := json.Unmarshal(src, &d)
+		return layout.StateFromShop(d), err
+	case PartHotMenus:
+		var d layout.HotMenusDoc
+		err := json.Unmarshal(src, &d)
+		return layout.StateFromHotMenus(d), err
 	}
 	var d layout.NestedDoc
 	err := json.Unmarshal(src, &d)
@@ -252,10 +260,12 @@ func AppendAction(dst []byte, cfg *layout.Config, a Action, st *catalog.ShopStat
 	}
 	var doc any
 	switch a.Part {
-	case PartShop:
+	case PartShop, PartHotShop:
 		doc = layout.BuildShop(st, a.Version)
 	case PartMenus:
 		doc = layout.BuildMenus(st, a.Version)
+	case PartHotMenus:
+		doc = layout.BuildHotMenus(st, a.Version)
 	default:
 		doc = layout.BuildNested(st, a.Version)
 	}
@@ -279,7 +289,8 @@ type bulkItem struct {
 
 // write sends the actions, retrying what is retryable, in two phases: first
 // every part but the head (HeadPart), then the heads of the shops whose other
-// parts were accepted. A head at version v thus promises that the shop's
+// parts were accepted (in the hot layout, after their rows went to the
+// baedal-hot table: writeHotTable). A head at version v thus promises that the shop's
 // other documents reflect every event up to v, which is what lets a
 // redelivered batch be judged against the head's version alone (Aggregate):
 // a worker killed between the phases leaves older heads, and the redelivery
@@ -310,6 +321,11 @@ func (ix *Indexer) write(ctx context.Context, c Coalesced, stats *Stats) (writeO
 		_, bad := out.poisoned[c.Actions[i].ShopID]
 		return bad
 	})
+	if ix.kind == layout.Hot && len(heads) > 0 {
+		if err := ix.writeHotTable(ctx, c, heads, deadline, stats); err != nil {
+			return out, err
+		}
+	}
 	if err := ix.writePhase(ctx, c, lines, heads, deadline, out, stats); err != nil {
 		return out, err
 	}

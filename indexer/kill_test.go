@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/baedal/baedal/eventlog"
+	"github.com/baedal/baedal/internal/osapi"
 	"github.com/baedal/baedal/internal/stacktest"
-	"github.com/baedal/baedal/layout"
 	"github.com/baedal/baedal/localstack"
 )
 
@@ -23,8 +23,8 @@ const (
 )
 
 // TestKillChildWorker is not a test of its own: it is the worker process that
-// TestKillMidBatchLosesNothing starts and kills. It runs indexer.Run for both
-// layouts with debug logs on stderr until it is killed (or 3 minutes pass).
+// TestKillMidBatchLosesNothing starts and kills. It runs indexer.Run for every
+// layout of the stack with debug logs on stderr until it is killed (or 3 minutes pass).
 func TestKillChildWorker(t *testing.T) {
 	ns := os.Getenv(envKillChild)
 	if ns == "" {
@@ -33,6 +33,7 @@ func TestKillChildWorker(t *testing.T) {
 	st := stacktest.Require(t)
 	clients := openClients(t, st)
 	cfg := testConfig(ns)
+	cfg.Layouts = stackKinds(t, osapi.New(clients.OpenSearch))
 	cfg.BatchSize = 200
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -106,13 +107,20 @@ func sigkill(t *testing.T, cmd *exec.Cmd) {
 // events, runs the stream worker in a child process, SIGKILLs it right after
 // a bulk was written (before its batch was acknowledged), twice, then lets a
 // third run drain the log, and compares every document of both layouts, its
-// version and fields, with the states computed from the same events.
+// version and fields (and the hot layout's table rows), with the states
+// computed from the same events.
 func TestKillMidBatchLosesNothing(t *testing.T) {
 	e := newTestEnv(t)
 	ctx := context.Background()
 	const seed, numShops = 21, 300
 	events := append(initialLoad(seed, numShops), streamEvents(seed, numShops, 4000)...)
 	want := expectedShops(t, seed, numShops, events[numShops:])
+	e.cfg.Layouts = stackKinds(t, e.os)
+	for _, k := range e.cfg.Layouts {
+		if err := e.cfg.Layout.EnsureIndices(ctx, e.os, k); err != nil {
+			t.Fatal(err)
+		}
+	}
 	evlog := newLog(t, e)
 	if _, err := evlog.Append(ctx, events); err != nil {
 		t.Fatal(err)
@@ -151,7 +159,7 @@ func TestKillMidBatchLosesNothing(t *testing.T) {
 	if len(letters) > 0 {
 		t.Errorf("%d events dead-lettered, first: %+v", len(letters), letters[0])
 	}
-	for _, k := range []layout.Kind{layout.Nested, layout.Split} {
+	for _, k := range e.cfg.Layouts {
 		if bad := compareLayout(t, e.os, &e.cfg.Layout, k, want); bad > 0 {
 			t.Errorf("%s: %d documents lost or stale after the kills", k, bad)
 		}

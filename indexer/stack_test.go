@@ -53,6 +53,7 @@ func openClients(t testing.TB, st *localstack.State) *backend.Clients {
 // Redis key prefix both derived from ns.
 func testConfig(ns string) Config {
 	cfg := Defaults()
+	cfg.Layouts = []layout.Kind{layout.Nested, layout.Split}
 	cfg.Layout.Prefix = ns + "_"
 	cfg.Log.Prefix = ns + ":"
 	cfg.Log.Partitions = 3
@@ -98,13 +99,14 @@ func (e *testEnv) indexer(t *testing.T, k layout.Kind) *Indexer {
 type expectedShop struct {
 	state               catalog.ShopState
 	shopPart, menusPart int64 // split document versions
+	hotMenusPart        int64 // hot menu document version (its shop document is at shopPart)
 }
 
 func expectedShops(t testing.TB, seed uint64, numShops int, events []catalog.Event) map[int64]*expectedShop {
 	t.Helper()
 	out := make(map[int64]*expectedShop)
 	for i, st := range catalog.NewGenerator(seed).Shops(numShops) {
-		out[catalog.ShopID(i)] = &expectedShop{state: st, shopPart: st.Version, menusPart: st.Version}
+		out[catalog.ShopID(i)] = &expectedShop{state: st, shopPart: st.Version, menusPart: st.Version, hotMenusPart: st.Version}
 	}
 	for _, ev := range events {
 		id := ev.AggregateID()
@@ -126,6 +128,9 @@ func expectedShops(t testing.TB, seed uint64, numShops int, events []catalog.Eve
 		}
 		if menus {
 			ex.menusPart = ev.Version
+		}
+		if _, hotMenus := layout.HotTouches(ev); hotMenus {
+			ex.hotMenusPart = ev.Version
 		}
 	}
 	return out
@@ -194,11 +199,20 @@ func compareLayout(t testing.TB, osc *osapi.Client, cfg *layout.Config, k layout
 		build func(ex *expectedShop) (version int64, doc any)
 	}
 	var checks []docCheck
-	if k == layout.Nested {
+	switch k {
+	case layout.Nested:
 		checks = []docCheck{{layout.RoleNested, func(ex *expectedShop) (int64, any) {
 			return ex.state.Version, layout.BuildNested(&ex.state, ex.state.Version)
 		}}}
-	} else {
+	case layout.Hot:
+		checks = []docCheck{
+			{layout.RoleHotShops, func(ex *expectedShop) (int64, any) { return ex.shopPart, layout.BuildShop(&ex.state, ex.shopPart) }},
+			{layout.RoleHotMenus, func(ex *expectedShop) (int64, any) {
+				return ex.hotMenusPart, layout.BuildHotMenus(&ex.state, ex.hotMenusPart)
+			}},
+		}
+		bad += compareHotTable(t, osc, cfg, ids, want)
+	default:
 		checks = []docCheck{
 			{layout.RoleShops, func(ex *expectedShop) (int64, any) { return ex.shopPart, layout.BuildShop(&ex.state, ex.shopPart) }},
 			{layout.RoleMenus, func(ex *expectedShop) (int64, any) { return ex.menusPart, layout.BuildMenus(&ex.state, ex.menusPart) }},
@@ -232,6 +246,79 @@ func compareLayout(t testing.TB, osc *osapi.Client, cfg *layout.Config, k layout
 		}
 	}
 	return bad
+}
+
+// compareHotTable checks the baedal-hot table's row of every live shop, as
+// the hot layout's search reads it, against the expected state.
+func compareHotTable(t testing.TB, osc *osapi.Client, cfg *layout.Config, ids []int64, want map[int64]*expectedShop) (bad int) {
+	t.Helper()
+	if err := osc.Do(context.Background(), http.MethodPost, "/"+cfg.Alias(layout.RoleHotMenus)+"/_refresh", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]any{
+		"size": len(ids), "_source": false, "query": map[string]any{"terms": map[string]any{"id": ids}},
+		"ext": map[string]any{"baedal_hot": map[string]any{"table": cfg.Alias(layout.RoleHotShops)}},
+	})
+	var resp struct {
+		Hits struct {
+			Hits []struct {
+				ID     string                `json:"_id"`
+				Fields map[string][]HotEntry `json:"fields"`
+			} `json:"hits"`
+		} `json:"hits"`
+	}
+	if err := osc.Do(context.Background(), http.MethodPost, "/"+cfg.Alias(layout.RoleHotMenus)+"/_search", body, &resp); err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, h := range resp.Hits.Hits {
+		id, _ := strconv.ParseInt(h.ID, 10, 64)
+		ex := want[id]
+		rows := h.Fields["baedal_hot"]
+		if ex == nil || ex.state.Deleted || len(rows) != 1 {
+			bad++
+			t.Errorf("hot table: shop %d: rows %+v, expected state %+v", id, rows, ex)
+			continue
+		}
+		seen++
+		row := rows[0]
+		row.ID = id // the fetched row does not repeat the id
+		if wantRow := HotEntryOf(&ex.state); row != wantRow {
+			bad++
+			if bad <= 5 {
+				t.Errorf("hot table: shop %d: row %+v, want %+v", id, row, wantRow)
+			}
+		}
+	}
+	live := 0
+	for _, id := range ids {
+		if !want[id].state.Deleted {
+			live++
+		}
+	}
+	if seen != live {
+		bad++
+		t.Errorf("hot table: %d live shops answered, want %d", seen, live)
+	}
+	return bad
+}
+
+// stackKinds returns the layouts the stack runs: every layout, but the hot
+// one only where the cluster has the baedal-hot plugin (in CI it must).
+func stackKinds(t testing.TB, osc *osapi.Client) []layout.Kind {
+	t.Helper()
+	missing, err := layout.NodesWithoutHotPlugin(context.Background(), osc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(missing) == 0 {
+		return layout.Kinds()
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("the OpenSearch nodes %v lack the %s plugin: the hot layout is untested", missing, layout.HotPlugin)
+	}
+	t.Logf("the OpenSearch nodes %v lack the %s plugin: the hot layout is not tested", missing, layout.HotPlugin)
+	return []layout.Kind{layout.Nested, layout.Split}
 }
 
 // messyBatches cuts events into batches of size n and adds, to each batch,

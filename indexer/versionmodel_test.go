@@ -85,8 +85,7 @@ func TestLayoutsApplyTheSameEvents(t *testing.T) {
 			rejected       []int // event indexes in the whole history
 		}
 		got := map[layout.Kind]outcome{}
-		aggregates := map[layout.Kind]map[int64]catalog.ShopState{}
-		for _, k := range []layout.Kind{layout.Nested, layout.Split} {
+		for _, k := range layout.Kinds() {
 			r := rand.New(rand.NewPCG(seed, 7))
 			held := make(map[int64]*ShopParts)
 			var o outcome
@@ -115,21 +114,21 @@ func TestLayoutsApplyTheSameEvents(t *testing.T) {
 				start = end
 			}
 			got[k] = o
-			aggregates[k] = make(map[int64]catalog.ShopState)
 			for id, sp := range held {
 				agg := sp.Aggregate(k)
-				aggregates[k][id] = agg
 				ref := *want[id]
 				if ref.Deleted != agg.Deleted || ref.Version != agg.Version || (!ref.Deleted && !sameState(ref, agg)) {
 					t.Fatalf("seed %d %s: shop %d is %s, want %s", seed, k, id, stateJSON(agg), stateJSON(ref))
 				}
-				if k == layout.Split && !agg.Deleted && agg.Version > 0 && sp.Parts[PartShop].Version != agg.Version {
-					t.Fatalf("seed %d: split shop document of shop %d at version %d, aggregate at %d", seed, id, sp.Parts[PartShop].Version, agg.Version)
+				if head := sp.Parts[HeadPart(k)]; !agg.Deleted && agg.Version > 0 && head.Version != agg.Version {
+					t.Fatalf("seed %d %s: head document of shop %d at version %d, aggregate at %d", seed, k, id, head.Version, agg.Version)
 				}
 			}
 		}
-		if !reflect.DeepEqual(got[layout.Nested], got[layout.Split]) {
-			t.Fatalf("seed %d: nested applied/stale/rejected %+v, split %+v", seed, got[layout.Nested], got[layout.Split])
+		for _, k := range layout.Kinds() {
+			if !reflect.DeepEqual(got[layout.Nested], got[k]) {
+				t.Fatalf("seed %d: nested applied/stale/rejected %+v, %s %+v", seed, got[layout.Nested], k, got[k])
+			}
 		}
 		if seed == 0 {
 			t.Logf("seed 0: %d events, %d applied, %d stale, %d rejected", len(events), got[layout.Nested].applied, got[layout.Nested].stale, len(got[layout.Nested].rejected))
@@ -148,7 +147,7 @@ func TestCrossEntityReorderingIsStaleInEveryLayout(t *testing.T) {
 		"shop v7 then menu v6": {hotEvent(1, 7, 77), priceEvent(1, menu, 6, 13000)},
 	}
 	for name, events := range cases {
-		for _, k := range []layout.Kind{layout.Nested, layout.Split} {
+		for _, k := range layout.Kinds() {
 			c := CoalesceBatch(k, map[int64]*ShopParts{1: heldShop(k, shop)}, events)
 			if c.Applied != 1 || c.Stale != 1 {
 				t.Errorf("%s, %s: applied %d stale %d, want 1 and 1", name, k, c.Applied, c.Stale)

@@ -2,7 +2,6 @@ package indexer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -302,34 +301,62 @@ func (f *freshnessProbe) start(ctx context.Context, e eventlog.Entry) {
 }
 
 // WaitVisible polls search until the event's shop is visible at a version >=
-// the event's in the index the event touched, and returns the time since
-// appendedAt.
+// the event's, and returns the time since appendedAt. Nested and split are
+// polled on the head document (it carries the aggregate version and becomes
+// searchable at a refresh); hot is polled as its search reads it: the hot
+// menu document with the version the baedal-hot table holds, which needs no
+// refresh.
 func (w *Worker) WaitVisible(ctx context.Context, ev catalog.Event, appendedAt time.Time) (time.Duration, error) {
-	parts := TouchedParts(w.kind, ev)
-	if len(parts) == 0 {
-		return 0, errors.New("event touches no document")
-	}
-	alias := w.cfg.Layout.Alias(parts[len(parts)-1].Role())
-	body := fmt.Appendf(nil, `{"size":0,"terminate_after":1,"track_total_hits":true,"query":{"bool":{"filter":[{"term":{"id":%d}},{"range":{"version":{"gte":%d}}}]}}}`,
-		ev.AggregateID(), ev.Version)
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.FreshnessTimeout)
 	defer cancel()
 	for {
-		var resp struct {
-			Hits struct {
-				Total struct {
-					Value int `json:"value"`
-				} `json:"total"`
-			} `json:"hits"`
-		}
-		if err := w.os.Do(ctx, http.MethodPost, "/"+alias+"/_search", body, &resp); err != nil {
+		ok, err := w.visible(ctx, ev)
+		if err != nil {
 			return 0, err
 		}
-		if resp.Hits.Total.Value > 0 {
+		if ok {
 			return time.Since(appendedAt), nil
 		}
 		if err := sleepCtx(ctx, w.cfg.FreshnessPoll); err != nil {
 			return 0, err
 		}
 	}
+}
+
+// visible reports whether search shows the shop of ev at ev's version or later.
+func (w *Worker) visible(ctx context.Context, ev catalog.Event) (bool, error) {
+	var resp struct {
+		Hits struct {
+			Total struct {
+				Value int `json:"value"`
+			} `json:"total"`
+			Hits []struct {
+				Fields map[string][]struct {
+					Version int64 `json:"version"`
+				} `json:"fields"`
+			} `json:"hits"`
+		} `json:"hits"`
+	}
+	if w.kind == layout.Hot {
+		table := w.cfg.Layout.Alias(layout.RoleHotShops)
+		body := fmt.Appendf(nil, `{"size":1,"_source":false,"query":{"term":{"id":%d}},"ext":{"baedal_hot":{"table":%q}}}`, ev.AggregateID(), table)
+		if err := w.os.Do(ctx, http.MethodPost, "/"+w.cfg.Layout.Alias(layout.RoleHotMenus)+"/_search", body, &resp); err != nil {
+			return false, err
+		}
+		for _, h := range resp.Hits.Hits {
+			for _, row := range h.Fields["baedal_hot"] {
+				if row.Version >= ev.Version {
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	}
+	head := w.cfg.Layout.Alias(HeadPart(w.kind).Role())
+	body := fmt.Appendf(nil, `{"size":0,"terminate_after":1,"track_total_hits":true,"query":{"bool":{"filter":[{"term":{"id":%d}},{"range":{"version":{"gte":%d}}}]}}}`,
+		ev.AggregateID(), ev.Version)
+	if err := w.os.Do(ctx, http.MethodPost, "/"+head+"/_search", body, &resp); err != nil {
+		return false, err
+	}
+	return resp.Hits.Total.Value > 0, nil
 }

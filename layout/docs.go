@@ -46,6 +46,46 @@ type MenusDoc struct {
 	Menus            []MenuDoc        `json:"menus"`
 }
 
+// HotMenusDoc is the hot layout's menu document: every cold shop field, the
+// aggregate version of its last rewrite, and the shop's menus nested. The hot
+// fields live in the shop document and in the baedal-hot table only.
+type HotMenusDoc struct {
+	ID               int64            `json:"id"`
+	Name             string           `json:"name"`
+	Category         string           `json:"category"`
+	Location         catalog.GeoPoint `json:"location"`
+	DeliveryRadiusKm float64          `json:"delivery_radius_km"`
+	MinOrder         int              `json:"min_order"`
+	District         string           `json:"district"`
+	Address          string           `json:"address"`
+	Phone            string           `json:"phone"`
+	Tags             []string         `json:"tags"`
+	OpenedOn         string           `json:"opened_on"`
+	Version          int64            `json:"version"`
+	Menus            []MenuDoc        `json:"menus"`
+}
+
+// BuildHotMenus returns the hot layout's menu document.
+func BuildHotMenus(st *catalog.ShopState, version int64) HotMenusDoc {
+	s := &st.Shop
+	return HotMenusDoc{
+		ID: s.ID, Name: s.Name, Category: s.Category, Location: s.Location, DeliveryRadiusKm: s.DeliveryRadiusKm,
+		MinOrder: s.MinOrder, District: s.District, Address: s.Address, Phone: s.Phone, Tags: s.Tags, OpenedOn: s.OpenedOn,
+		Version: version, Menus: menuDocs(st, false),
+	}
+}
+
+// StateFromHotMenus rebuilds the menu part (and the cold shop fields) of the
+// aggregate from its hot-layout menu document.
+func StateFromHotMenus(d HotMenusDoc) catalog.ShopState {
+	st := catalog.ShopState{Version: d.Version, Shop: catalog.Shop{
+		ID: d.ID, Name: d.Name, Category: d.Category, Location: d.Location, DeliveryRadiusKm: d.DeliveryRadiusKm,
+		MinOrder: d.MinOrder, District: d.District, Address: d.Address, Phone: d.Phone, Tags: d.Tags, OpenedOn: d.OpenedOn,
+	}}
+	st.Menus = menusFromDocs(d.ID, d.Menus)
+	return st
+}
+
 func menuDocs(st *catalog.ShopState, extended bool) []MenuDoc {
 	out := make([]MenuDoc, len(st.Menus))
 	for i, m := range st.Menus {
@@ -126,6 +166,22 @@ func SplitTouches(ev catalog.Event) (shopDoc, menusDoc bool) {
 	copied := CopiedShopFields()
 	for _, f := range ev.ChangedFields() {
 		if slices.Contains(copied, f) {
+			return true, true
+		}
+	}
+	return true, false
+}
+
+// HotTouches says which hot-layout documents an event rewrites when it
+// applies: the shop document (the head) always; the menu document when the
+// event changes what it holds: menus, any cold shop field, or the creation
+// or deletion of the shop.
+func HotTouches(ev catalog.Event) (shopDoc, menusDoc bool) {
+	if ev.Type == catalog.EntityMenu || ev.Op == catalog.OpDelete || ev.Menus != nil {
+		return true, true
+	}
+	for _, f := range ev.ChangedFields() {
+		if v, _ := catalog.ShopFieldVolatility(f); v == catalog.Cold {
 			return true, true
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/baedal/baedal/internal/osapi"
 )
@@ -13,7 +14,7 @@ import (
 // yet, the index <alias>_v1 and points the alias at it. Existing aliases are
 // left alone (a reindex may have moved them to a later generation).
 func (c *Config) EnsureIndices(ctx context.Context, os *osapi.Client, k Kind) error {
-	for _, role := range roles(k) {
+	for _, role := range Roles(k) {
 		alias := c.Alias(role)
 		if err := os.Do(ctx, http.MethodHead, "/_alias/"+alias, nil, nil); err == nil {
 			continue
@@ -41,7 +42,7 @@ func (c *Config) EnsureIndices(ctx context.Context, os *osapi.Client, k Kind) er
 // DeleteIndices removes every index behind the layout's aliases (tests and
 // benchmarks start from scratch with it).
 func (c *Config) DeleteIndices(ctx context.Context, os *osapi.Client, k Kind) error {
-	for _, role := range roles(k) {
+	for _, role := range Roles(k) {
 		pattern := c.Alias(role) + "_v*"
 		if err := os.Do(ctx, http.MethodDelete, "/"+pattern+"?expand_wildcards=all&allow_no_indices=true", nil, nil); err != nil && !osapi.IsStatus(err, http.StatusNotFound) {
 			return fmt.Errorf("layout: delete %s: %w", pattern, err)
@@ -50,9 +51,35 @@ func (c *Config) DeleteIndices(ctx context.Context, os *osapi.Client, k Kind) er
 	return nil
 }
 
-func roles(k Kind) []string {
-	if k == Nested {
-		return []string{RoleNested}
+// HotPlugin is the OpenSearch plugin the hot layout needs on every node
+// (docs/hot-layout.md).
+const HotPlugin = "baedal-hot"
+
+// NodesWithoutHotPlugin returns the names of the cluster's nodes that lack
+// the baedal-hot plugin: when it is not empty, the hot layout cannot run and
+// the other layouts are unaffected.
+func NodesWithoutHotPlugin(ctx context.Context, os *osapi.Client) ([]string, error) {
+	var resp struct {
+		Nodes map[string]struct {
+			Name    string `json:"name"`
+			Plugins []struct {
+				Name string `json:"name"`
+			} `json:"plugins"`
+		} `json:"nodes"`
 	}
-	return []string{RoleShops, RoleMenus}
+	if err := os.Do(ctx, http.MethodGet, "/_nodes/plugins?filter_path=nodes.*.name,nodes.*.plugins.name", nil, &resp); err != nil {
+		return nil, fmt.Errorf("layout: list the plugins of the OpenSearch nodes: %w", err)
+	}
+	var missing []string
+	for _, n := range resp.Nodes {
+		has := false
+		for _, p := range n.Plugins {
+			has = has || p.Name == HotPlugin
+		}
+		if !has {
+			missing = append(missing, n.Name)
+		}
+	}
+	slices.Sort(missing)
+	return missing, nil
 }

@@ -1,12 +1,15 @@
 // Package layout defines how the catalog is laid out in OpenSearch: the
-// baseline "nested" layout (one document per shop, menus nested) and the
-// "split" layout (a shop index with every shop field, and a menu index with one
+// baseline "nested" layout (one document per shop, menus nested), the "split"
+// layout (a shop index with every shop field, and a menu index with one
 // document per shop holding its menus nested plus copies of the few cold shop
-// fields that menu-side predicates need). It builds the index bodies and the
-// documents from a catalog.ShopState.
+// fields that menu-side predicates need), and the "hot" layout (a shop index
+// as split's, and a menu index holding every cold shop field, searched in one
+// request with the hot fields read from the baedal-hot plugin's in-memory
+// table, docs/hot-layout.md). It builds the index bodies and the documents
+// from a catalog.ShopState.
 //
-// Invariant: no hot shop field is ever copied into the split menu index, so a
-// hot shop update rewrites exactly one small document (the shop document) and
+// Invariant: no hot shop field is ever copied into a menu index, so a hot
+// shop update rewrites exactly one small document (the shop document) and
 // never the shop's menus. TestCopiedFieldsAreCold enforces it.
 package layout
 
@@ -14,6 +17,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -21,19 +25,31 @@ import (
 // Kind names a layout.
 type Kind string
 
-// The two layouts.
+// The layouts.
 const (
 	Nested Kind = "nested"
 	Split  Kind = "split"
+	Hot    Kind = "hot"
 )
+
+// Kinds returns every layout, the baseline first.
+func Kinds() []Kind { return []Kind{Nested, Split, Hot} }
+
+// KindNames returns the names of every layout, for messages.
+func KindNames() []string {
+	var out []string
+	for _, k := range Kinds() {
+		out = append(out, string(k))
+	}
+	return out
+}
 
 // ParseKind parses a layout name.
 func ParseKind(s string) (Kind, error) {
-	switch Kind(s) {
-	case Nested, Split:
+	if slices.Contains(Kinds(), Kind(s)) {
 		return Kind(s), nil
 	}
-	return "", fmt.Errorf("layout: got %q, allowed: nested, split", s)
+	return "", fmt.Errorf("layout: got %q, allowed: %s", s, strings.Join(KindNames(), ", "))
 }
 
 // IndexSettings are the per-index settings a deployment tunes.
@@ -109,10 +125,12 @@ func (s IndexSettings) Validate(prefix string) error {
 // Config names the indices (through aliases) and their settings.
 type Config struct {
 	// Prefix is put before every alias and index name, e.g. "baedal_".
-	Prefix string
-	Nested IndexSettings
-	Shops  IndexSettings
-	Menus  IndexSettings
+	Prefix   string
+	Nested   IndexSettings
+	Shops    IndexSettings
+	Menus    IndexSettings
+	HotShops IndexSettings
+	HotMenus IndexSettings
 }
 
 // Defaults returns one shard, replicas "0-1" (one replica when the cluster
@@ -120,7 +138,7 @@ type Config struct {
 // every index.
 func Defaults() Config {
 	one := IndexSettings{Shards: 1, Replicas: DefaultReplicas, RefreshInterval: "1s"}
-	return Config{Prefix: "baedal_", Nested: one, Shops: one, Menus: one}
+	return Config{Prefix: "baedal_", Nested: one, Shops: one, Menus: one, HotShops: one, HotMenus: one}
 }
 
 // Flags binds the configuration to command-line flags.
@@ -129,7 +147,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	for _, s := range []struct {
 		name string
 		set  *IndexSettings
-	}{{"nested", &c.Nested}, {"shops", &c.Shops}, {"menus", &c.Menus}} {
+	}{{"nested", &c.Nested}, {"shops", &c.Shops}, {"menus", &c.Menus}, {"hot-shops", &c.HotShops}, {"hot-menus", &c.HotMenus}} {
 		fs.IntVar(&s.set.Shards, s.name+"-shards", s.set.Shards, "primary shards of the "+s.name+" index")
 		fs.StringVar(&s.set.Replicas, s.name+"-replicas", s.set.Replicas, "replicas of the "+s.name+" index: a count (0..8) or an auto-expanding range like 0-1 (one replica once there are two data nodes)")
 		fs.StringVar(&s.set.RefreshInterval, s.name+"-refresh-interval", s.set.RefreshInterval, "refresh interval of the "+s.name+" index")
@@ -138,15 +156,18 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 
 // Validate checks every index's settings.
 func (c *Config) Validate() error {
-	return errors.Join(c.Nested.Validate("nested"), c.Shops.Validate("shops"), c.Menus.Validate("menus"))
+	return errors.Join(c.Nested.Validate("nested"), c.Shops.Validate("shops"), c.Menus.Validate("menus"),
+		c.HotShops.Validate("hot-shops"), c.HotMenus.Validate("hot-menus"))
 }
 
 // Index roles. The alias is what readers and writers use; the concrete
 // index behind it is Alias + "_v" + generation, so a reindex can swap it.
 const (
-	RoleNested = "shops_nested"
-	RoleShops  = "shops"
-	RoleMenus  = "menus"
+	RoleNested   = "shops_nested"
+	RoleShops    = "shops"
+	RoleMenus    = "menus"
+	RoleHotShops = "hot_shops"
+	RoleHotMenus = "hot_menus"
 )
 
 // Alias returns the alias of a role.
@@ -154,10 +175,22 @@ func (c *Config) Alias(role string) string { return c.Prefix + role }
 
 // Aliases returns the aliases a layout writes to.
 func (c *Config) Aliases(k Kind) []string {
-	if k == Nested {
-		return []string{c.Alias(RoleNested)}
+	var out []string
+	for _, role := range Roles(k) {
+		out = append(out, c.Alias(role))
 	}
-	return []string{c.Alias(RoleShops), c.Alias(RoleMenus)}
+	return out
+}
+
+// Roles returns the index roles of a layout: its shop index first.
+func Roles(k Kind) []string {
+	switch k {
+	case Nested:
+		return []string{RoleNested}
+	case Hot:
+		return []string{RoleHotShops, RoleHotMenus}
+	}
+	return []string{RoleShops, RoleMenus}
 }
 
 // Settings returns the settings of a role.
@@ -167,6 +200,10 @@ func (c *Config) Settings(role string) IndexSettings {
 		return c.Nested
 	case RoleShops:
 		return c.Shops
+	case RoleHotShops:
+		return c.HotShops
+	case RoleHotMenus:
+		return c.HotMenus
 	}
 	return c.Menus
 }

@@ -45,7 +45,7 @@ func TestSplitTouches(t *testing.T) {
 
 func TestIndexBodiesAreStrictAndShareAnalysis(t *testing.T) {
 	cfg := Defaults()
-	for _, role := range []string{RoleNested, RoleShops, RoleMenus} {
+	for _, role := range []string{RoleNested, RoleShops, RoleMenus, RoleHotShops, RoleHotMenus} {
 		raw, err := cfg.IndexBody(role)
 		if err != nil {
 			t.Fatal(err)
@@ -69,10 +69,10 @@ func TestIndexBodiesAreStrictAndShareAnalysis(t *testing.T) {
 			t.Errorf("%s: no analyzers", role)
 		}
 		_, hasMenus := body.Mappings.Properties["menus"]
-		if hasMenus == (role == RoleShops) {
+		if hasMenus == (role == RoleShops || role == RoleHotShops) {
 			t.Errorf("%s: menus mapped = %v", role, hasMenus)
 		}
-		if role == RoleMenus {
+		if role == RoleMenus || role == RoleHotMenus {
 			for _, hot := range catalog.HotShopFields() {
 				if _, ok := body.Mappings.Properties[hot]; ok {
 					t.Errorf("menu index maps hot shop field %q", hot)
@@ -101,5 +101,46 @@ func TestDocsRoundTripToState(t *testing.T) {
 	}
 	if BuildMenus(&st, 1).Menus[0].TotalFee != nil {
 		t.Errorf("split menu docs must not carry hot shop values")
+	}
+}
+
+// TestHotMenusHoldEveryColdField checks the hot layout's menu document: a hit
+// needs every cold shop field (no second request), and no hot one (a hot
+// update must not rewrite the menus).
+func TestHotMenusHoldEveryColdField(t *testing.T) {
+	st := catalog.NewGenerator(7).Shop(3)
+	back := StateFromHotMenus(BuildHotMenus(&st, st.Version))
+	want := st.Shop
+	for _, f := range catalog.HotShopFields() {
+		switch f {
+		case "open":
+			want.Open = false
+		case "delivery_minutes":
+			want.DeliveryMinutes = 0
+		case "delivery_fee":
+			want.DeliveryFee = 0
+		case "rating":
+			want.Rating = 0
+		case "review_count":
+			want.ReviewCount = 0
+		default:
+			t.Fatalf("hot field %q is not handled by this test", f)
+		}
+	}
+	raw, _ := json.Marshal(back.Shop)
+	wantRaw, _ := json.Marshal(want)
+	if string(raw) != string(wantRaw) {
+		t.Errorf("cold fields lost:\n got %s\nwant %s", raw, wantRaw)
+	}
+	if len(back.Menus) != len(st.Menus) || back.Menus[0] != st.Menus[0] {
+		t.Errorf("menus lost")
+	}
+	minutes := 30
+	if s, m := HotTouches(catalog.ShopUpsertEvent(1, 2, &catalog.ShopFields{DeliveryMinutes: &minutes})); !s || m {
+		t.Errorf("a hot update touches shop=%v menus=%v, want only the shop document", s, m)
+	}
+	phone := "02-000-0000"
+	if s, m := HotTouches(catalog.ShopUpsertEvent(1, 2, &catalog.ShopFields{Phone: &phone})); !s || !m {
+		t.Errorf("a cold update touches shop=%v menus=%v, want both", s, m)
 	}
 }

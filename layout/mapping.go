@@ -2,6 +2,9 @@ package layout
 
 import (
 	"encoding/json"
+	"strings"
+
+	"github.com/baedal/baedal/catalog"
 )
 
 // CopiedShopFields are the shop fields the split menu index carries, because
@@ -108,6 +111,14 @@ func (c *Config) IndexBody(role string) ([]byte, error) {
 		props["menus"] = map[string]any{"type": "nested", "properties": menuProperties(true)}
 	case RoleShops:
 		props = shopProperties()
+	case RoleHotShops:
+		props = shopProperties()
+	case RoleHotMenus:
+		props = shopProperties()
+		for _, f := range catalog.HotShopFields() {
+			delete(props, f)
+		}
+		props["menus"] = map[string]any{"type": "nested", "properties": menuProperties(false)}
 	case RoleMenus:
 		props = map[string]any{
 			"id":                 typ("long"),
@@ -133,14 +144,21 @@ func (c *Config) IndexBody(role string) ([]byte, error) {
 	for k, v := range s.ReplicaSettings() {
 		index[k] = v
 	}
+	if role == RoleHotShops {
+		// The baedal-hot plugin keeps a table of this index's hot fields on
+		// every node (docs/hot-layout.md); a cluster without the plugin
+		// refuses the setting, so the hot layout cannot be created there.
+		index[HotTableSetting] = true
+	}
 	return json.Marshal(map[string]any{
-		"settings": map[string]any{
-			"index":    index,
-			"analysis": analysis(),
-		},
+		"settings": map[string]any{"index": index, "analysis": analysis()},
 		"mappings": map[string]any{"dynamic": "strict", "properties": props},
 	})
 }
+
+// HotTableSetting is the index setting (under "index.") that makes the
+// baedal-hot plugin keep a table of a shop index's hot fields.
+const HotTableSetting = "baedal_hot.table"
 
 func errUnknownRole(role string) error {
 	return &roleError{role}
@@ -149,5 +167,5 @@ func errUnknownRole(role string) error {
 type roleError struct{ role string }
 
 func (e *roleError) Error() string {
-	return "layout: unknown index role " + e.role + "; allowed: " + RoleNested + ", " + RoleShops + ", " + RoleMenus
+	return "layout: unknown index role " + e.role + "; allowed: " + strings.Join([]string{RoleNested, RoleShops, RoleMenus, RoleHotShops, RoleHotMenus}, ", ")
 }

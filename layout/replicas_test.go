@@ -35,7 +35,11 @@ func TestReplicaSettings(t *testing.T) {
 		}
 	}
 	cfg := Defaults()
-	for _, role := range []string{RoleNested, RoleShops, RoleMenus} {
+	var all []string
+	for _, k := range Kinds() {
+		all = append(all, Roles(k)...)
+	}
+	for _, role := range all {
 		raw, err := cfg.IndexBody(role)
 		if err != nil {
 			t.Fatal(err)

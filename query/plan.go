@@ -7,9 +7,10 @@ type Index string
 
 // The indices of the two layouts.
 const (
-	IndexNested Index = "nested"
-	IndexShops  Index = "shops"
-	IndexMenus  Index = "menus"
+	IndexNested   Index = "nested"
+	IndexShops    Index = "shops"
+	IndexMenus    Index = "menus"
+	IndexHotMenus Index = "hot_menus"
 )
 
 // Phase is one of the three phases of a search on one index.
@@ -118,14 +119,20 @@ func shopSelectivity(r *Request) float64 {
 	return s
 }
 
-// PlanSteps plans a request on the split layout. Starting from the six
-// possible steps (query, decision, fetch on each index) it
-//   - drops the menu query when no predicate or sort needs menu fields,
-//   - drops the menu decision, because every sort key is a shop field or a
-//     carried menu value that the shop decision evaluates,
-//   - merges consecutive steps on the same index,
-//   - runs the more selective index first: the menu query, unless the shop
-//     predicates are much more selective than the menu ones.
+// PlanSteps plans a request on the split layout. Of the six possible steps
+// (query, decision, fetch on each index) the menu decision is never needed
+// (every sort key is a shop field or a carried menu value that the shop
+// decision evaluates), so it returns one of three fixed plans:
+//   - no predicate or sort needs menu fields: shops:query+decision+fetch →
+//     menus:fetch;
+//   - the menu predicates are the more selective (the usual case):
+//     menus:query → shops:query+decision+fetch → menus:fetch;
+//   - the shop predicates are much more selective (shopFirstRatio, by the
+//     static estimates above): shops:query → menus:query →
+//     shops:decision+fetch → menus:fetch.
+//
+// Steps on the same index that follow each other are one request. The
+// differential test runs every one of the three against the nested layout.
 func PlanSteps(r Request) Plan {
 	var p Plan
 	carries := []Carry{CarryIDs}
@@ -175,5 +182,14 @@ func PlanNested() Plan {
 	return Plan{
 		Steps:   []Step{{Index: IndexNested, Phases: []Phase{PhaseQuery, PhaseDecision, PhaseFetch}}},
 		Reasons: []string{"nested layout: shop and menu fields are in one document"},
+	}
+}
+
+// PlanHot is the hot layout: one request on the hot menu index does all
+// three phases, the hot fields read from the baedal-hot table.
+func PlanHot() Plan {
+	return Plan{
+		Steps:   []Step{{Index: IndexHotMenus, Phases: []Phase{PhaseQuery, PhaseDecision, PhaseFetch}}},
+		Reasons: []string{"hot layout: cold shop fields and menus in one document, hot fields in the baedal-hot table"},
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/baedal/baedal/backend"
 	"github.com/baedal/baedal/catalog"
+	"github.com/baedal/baedal/indexer"
 	"github.com/baedal/baedal/internal/osapi"
 	"github.com/baedal/baedal/internal/stacktest"
 	"github.com/baedal/baedal/layout"
@@ -52,15 +54,16 @@ func TestSplitEqualsNested(t *testing.T) {
 	ctx := context.Background()
 	osc, idx := openIndex(t, st.OpenSearchURLs)
 	states := generateStates(equivalenceShops, equivalenceUpdates)
-	for _, k := range []layout.Kind{layout.Nested, layout.Split} {
+	for _, k := range testedKinds(t, osc) {
 		if err := idx.EnsureIndices(ctx, osc, k); err != nil {
 			t.Fatal(err)
 		}
 		writeDocs(t, osc, idx, k, states)
 	}
+	kinds := testedKinds(t, osc)
 	cfg := Defaults()
 	cfg.CandidatePage = 250
-	s := New(osc, idx, cfg, nil)
+	s := newSearcher(osc, idx, cfg, kinds)
 
 	seeds := slices.Clone(regressionSeeds)
 	for i := range equivalenceQueries {
@@ -119,7 +122,7 @@ func TestSplitEqualsNested(t *testing.T) {
 
 	// A search whose candidates exceed a real candidate page (10,000):
 	// every shop with menus is a candidate of an eta sort without text.
-	full := New(osc, idx, Defaults(), nil)
+	full := newSearcher(osc, idx, Defaults(), kinds)
 	for _, req := range []query.Request{
 		{Sort: query.SortETA, Page: 1, Size: 20, Explain: true},
 		{Sort: query.SortETA, Page: 300, Size: 20, Explain: true},
@@ -138,8 +141,9 @@ func TestSplitEqualsNested(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-// searchBoth runs req on both layouts and returns both responses and their
-// difference ("" when equal).
+// searchBoth runs req on every layout the cluster runs and returns the
+// nested and split responses and the first difference of a layout from
+// nested ("" when all are equal).
 func searchBoth(t *testing.T, s *Searcher, req query.Request) (nested, split *Response, diff string) {
 	t.Helper()
 	ctx := context.Background()
@@ -147,11 +151,53 @@ func searchBoth(t *testing.T, s *Searcher, req query.Request) (nested, split *Re
 	if err != nil {
 		t.Fatalf("nested %s: %v", req.Encode().Encode(), err)
 	}
-	split, err = s.Search(ctx, req, layout.Split)
-	if err != nil {
-		t.Fatalf("split %s: %v", req.Encode().Encode(), err)
+	for _, k := range []layout.Kind{layout.Split, layout.Hot} {
+		if s.Unavailable(k) != "" {
+			continue
+		}
+		other, err := s.Search(ctx, req, k)
+		if err != nil {
+			t.Fatalf("%s %s: %v", k, req.Encode().Encode(), err)
+		}
+		if k == layout.Split {
+			split = other
+		}
+		if d := compare(nested, other); d != "" && diff == "" {
+			diff = string(k) + ": " + d
+		}
 	}
-	return nested, split, compare(nested, split)
+	return nested, split, diff
+}
+
+// testedKinds returns the layouts a test runs: every layout, but the hot one
+// only where the cluster has the baedal-hot plugin. In CI the plugin must be
+// there (the local stack loads it), so a missing one fails the test.
+func testedKinds(t *testing.T, osc *osapi.Client) []layout.Kind {
+	t.Helper()
+	missing, err := layout.NodesWithoutHotPlugin(context.Background(), osc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(missing) == 0 {
+		return layout.Kinds()
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("the OpenSearch nodes %v lack the %s plugin: the hot layout is untested", missing, layout.HotPlugin)
+	}
+	t.Logf("the OpenSearch nodes %v lack the %s plugin: the hot layout is not compared", missing, layout.HotPlugin)
+	return []layout.Kind{layout.Nested, layout.Split}
+}
+
+// newSearcher returns a searcher of the layouts in kinds (the others are
+// marked unavailable).
+func newSearcher(osc *osapi.Client, idx layout.Config, cfg Config, kinds []layout.Kind) *Searcher {
+	s := New(osc, idx, cfg, nil)
+	for _, k := range layout.Kinds() {
+		if !slices.Contains(kinds, k) {
+			s.SetUnavailable(k, "not loaded by this test")
+		}
+	}
+	return s
 }
 
 // stepNames is the plan a split search ran, as "a → b → c".
@@ -221,7 +267,7 @@ func compare(a, b *Response) string {
 		if x.Version != y.Version {
 			return fmt.Sprintf("shop %d: version nested %d, split %d", x.ID, x.Version, y.Version)
 		}
-		if x.DeliveryMinutes != y.DeliveryMinutes || x.Open != y.Open || x.DeliveryFee != y.DeliveryFee || x.Rating != y.Rating {
+		if !reflect.DeepEqual(x.Shop, y.Shop) {
 			return fmt.Sprintf("shop %d: fields differ: %+v vs %+v", x.ID, x.Shop, y.Shop)
 		}
 		if !slices.EqualFunc(x.MatchedMenus, y.MatchedMenus, func(m, n MatchedMenu) bool {
@@ -343,8 +389,9 @@ func openIndex(t *testing.T, urls []string) (*osapi.Client, layout.Config) {
 	osc := osapi.New(clients)
 	t.Cleanup(func() {
 		ctx := context.Background()
-		_ = idx.DeleteIndices(ctx, osc, layout.Nested)
-		_ = idx.DeleteIndices(ctx, osc, layout.Split)
+		for _, k := range layout.Kinds() {
+			_ = idx.DeleteIndices(ctx, osc, k)
+		}
 	})
 	return osc, idx
 }
@@ -389,13 +436,19 @@ func writeDocs(t *testing.T, osc *osapi.Client, idx layout.Config, k layout.Kind
 		buf.WriteByte('\n')
 	}
 	n := 0
+	var hotRows []indexer.HotEntry
 	for id, st := range states {
 		if st.Deleted || st.Version == 0 {
 			continue
 		}
-		if k == layout.Nested {
+		switch k {
+		case layout.Nested:
 			add(idx.Alias(layout.RoleNested), id, layout.BuildNested(st, st.Version))
-		} else {
+		case layout.Hot:
+			add(idx.Alias(layout.RoleHotShops), id, layout.BuildShop(st, st.Version))
+			add(idx.Alias(layout.RoleHotMenus), id, layout.BuildHotMenus(st, st.Version))
+			hotRows = append(hotRows, indexer.HotEntryOf(st))
+		default:
 			add(idx.Alias(layout.RoleShops), id, layout.BuildShop(st, st.Version))
 			add(idx.Alias(layout.RoleMenus), id, layout.BuildMenus(st, st.Version))
 		}
@@ -406,6 +459,12 @@ func writeDocs(t *testing.T, osc *osapi.Client, idx layout.Config, k layout.Kind
 	flush()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	for start := 0; start < len(hotRows); start += 5000 {
+		body, _ := json.Marshal(map[string]any{"shops": hotRows[start:min(start+5000, len(hotRows))]})
+		if err := osc.Do(ctx, http.MethodPost, indexer.HotTablePath(idx.Alias(layout.RoleHotShops), "_update"), body, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, alias := range idx.Aliases(k) {
 		if err := osc.Do(ctx, http.MethodPost, "/"+alias+"/_refresh", nil, nil); err != nil {
 			t.Fatal(err)

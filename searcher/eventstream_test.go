@@ -51,7 +51,8 @@ func TestEventStreamsGiveEqualLayouts(t *testing.T) {
 	}
 	ids := slices.Sorted(maps.Keys(reference))
 
-	for _, k := range []layout.Kind{layout.Nested, layout.Split} {
+	kinds := testedKinds(t, osc)
+	for _, k := range kinds {
 		cfg := indexer.Defaults()
 		cfg.Layout = idx
 		if err := idx.EnsureIndices(ctx, osc, k); err != nil {
@@ -106,7 +107,7 @@ func TestEventStreamsGiveEqualLayouts(t *testing.T) {
 		}
 	}
 
-	s := New(osc, idx, Defaults(), nil)
+	s := newSearcher(osc, idx, Defaults(), kinds)
 	nonEmpty := 0
 	for seed := range uint64(200) {
 		req := randomRequest(seed)

@@ -141,7 +141,7 @@ var errNoFallback = errors.New("searcher: no other layout is caught up")
 // search timed out, or the layout's indices do not exist yet (the server
 // creates them in the background after it starts).
 func unavailable(err error) bool {
-	if errors.Is(err, ErrTimeout) || errors.Is(err, ErrPartialResults) {
+	if errors.Is(err, ErrTimeout) || errors.Is(err, ErrPartialResults) || errors.Is(err, ErrLayoutUnavailable) {
 		return true
 	}
 	var se *osapi.StatusError

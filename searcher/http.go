@@ -5,14 +5,15 @@ import (
 	"net/http"
 
 	"github.com/baedal/baedal/api"
+	"github.com/baedal/baedal/internal/osapi"
 	"github.com/baedal/baedal/layout"
 	"github.com/baedal/baedal/query"
 )
 
 // RegisterRoutes serves GET /v1/search. The layout parameter picks split (the
-// default) or the nested baseline, for comparison. fb, if not nil, answers
-// a search that named no layout from another layout when the default one is
-// unavailable (see Fallback).
+// default), the nested baseline or the hot layout, for comparison. fb, if
+// not nil, answers a search that named no layout from another layout when
+// the default one is unavailable (see Fallback).
 //
 // A layout that cannot answer (OpenSearch unreachable, failed shards, a red
 // index, a timeout) is a 503 with Retry-After naming the layout, never a
@@ -29,7 +30,7 @@ func RegisterRoutes(s *api.Server, srch *Searcher, fb ...*Fallback) {
 		if l := params.Get("layout"); l != "" {
 			k, err := layout.ParseKind(l)
 			if err != nil {
-				return api.BadRequest("layout", "unknown layout "+l, string(layout.Split), string(layout.Nested))
+				return api.BadRequest("layout", "unknown layout "+l, layout.KindNames()...)
 			}
 			kind = k
 		}
@@ -58,7 +59,13 @@ func RegisterRoutes(s *api.Server, srch *Searcher, fb ...*Fallback) {
 			if fallback != nil {
 				retry = fallback.cfg.RetryAfter
 			}
-			return api.Unavailable("layout "+string(kind), retry, err)
+			ue := api.Unavailable("layout "+string(kind), retry, err)
+			if errors.Is(err, ErrLayoutUnavailable) || (kind == layout.Hot && osapi.IsStatus(err, http.StatusServiceUnavailable)) {
+				// The layout cannot run on this cluster, or the hot layout's
+				// table is rebuilding on a node (the plugin answers 503).
+				ue.Reason = unavailableReason(srch, kind)
+			}
+			return ue
 		}
 		if err != nil {
 			return err
@@ -66,4 +73,12 @@ func RegisterRoutes(s *api.Server, srch *Searcher, fb ...*Fallback) {
 		api.WriteJSON(w, http.StatusOK, resp)
 		return nil
 	})
+}
+
+// unavailableReason says why a layout cannot answer, without internals.
+func unavailableReason(srch *Searcher, k layout.Kind) string {
+	if why := srch.Unavailable(k); why != "" {
+		return why
+	}
+	return "its in-memory table is being rebuilt"
 }

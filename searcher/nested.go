@@ -10,27 +10,36 @@ import (
 )
 
 // sortClauses returns the sort of the decision phase. carried holds the split
-// layout's carried values (nil on the nested layout, which evaluates the same
-// keys from its own documents).
-func sortClauses(r *query.Request, carried *candidates) arr {
+// layout's carried values; hotTable names the hot layout's table; with
+// neither (the nested layout) every key is read from the documents.
+func sortClauses(r *query.Request, carried *candidates, hotTable string) arr {
+	hotField := func(field, order string) obj {
+		if hotTable != "" {
+			return hotSort(hotTable, field, order, nil)
+		}
+		return obj{field: obj{"order": order}}
+	}
 	switch r.Sort {
 	case query.SortDistance:
 		return arr{obj{"_geo_distance": obj{"location": obj{"lat": *r.Lat, "lon": *r.Lon}, "order": "asc", "unit": "m", "distance_type": "arc"}}, idAsc()}
 	case query.SortDeliveryMinutes:
-		return arr{obj{"delivery_minutes": obj{"order": "asc"}}, idAsc()}
+		return arr{hotField("delivery_minutes", "asc"), idAsc()}
 	case query.SortRating:
-		return arr{obj{"rating": obj{"order": "desc"}}, idAsc()}
+		return arr{hotField("rating", "desc"), idAsc()}
 	case query.SortDeliveryFee:
-		return arr{obj{"delivery_fee": obj{"order": "asc"}}, idAsc()}
+		return arr{hotField("delivery_fee", "asc"), idAsc()}
 	case query.SortETA:
-		if carried == nil {
-			return arr{obj{"menus.eta": obj{"order": "asc", "mode": "min",
-				"nested": obj{"path": "menus", "filter": menuPredicate(r, false, nil)}}}, idAsc()}
+		matched := obj{"path": "menus", "filter": menuPredicate(r, false, nil)}
+		switch {
+		case hotTable != "":
+			return arr{hotSort(hotTable, "eta", "asc", matched), idAsc()}
+		case carried == nil:
+			return arr{obj{"menus.eta": obj{"order": "asc", "mode": "min", "nested": matched}}, idAsc()}
 		}
 		return arr{scriptSort("asc", "doc['delivery_minutes'].value + params.c[String.valueOf(doc['id'].value)]", obj{"c": carried.minCook}), idAsc()}
 	}
 	// Relevance: text score when there is text, then rating, then id.
-	rel := arr{obj{"rating": obj{"order": "desc"}}, idAsc()}
+	rel := arr{hotField("rating", "desc"), idAsc()}
 	if r.Q == "" {
 		return rel
 	}
@@ -51,6 +60,21 @@ func (e *execution) nested(ctx context.Context) (*Response, error) {
 	if r.MaxTotalFee != nil {
 		filter = append(filter, nestedMenus(menuPredicate(r, false, r.MaxTotalFee), nil))
 	}
+	body := obj{
+		"query":            oneRequestQuery(r, filter),
+		"sort":             sortClauses(r, nil, ""),
+		"from":             r.From(),
+		"size":             r.Size,
+		"track_total_hits": true,
+		"_source":          obj{"excludes": arr{"menus"}},
+	}
+	return e.oneRequest(ctx, e.s.idx.Alias(layout.RoleNested), body)
+}
+
+// oneRequestQuery is the query of the layouts that answer in one request
+// (nested, hot): the shop filters and, when the request needs menu fields,
+// a matched menu, whose inner hits are the page's matched menus.
+func oneRequestQuery(r *query.Request, filter arr) obj {
 	b := obj{}
 	matched := nestedMenus(menuPredicate(r, r.Q != "", nil), matchedMenusInnerHits(r.Q))
 	switch {
@@ -72,16 +96,14 @@ func (e *execution) nested(ctx context.Context) (*Response, error) {
 	if len(filter) > 0 {
 		b["filter"] = filter
 	}
-	body := obj{
-		"query":            obj{"bool": b},
-		"sort":             sortClauses(r, nil),
-		"from":             r.From(),
-		"size":             r.Size,
-		"track_total_hits": true,
-		"_source":          obj{"excludes": arr{"menus"}},
-	}
-	step := StepStats{Name: e.plan.Steps[0].Name(), Index: e.s.idx.Alias(layout.RoleNested)}
-	out, err := e.search(ctx, &step, "/"+step.Index+"/_search", body)
+	return obj{"bool": b}
+}
+
+// oneRequest sends the one request of a nested or hot search to index and
+// reads the page.
+func (e *execution) oneRequest(ctx context.Context, index string, body obj) (*Response, error) {
+	step := StepStats{Name: e.plan.Steps[0].Name(), Index: index}
+	out, err := e.search(ctx, &step, "/"+index+"/_search", body)
 	if err != nil {
 		return nil, err
 	}
@@ -89,9 +111,14 @@ func (e *execution) nested(ctx context.Context) (*Response, error) {
 	e.finishStep(step)
 	resp := &Response{Total: out.Hits.Total.Value, Shops: make([]ShopHit, 0, len(out.Hits.Hits))}
 	for _, h := range out.Hits.Hits {
-		sh, err := shopHit(h, r)
+		sh, err := shopHit(h, e.req)
 		if err != nil {
 			return nil, err
+		}
+		if e.kind == layout.Hot {
+			if err := overlayHotFields(&sh, h); err != nil {
+				return nil, err
+			}
 		}
 		sh.MatchedMenus = matchedMenus(h)
 		resp.Shops = append(resp.Shops, sh)

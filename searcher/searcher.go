@@ -1,11 +1,13 @@
 // Package searcher executes search plans on OpenSearch: the split layout as
 // planned steps that carry candidate ids and per-shop values between indices,
-// and the nested baseline as one request. Both return the same Response shape.
+// the nested baseline as one request, and the hot layout as one request whose
+// hot fields come from the baedal-hot plugin's table. All return the same
+// Response shape; one executor per layout shares the DSL pieces in dsl.go.
 //
-// Invariant: the split and nested layouts return the same shops, in the same
-// order, with the same totals, for any request (tested differentially); the
-// split path never truncates candidates (it pages past 10,000 with a point in
-// time and search_after).
+// Invariant: every layout returns the same shops, in the same order, with the
+// same totals and fields, for any request (tested differentially); the split
+// path never truncates candidates (it pages past 10,000 with a point in time
+// and search_after).
 package searcher
 
 import (
@@ -18,6 +20,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,12 +66,39 @@ type Searcher struct {
 	cfg      Config
 	stepTime *prometheus.HistogramVec
 	total    *prometheus.HistogramVec
+
+	mu          sync.Mutex
+	unavailable map[layout.Kind]string // layout → why it cannot serve
 }
+
+// SetUnavailable marks a layout as unable to serve, with the reason (for
+// example: the cluster lacks the baedal-hot plugin); an empty reason makes
+// it available again. Every layout is available at first.
+func (s *Searcher) SetUnavailable(k layout.Kind, reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if reason == "" {
+		delete(s.unavailable, k)
+	} else {
+		s.unavailable[k] = reason
+	}
+}
+
+// Unavailable returns why a layout cannot serve, or "" when it can.
+func (s *Searcher) Unavailable(k layout.Kind) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unavailable[k]
+}
+
+// ErrLayoutUnavailable is the error of a search on a layout marked
+// unavailable (SetUnavailable).
+var ErrLayoutUnavailable = errors.New("searcher: layout unavailable")
 
 // New builds a searcher; reg may be nil.
 func New(os *osapi.Client, idx layout.Config, cfg Config, reg prometheus.Registerer) *Searcher {
 	s := &Searcher{
-		os: os, idx: idx, cfg: cfg,
+		os: os, idx: idx, cfg: cfg, unavailable: make(map[layout.Kind]string),
 		stepTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "baedal_search_step_seconds", Help: "Time of one search step, by layout and step.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
@@ -142,16 +172,23 @@ var ErrTimeout = errors.New("searcher: search timed out")
 
 // Search runs req on the given layout.
 func (s *Searcher) Search(ctx context.Context, req query.Request, kind layout.Kind) (*Response, error) {
+	if why := s.Unavailable(kind); why != "" {
+		return nil, fmt.Errorf("%w: %s: %s", ErrLayoutUnavailable, kind, why)
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	start := time.Now()
 	run := &execution{s: s, req: &req, kind: kind}
 	var resp *Response
 	var err error
-	if kind == layout.Nested {
+	switch kind {
+	case layout.Nested:
 		run.plan = query.PlanNested()
 		resp, err = run.nested(ctx)
-	} else {
+	case layout.Hot:
+		run.plan = query.PlanHot()
+		resp, err = run.hot(ctx)
+	default:
 		run.plan = query.PlanSteps(req)
 		resp, err = run.split(ctx)
 	}
@@ -204,10 +241,11 @@ type searchResponse struct {
 }
 
 type hit struct {
-	ID        string            `json:"_id"`
-	Score     *float64          `json:"_score"`
-	Source    json.RawMessage   `json:"_source"`
-	Sort      []json.RawMessage `json:"sort"`
+	ID        string                       `json:"_id"`
+	Score     *float64                     `json:"_score"`
+	Source    json.RawMessage              `json:"_source"`
+	Sort      []json.RawMessage            `json:"sort"`
+	Fields    map[string][]json.RawMessage `json:"fields"`
 	InnerHits map[string]struct {
 		Hits struct {
 			Hits []struct {

@@ -180,7 +180,7 @@ func (e *execution) shopDecision(ctx context.Context, step query.Step, cands *ca
 	}
 	body := obj{
 		"query":            obj{"bool": obj{"filter": filter}},
-		"sort":             sortClauses(r, carried),
+		"sort":             sortClauses(r, carried, ""),
 		"from":             r.From(),
 		"size":             r.Size,
 		"track_total_hits": true,

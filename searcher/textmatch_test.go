@@ -20,13 +20,14 @@ func TestTextMatchesMostWords(t *testing.T) {
 	ctx := context.Background()
 	osc, idx := openIndex(t, st.OpenSearchURLs)
 	states := generateStates(1500, 0)
-	for _, k := range []layout.Kind{layout.Nested, layout.Split} {
+	kinds := testedKinds(t, osc)
+	for _, k := range kinds {
 		if err := idx.EnsureIndices(ctx, osc, k); err != nil {
 			t.Fatal(err)
 		}
 		writeDocs(t, osc, idx, k, states)
 	}
-	s := New(osc, idx, Defaults(), nil)
+	s := newSearcher(osc, idx, Defaults(), kinds)
 	search := func(q string, k layout.Kind) *Response {
 		t.Helper()
 		resp, err := s.Search(ctx, query.Request{Q: q, Sort: query.SortRelevance, Page: 1, Size: 100}, k)
@@ -41,10 +42,11 @@ func TestTextMatchesMostWords(t *testing.T) {
 		long = append(long, rune(0xAC00+i*37))
 	}
 	for _, q := range []string{strings.Repeat("치킨 피자 ", query.MaxQueryRune/6), string(long)} {
-		search(q, layout.Nested)
-		search(q, layout.Split)
+		for _, k := range kinds {
+			search(q, k)
+		}
 	}
-	for _, k := range []layout.Kind{layout.Nested, layout.Split} {
+	for _, k := range kinds {
 		if n := search("메뉴", k).Total; n == 0 {
 			t.Fatalf("%s: 메뉴 alone matches nothing: the test's premise is wrong", k)
 		}

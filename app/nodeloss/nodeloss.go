@@ -261,7 +261,16 @@ func run(ctx context.Context, cfg Config, st *localstack.State) (*Result, error)
 		return nil, err
 	}
 	osc := osapi.New(client)
-	if err := waitGreen(ctx, osc, acfg.Indexer.Layout, acfg.Indexer.Layouts, 2*time.Minute); err != nil {
+	// The layouts this cluster runs: the hot layout needs its plugin on
+	// every node (the server answers 503 for it otherwise, saying why).
+	kinds := slices.Clone(acfg.Indexer.Layouts)
+	if missing, err := layout.NodesWithoutHotPlugin(ctx, osc); err != nil || len(missing) > 0 {
+		kinds = slices.DeleteFunc(kinds, func(k layout.Kind) bool { return k == layout.Hot })
+		fmt.Fprintf(cfg.Progress, "nodeloss: without the hot layout (nodes without its plugin: %v %v)\n", missing, err)
+	}
+	icfg := acfg.Indexer
+	icfg.Layouts = kinds
+	if err := waitGreen(ctx, osc, acfg.Indexer.Layout, kinds, 2*time.Minute); err != nil {
 		return nil, fmt.Errorf("nodeloss: before the load: %w", err)
 	}
 
@@ -277,7 +286,7 @@ func run(ctx context.Context, cfg Config, st *localstack.State) (*Result, error)
 	if err := events.post(initial); err != nil {
 		return nil, err
 	}
-	if lost, err := waitIndexed(ctx, osc, acfg.Indexer, events.reference(), cfg.CatchUpTimeout); err != nil || lost > 0 {
+	if lost, err := waitIndexed(ctx, osc, icfg, events.reference(), cfg.CatchUpTimeout); err != nil || lost > 0 {
 		return nil, fmt.Errorf("nodeloss: the catalog was not indexed in %s: %d shops behind: %v", cfg.CatchUpTimeout, lost, err)
 	}
 	fmt.Fprintf(cfg.Progress, "nodeloss: %d shops indexed in every layout; load starts\n", cfg.Shops)
@@ -303,7 +312,7 @@ func run(ctx context.Context, cfg Config, st *localstack.State) (*Result, error)
 			}
 		}
 	})
-	for _, label := range append([]string{"default"}, kindNames(acfg.Indexer.Layouts)...) {
+	for _, label := range append([]string{"default"}, kindNames(kinds)...) {
 		wg.Go(func() { searches.run(stop, label, cfg.SearchEvery) })
 	}
 	stopLoad := sync.OnceFunc(func() { close(stop); wg.Wait() })
@@ -332,7 +341,7 @@ func run(ctx context.Context, cfg Config, st *localstack.State) (*Result, error)
 			return nil, fmt.Errorf("nodeloss: restart %s: %w", node, err)
 		}
 		c := CaseResult{Victim: v, Node: node, SecondsToRejoin: time.Since(restarted).Seconds()}
-		if err := waitGreen(ctx, osc, acfg.Indexer.Layout, acfg.Indexer.Layouts, cfg.GreenTimeout); err != nil {
+		if err := waitGreen(ctx, osc, acfg.Indexer.Layout, kinds, cfg.GreenTimeout); err != nil {
 			return nil, fmt.Errorf("nodeloss: after restarting %s: %w", node, err)
 		}
 		c.SecondsToGreen = time.Since(restarted).Seconds()
@@ -360,20 +369,20 @@ func run(ctx context.Context, cfg Config, st *localstack.State) (*Result, error)
 	searches.mu.Unlock()
 
 	res.EventsAccepted, res.EventPostFailures = events.accepted.Load(), events.failures.Load()
-	if res.EventsLost, err = waitIndexed(ctx, osc, acfg.Indexer, events.reference(), cfg.CatchUpTimeout); err != nil {
+	if res.EventsLost, err = waitIndexed(ctx, osc, icfg, events.reference(), cfg.CatchUpTimeout); err != nil {
 		return nil, err
 	}
 	if res.DeadLettered, err = deadLetters(addr); err != nil {
 		return nil, err
 	}
-	for _, k := range acfg.Indexer.Layouts {
+	for _, k := range kinds {
 		for _, alias := range acfg.Indexer.Layout.Aliases(k) {
 			if err := osc.Do(ctx, http.MethodPost, "/"+alias+"/_refresh", nil, nil); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if res.LayoutsDiffer, err = compareLayouts(addr, acfg.Indexer.Layouts); err != nil {
+	if res.LayoutsDiffer, err = compareLayouts(addr, kinds); err != nil {
 		return nil, err
 	}
 	return res, nil

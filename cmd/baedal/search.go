@@ -30,7 +30,7 @@ func runSearch(ctx context.Context, args []string) error {
 	scfg := searcher.Defaults()
 	scfg.Flags(fs)
 	stateDir := fs.String("state-dir", localstack.Defaults().StateDir, "use the local stack in this directory when --opensearch-urls is not given")
-	kindName := fs.String("layout", string(layout.Split), "layout to search: split or nested")
+	kindName := fs.String("layout", string(layout.Split), "layout to search: "+strings.Join(layout.KindNames(), ", "))
 	asJSON := fs.Bool("json", false, "print the whole JSON response")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: baedal search [flags] name=value ...\n\nname=value pairs are the /v1/search parameters: q, lat, lon, open_now, category, max_delivery_fee,\nmin_rating, min_price, max_price, max_total_fee, sort (%s), page, size, explain\n\n", strings.Join(query.Sorts(), ", "))

@@ -104,7 +104,14 @@ export function mount(root, { meta, getJSON }) {
         const p = new URLSearchParams(params);
         p.set('explain', 'true');
         if (layout !== meta.layouts[0]) p.set('layout', layout);
-        return getJSON('/v1/search?' + p.toString(), ctl.signal);
+        const answer = getJSON('/v1/search?' + p.toString(), ctl.signal);
+        // A compared layout that cannot answer (the hot layout without its
+        // plugin, a table being rebuilt) is shown as such; the first one's
+        // failure is the search's.
+        return layout === meta.layouts[0] ? answer : answer.catch((error) => {
+          if (error.name === 'AbortError') throw error;
+          return { layout, error };
+        });
       }));
       if (ctl !== inFlight) return;
       showProblem(problemBox, null);
@@ -137,6 +144,10 @@ export function mount(root, { meta, getJSON }) {
 
   function renderTimings(answers) {
     timings.replaceChildren(...answers.map((resp) => {
+      if (resp.error) {
+        return el('div', { class: 'plan unavailable', dataset: { layout: resp.layout } },
+          el('h3', { text: resp.layout }), el('p', { class: 'muted', text: resp.error.message }));
+      }
       const steps = resp.explain?.steps || [];
       return el('div', { class: 'plan', dataset: { layout: resp.layout } },
         el('h3', {}, `${resp.layout} `, el('span', { class: 'took', text: `${resp.took_ms.toFixed(1)} ms total` })),
@@ -149,11 +160,13 @@ export function mount(root, { meta, getJSON }) {
             el('td', { class: 'num', text: s.requests }),
             el('td', { class: 'num', text: s.candidates.toLocaleString() }))))));
     }));
-    if (answers.length === 2) {
+    const answered = answers.filter((r) => !r.error);
+    if (answered.length >= 2) {
       const ids = (r) => r.shops.map((s) => s.id).join(',');
-      const same = ids(answers[0]) === ids(answers[1]) && answers[0].total === answers[1].total;
+      const same = answered.every((r) => ids(r) === ids(answered[0]) && r.total === answered[0].total);
       timings.append(el('p', { class: same ? 'same' : 'differ', attrs: { id: 'equivalence' },
-        text: same ? 'both layouts return the same shops in the same order' : 'the layouts returned different pages (a hot field changed between the two requests, or a bug)' }));
+        text: same ? `the ${answered.length} layouts return the same shops in the same order`
+          : 'the layouts returned different pages (a hot field changed between the requests, or a bug)' }));
     }
   }
 

@@ -1,0 +1,99 @@
+package searcher
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/baedal/baedal/layout"
+	"github.com/baedal/baedal/query"
+)
+
+// hot runs the hot layout: one request on the hot menu index, which holds
+// every cold shop field and the menus. The baedal-hot plugin filters and
+// sorts on the hot fields it holds in memory (docs/hot-layout.md) and adds
+// them to each hit; text, location, cold filters, matched menus and
+// highlights are the same clauses as in the other layouts.
+func (e *execution) hot(ctx context.Context) (*Response, error) {
+	r := e.req
+	table := e.s.idx.Alias(layout.RoleHotShops)
+	filter := coldShopFilters(r)
+	if f := hotTableFilter(table, r); f != nil {
+		filter = append(filter, f)
+	}
+	if r.MaxTotalFee != nil {
+		// The inseparable predicate: some matched menu with the shop's
+		// delivery_fee + its extra_fee within the bound.
+		withFee := obj{"bool": obj{"filter": arr{
+			menuPredicate(r, false, nil),
+			obj{"baedal_hot_menu": obj{"table": table, "max_total_fee": *r.MaxTotalFee}},
+		}}}
+		filter = append(filter, nestedMenus(withFee, nil))
+	}
+	body := obj{
+		"query":            oneRequestQuery(r, filter),
+		"sort":             sortClauses(r, nil, table),
+		"from":             r.From(),
+		"size":             r.Size,
+		"track_total_hits": true,
+		"_source":          obj{"excludes": arr{"menus"}},
+		"ext":              obj{"baedal_hot": obj{"table": table}},
+	}
+	return e.oneRequest(ctx, e.s.idx.Alias(layout.RoleHotMenus), body)
+}
+
+// hotTableFilter is the plugin's shop-level filter on the hot fields the
+// request constrains, or nil when it constrains none.
+func hotTableFilter(table string, r *query.Request) obj {
+	f := obj{"table": table}
+	if r.OpenNow {
+		f["open"] = true
+	}
+	if r.MaxDeliveryFee != nil {
+		f["max_delivery_fee"] = *r.MaxDeliveryFee
+	}
+	if r.MinRating != nil {
+		f["min_rating"] = *r.MinRating
+	}
+	if len(f) == 1 {
+		return nil
+	}
+	return obj{"baedal_hot_shop": f}
+}
+
+// hotSort is the plugin's sort on a hot field (or eta, which needs the
+// matched-menu filter in nested).
+func hotSort(table, field, order string, nested obj) obj {
+	s := obj{"table": table, "field": field, "order": order}
+	if nested != nil {
+		s["nested"] = nested
+	}
+	return obj{"baedal_hot": s}
+}
+
+// hotFields is what the plugin adds to a hit: the shop's row of the table.
+type hotFields struct {
+	Version         int64   `json:"version"`
+	Open            bool    `json:"open"`
+	DeliveryMinutes int     `json:"delivery_minutes"`
+	DeliveryFee     int     `json:"delivery_fee"`
+	Rating          float64 `json:"rating"`
+	ReviewCount     int     `json:"review_count"`
+}
+
+// overlayHotFields sets the hot fields and the version of a hit from the
+// table's row: the hot menu document holds neither.
+func overlayHotFields(sh *ShopHit, h hit) error {
+	rows := h.Fields["baedal_hot"]
+	if len(rows) != 1 {
+		return fmt.Errorf("searcher: hot layout hit %s has %d baedal_hot rows, want 1 (is the baedal-hot plugin installed?)", h.ID, len(rows))
+	}
+	var f hotFields
+	if err := json.Unmarshal(rows[0], &f); err != nil {
+		return fmt.Errorf("searcher: decode the baedal_hot row of shop %s: %w", h.ID, err)
+	}
+	sh.Version = f.Version
+	sh.Open, sh.DeliveryMinutes, sh.DeliveryFee = f.Open, f.DeliveryMinutes, f.DeliveryFee
+	sh.Rating, sh.ReviewCount = f.Rating, f.ReviewCount
+	return nil
+}
