@@ -41,15 +41,20 @@ func TestNodeLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if res.ReadyStatus != "ready" || len(res.Ready) != 2 {
-		t.Errorf("/readyz before the load: %s, %d layouts; want ready, 2", res.ReadyStatus, len(res.Ready))
-	}
+	running := 0
 	for _, h := range res.Ready {
+		if h.Health == "disabled" && h.Error != "" {
+			continue // a layout this cluster cannot run (hot without its plugin), saying why
+		}
+		running++
 		for _, ix := range h.Indices {
 			if ix.Health != "green" || ix.Replicas != 1 || ix.ReplicaSetting != layout.DefaultReplicas {
 				t.Errorf("/readyz %s: %+v, want green with 1 replica from the default setting %s", h.Layout, ix, layout.DefaultReplicas)
 			}
 		}
+	}
+	if res.ReadyStatus != "ready" || running < 2 {
+		t.Errorf("/readyz before the load: %s, %d layouts running; want ready, at least nested and split", res.ReadyStatus, running)
 	}
 	if len(res.Cases) != 2 {
 		t.Fatalf("%d cases, want 2", len(res.Cases))
