@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"strings"
 	"testing"
 
+	"github.com/baedal/baedal/backend"
 	"github.com/baedal/baedal/bench"
+	"github.com/baedal/baedal/internal/osapi"
 	"github.com/baedal/baedal/internal/stacktest"
+	"github.com/baedal/baedal/internal/testenv"
+	"github.com/baedal/baedal/layout"
 )
 
 func TestMain(m *testing.M) { os.Exit(stacktest.Main(m)) }
@@ -64,5 +69,64 @@ func TestSmoke(t *testing.T) {
 	}
 	if sum.NestedBytesWritten <= 0 || sum.SplitBytesWritten <= 0 {
 		t.Errorf("bytes written nested %d split %d, want > 0", sum.NestedBytesWritten, sum.SplitBytesWritten)
+	}
+	checkHot(t, cfg.Backends.OpenSearch.URLs, parsed, sum)
+}
+
+// hotKeys are the hot layout's summary keys the smoke test requires when
+// the hot layout ran (and forbids when it was skipped).
+var hotKeys = []string{"hot_events_per_s", "throughput_ratio_hot", "throughput_ratio_hot_ci95",
+	"freshness_p99_ms_hot", "freshness_p99_ms_hot_ci95", "mixed_throughput_ratio_hot", "bytes_written_ratio_hot"}
+
+// checkHot asks the cluster, apart from the benchmark, whether every node
+// has the baedal-hot plugin. With it, the hot layout must have run and its
+// figures, intervals and targets be there; without it, the summary must say
+// hot was skipped and why, and hold none of its figures. In CI the stack
+// has the plugin, so a skipped hot layout fails the test.
+func checkHot(t *testing.T, urls []string, parsed map[string]any, sum Summary) {
+	t.Helper()
+	osCfg := backend.Defaults().OpenSearch
+	osCfg.URLs = urls
+	client, err := backend.OpenOpenSearch(osCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing, err := layout.NodesWithoutHotPlugin(context.Background(), osapi.New(client))
+	if err != nil {
+		t.Fatal(err)
+	}
+	why := sum.Skipped[string(layout.Hot)]
+	if why != "" && testenv.InCI() {
+		t.Fatalf("the hot layout was skipped in CI, where the stack has the %s plugin: %s", layout.HotPlugin, why)
+	}
+	if len(missing) > 0 {
+		if !strings.Contains(why, layout.HotPlugin) || !strings.Contains(why, missing[0]) {
+			t.Errorf("the nodes %v lack the %s plugin, but skipped.hot is %q; want the reason naming the plugin and the nodes", missing, layout.HotPlugin, why)
+		}
+		for _, key := range hotKeys {
+			if bench.MissingKeys(parsed, key) == nil {
+				t.Errorf("hot was skipped, but the summary has %s", key)
+			}
+		}
+		if _, ok := sum.Targets["throughput_ratio_hot"]; ok {
+			t.Errorf("hot was skipped, but the targets judge it: %v", sum.Targets)
+		}
+		t.Logf("the hot layout was skipped, as it should be on this stack: %s", why)
+		return
+	}
+	if why != "" {
+		t.Fatalf("every node has the %s plugin, but the hot layout was skipped: %s", layout.HotPlugin, why)
+	}
+	if m := bench.MissingKeys(parsed, hotKeys...); len(m) > 0 {
+		t.Fatalf("summary lacks %v", m)
+	}
+	if problems := bench.IntervalProblems(parsed, "throughput_ratio_hot", "mixed_throughput_ratio_hot", "bytes_written_ratio_hot", "freshness_p99_ms_hot"); len(problems) > 0 {
+		t.Errorf("hot intervals: %q", problems)
+	}
+	if m := bench.MissingKeys(parsed, "targets.throughput_ratio_hot", "targets.freshness_p99_ms_hot"); len(m) > 0 {
+		t.Errorf("targets lack %v: %v", m, parsed["targets"])
+	}
+	if h := sum.HotFigures; h.HotEventsPerS <= 0 || h.FreshnessSamplesHot == 0 || h.HotDocsWritten <= 0 {
+		t.Errorf("hot figures %+v: want events applied, documents written and freshness samples", *h)
 	}
 }
