@@ -8,14 +8,18 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/baedal/baedal/backend"
 	"github.com/baedal/baedal/bench"
 	"github.com/baedal/baedal/internal/osapi"
 	"github.com/baedal/baedal/internal/stacktest"
+	"github.com/baedal/baedal/internal/testenv"
+	"github.com/baedal/baedal/layout"
 	"github.com/baedal/baedal/query"
 	"github.com/baedal/baedal/searcher"
 )
@@ -61,13 +65,78 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 	if !s.Equivalent {
-		t.Errorf("layouts disagreed on %d idle pages", s.Mismatches)
+		t.Errorf("a layout disagreed with nested on %d idle pages", s.Mismatches)
 	}
 	if s.NestedMaxUpdatesPerS <= 0 || s.UnderLoad.NestedUpdatesPerS <= 0 || s.UnderLoad.SplitUpdatesPerS <= 0 {
 		t.Errorf("no updates were applied: %+v", s)
 	}
 	if _, err := os.Stat(s.Report); err != nil {
 		t.Errorf("no report: %v", err)
+	}
+	checkHot(t, st.OpenSearchURLs, parsed, s)
+}
+
+// hotKeys are the hot layout's summary keys the smoke test requires when
+// the hot layout ran (and forbids when it was skipped).
+var hotKeys = []string{"idle.hot_p50_ms", "idle.hot_p99_ms", "idle.timeouts_hot", "idle.rejected_hot",
+	"under_load.hot_p50_ms", "under_load.hot_p99_ms", "under_load.timeouts_hot", "under_load.rejected_hot", "under_load.hot_updates_per_s",
+	"p50_ratio_under_load_hot", "p99_ratio_under_load_hot", "p99_ratio_idle_hot", "hot_table_bytes_per_shop"}
+
+// checkHot asks the cluster, apart from the benchmark, whether every node
+// has the baedal-hot plugin. With it, the hot layout must have run, been
+// equivalent to nested, and its figures, intervals and targets be there;
+// without it, the summary must say hot was skipped and why, and hold none
+// of its figures. In CI the stack has the plugin, so a skipped hot layout
+// fails the test.
+func checkHot(t *testing.T, urls []string, parsed map[string]any, s Summary) {
+	t.Helper()
+	osCfg := backend.Defaults().OpenSearch
+	osCfg.URLs = urls
+	client, err := backend.OpenOpenSearch(osCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing, err := layout.NodesWithoutHotPlugin(context.Background(), osapi.New(client))
+	if err != nil {
+		t.Fatal(err)
+	}
+	why := s.Skipped[string(layout.Hot)]
+	if why != "" && testenv.InCI() {
+		t.Fatalf("the hot layout was skipped in CI, where the stack has the %s plugin: %s", layout.HotPlugin, why)
+	}
+	if len(missing) > 0 {
+		if !strings.Contains(why, layout.HotPlugin) || !strings.Contains(why, missing[0]) {
+			t.Errorf("the nodes %v lack the %s plugin, but skipped.hot is %q; want the reason naming the plugin and the nodes", missing, layout.HotPlugin, why)
+		}
+		for _, key := range hotKeys {
+			if bench.MissingKeys(parsed, key) == nil {
+				t.Errorf("hot was skipped, but the summary has %s", key)
+			}
+		}
+		if _, ok := s.Targets["p99_ratio_under_load_hot"]; ok {
+			t.Errorf("hot was skipped, but the targets judge it: %v", s.Targets)
+		}
+		t.Logf("the hot layout was skipped, as it should be on this stack: %s", why)
+		return
+	}
+	if why != "" {
+		t.Fatalf("every node has the %s plugin, but the hot layout was skipped: %s", layout.HotPlugin, why)
+	}
+	if m := bench.MissingKeys(parsed, hotKeys...); len(m) > 0 {
+		t.Fatalf("summary lacks %v", m)
+	}
+	if problems := bench.IntervalProblems(parsed, "idle.p50_ratio_hot", "idle.p99_ratio_hot", "under_load.p50_ratio_hot", "under_load.p99_ratio_hot",
+		"p50_ratio_under_load_hot", "p99_ratio_under_load_hot", "p99_ratio_idle_hot"); len(problems) > 0 {
+		t.Errorf("hot intervals: %q", problems)
+	}
+	if m := bench.MissingKeys(parsed, "targets.p99_ratio_under_load_hot", "targets.p99_ratio_idle_hot"); len(m) > 0 {
+		t.Errorf("targets lack %v: %v", m, parsed["targets"])
+	}
+	if s.UnderLoad.HotUpdatesPerS <= 0 || s.HotTableBytesPerShop <= 0 {
+		t.Errorf("hot: %.1f updates/s under load, %.1f table bytes per shop; want both > 0", s.UnderLoad.HotUpdatesPerS, s.HotTableBytesPerShop)
+	}
+	if f := s.IdleSteps["hot hot_menus:query+decision+fetch"]; f.Count == 0 {
+		t.Errorf("no timed idle step of the hot layout: %v", s.IdleSteps)
 	}
 }
 
