@@ -50,6 +50,7 @@ package indexbench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -59,9 +60,9 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/baedal/baedal/backend"
@@ -419,6 +420,24 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		fresh[s.kind] = f
 	}
 
+	sum := summarize(cfg, menus, sides, fresh, skipped)
+	rep := report(cfg, icfg, sum, sides, fresh)
+	rep.SetSummary(sum)
+	path, err := rep.WriteHTML(cfg.ReportDir)
+	if err != nil {
+		return sum, err
+	}
+	sum.Report = path
+	rep.SetSummary(sum)
+	if _, err := rep.WriteHTML(cfg.ReportDir); err != nil {
+		return sum, err
+	}
+	return sum, bench.PrintSummary(out, sum)
+}
+
+// summarize computes the summary from the layouts' measurements (sides,
+// the baseline first) and their freshness runs.
+func summarize(cfg Config, menus int, sides []*side, fresh map[layout.Kind]freshness, skipped map[string]string) Summary {
 	n, sp := sides[0], sideOf(sides, layout.Split)
 	splitFresh := fresh[layout.Split].rec
 	sum := Summary{
@@ -466,18 +485,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		sum.Targets["freshness_p99_ms_hot"] = FreshnessHotTarget.Evaluate(hf.FreshnessP99MsHot, hf.FreshnessP99MsHotCI95)
 	}
 
-	rep := report(cfg, icfg, sum, sides, fresh)
-	rep.SetSummary(sum)
-	path, err := rep.WriteHTML(cfg.ReportDir)
-	if err != nil {
-		return sum, err
-	}
-	sum.Report = path
-	rep.SetSummary(sum)
-	if _, err := rep.WriteHTML(cfg.ReportDir); err != nil {
-		return sum, err
-	}
-	return sum, bench.PrintSummary(out, sum)
+	return sum
 }
 
 // report builds the HTML report: every layout side by side, with each
@@ -748,24 +756,23 @@ func freshnessRun(ctx context.Context, cfg Config, icfg indexer.Config, clients 
 	if err != nil {
 		return f, err
 	}
+	wctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var werr, perr error
 	var probe *hotProbe
 	if k == layout.Hot {
-		probe = &hotProbe{osc: osc, rec: f.rec, timeout: icfg.FreshnessTimeout,
-			menus: icfg.Layout.Alias(layout.RoleHotMenus), table: icfg.Layout.Alias(layout.RoleHotShops)}
+		probe = newHotProbe(osc, icfg.Layout, f.rec, icfg.FreshnessTimeout)
 		f.seenBy = "a search showing it from the table"
+		wg.Go(func() { perr = probe.run(wctx) })
 	} else {
 		w.OnFreshness = f.rec.Record
 	}
-	wctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	var werr error
 	wg.Go(func() { werr = w.Run(wctx) })
 	stopAll := func() {
 		cancel()
 		wg.Wait()
 		if probe != nil {
-			probe.wg.Wait()
-			f.gaveUp = probe.gaveUp.Load()
+			f.gaveUp = probe.stop()
 		}
 	}
 	defer stopAll()
@@ -793,7 +800,7 @@ func freshnessRun(ctx context.Context, cfg Config, icfg indexer.Config, clients 
 			return f, err
 		}
 		if probe != nil && len(batch) > 0 {
-			probe.start(wctx, batch[len(batch)-1], appendedAt)
+			probe.add(batch[len(batch)-1], appendedAt)
 		}
 		sent += len(batch)
 		bar.Add(int64(len(batch)))
@@ -821,8 +828,8 @@ func freshnessRun(ctx context.Context, cfg Config, icfg indexer.Config, clients 
 	}
 	time.Sleep(time.Second + 2*icfg.FreshnessPoll)
 	stopAll()
-	if werr != nil && !errors.Is(werr, context.Canceled) {
-		return f, werr
+	if err := errors.Join(werr, perr); err != nil && !errors.Is(err, context.Canceled) {
+		return f, err
 	}
 	return f, nil
 }
@@ -832,73 +839,131 @@ func freshnessRun(ctx context.Context, cfg Config, icfg indexer.Config, clients 
 // to a figure whose target is 100 ms.
 const hotProbePoll = 5 * time.Millisecond
 
-// hotProbe measures freshness as a user of the hot layout sees it: for at
-// most one sampled event at a time, the time from its append to the first
-// search on the hot menu index whose hit carries the shop's table row at
-// the event's version or newer (the "baedal_hot" search extension the
-// searcher reads the hot fields from, docs/hot-layout.md). The table shows
-// an update without a refresh of any index.
+// hotProbe measures freshness as a user of the hot layout sees it: the
+// time from a sampled event's append to the first search on the hot menu
+// index whose hit for the shop carries its table row at the event's
+// version or newer (the "baedal_hot" search extension the searcher reads
+// the hot fields from, docs/hot-layout.md). The table shows an update
+// without a refresh of any index.
+//
+// One search every hotProbePoll checks every pending sample at once, so
+// the probe's load on the node does not grow with the samples taken: the
+// last event of every append is sampled (50 a second at the default tick),
+// unless its shop already has a pending sample.
 type hotProbe struct {
 	osc          *osapi.Client
 	menus, table string
 	timeout      time.Duration
 	rec          *bench.LatencyRecorder
-	running      atomic.Bool
-	gaveUp       atomic.Int64
-	wg           sync.WaitGroup
+
+	mu      sync.Mutex
+	pending map[int64]pendingSample // by shop id
+	gaveUp  int64
 }
 
-// start probes ev unless a probe runs.
-func (p *hotProbe) start(ctx context.Context, ev catalog.Event, appendedAt time.Time) {
-	if !p.running.CompareAndSwap(false, true) {
-		return
+type pendingSample struct {
+	version    int64
+	appendedAt time.Time
+}
+
+func newHotProbe(osc *osapi.Client, lc layout.Config, rec *bench.LatencyRecorder, timeout time.Duration) *hotProbe {
+	return &hotProbe{osc: osc, menus: lc.Alias(layout.RoleHotMenus), table: lc.Alias(layout.RoleHotShops),
+		timeout: timeout, rec: rec, pending: map[int64]pendingSample{}}
+}
+
+// add samples ev, appended at appendedAt.
+func (p *hotProbe) add(ev catalog.Event, appendedAt time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.pending[ev.AggregateID()]; !ok {
+		p.pending[ev.AggregateID()] = pendingSample{version: ev.Version, appendedAt: appendedAt}
 	}
-	p.wg.Go(func() {
-		defer p.running.Store(false)
-		d, err := p.waitVisible(ctx, ev, appendedAt)
-		if err != nil {
-			if ctx.Err() == nil {
-				p.gaveUp.Add(1)
-			}
-			return
-		}
-		p.rec.Record(d)
-	})
 }
 
-// waitVisible polls until a search shows the shop at a version >= ev's and
-// returns the time since appendedAt. A 503 (the table is not ready) counts
-// as not visible yet: a user gets no results either.
-func (p *hotProbe) waitVisible(ctx context.Context, ev catalog.Event, appendedAt time.Time) (time.Duration, error) {
-	body := fmt.Appendf(nil, `{"size":1,"_source":false,"query":{"term":{"id":%d}},"ext":{"baedal_hot":{"table":%q}}}`, ev.AggregateID(), p.table)
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
-	defer cancel()
+// stop gives up the samples still pending and returns how many samples
+// were given up in all (not seen within the timeout, or by the end).
+func (p *hotProbe) stop() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gaveUp += int64(len(p.pending))
+	clear(p.pending)
+	return p.gaveUp
+}
+
+// run polls until ctx is done, recording each pending sample's time when a
+// search first shows it and giving up on samples older than the timeout.
+// A 503 (the table is not ready) counts as not visible yet: a user gets no
+// results either.
+func (p *hotProbe) run(ctx context.Context) error {
 	for {
-		var resp struct {
-			Hits struct {
-				Hits []struct {
-					Fields struct {
-						Rows []struct {
-							Version int64 `json:"version"`
-						} `json:"baedal_hot"`
-					} `json:"fields"`
-				} `json:"hits"`
-			} `json:"hits"`
-		}
-		err := p.osc.Do(ctx, http.MethodPost, "/"+p.menus+"/_search", body, &resp)
-		switch {
-		case osapi.IsStatus(err, http.StatusServiceUnavailable):
-		case err != nil:
-			return 0, fmt.Errorf("indexbench: hot freshness probe of shop %d version %d: %w", ev.AggregateID(), ev.Version, err)
-		case len(resp.Hits.Hits) > 0 && len(resp.Hits.Hits[0].Fields.Rows) > 0 && resp.Hits.Hits[0].Fields.Rows[0].Version >= ev.Version:
-			return time.Since(appendedAt), nil
+		p.mu.Lock()
+		ids := slices.Collect(maps.Keys(p.pending))
+		p.mu.Unlock()
+		if len(ids) > 0 {
+			seen, err := p.search(ctx, ids)
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err != nil && !osapi.IsStatus(err, http.StatusServiceUnavailable) {
+				return err
+			}
+			now := time.Now()
+			p.mu.Lock()
+			for id, s := range p.pending {
+				switch {
+				case seen[id] >= s.version:
+					p.rec.Record(now.Sub(s.appendedAt))
+					delete(p.pending, id)
+				case now.Sub(s.appendedAt) > p.timeout:
+					p.gaveUp++
+					delete(p.pending, id)
+				}
+			}
+			p.mu.Unlock()
 		}
 		select {
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return nil
 		case <-time.After(hotProbePoll):
 		}
 	}
+}
+
+// search returns the table version each shop's hit carries (shops without
+// a hit are absent).
+func (p *hotProbe) search(ctx context.Context, ids []int64) (map[int64]int64, error) {
+	body, err := json.Marshal(map[string]any{
+		"size": len(ids), "_source": false,
+		"query": map[string]any{"terms": map[string]any{"id": ids}},
+		"ext":   map[string]any{"baedal_hot": map[string]any{"table": p.table}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	var resp struct {
+		Hits struct {
+			Hits []struct {
+				ID     string `json:"_id"`
+				Fields struct {
+					Rows []struct {
+						Version int64 `json:"version"`
+					} `json:"baedal_hot"`
+				} `json:"fields"`
+			} `json:"hits"`
+		} `json:"hits"`
+	}
+	if err := p.osc.Do(ctx, http.MethodPost, "/"+p.menus+"/_search", body, &resp); err != nil {
+		return nil, fmt.Errorf("indexbench: hot freshness probe of %d shops: %w", len(ids), err)
+	}
+	seen := make(map[int64]int64, len(resp.Hits.Hits))
+	for _, h := range resp.Hits.Hits {
+		id, err := strconv.ParseInt(h.ID, 10, 64)
+		if err != nil || len(h.Fields.Rows) != 1 {
+			return nil, fmt.Errorf("indexbench: hot freshness probe: hit %q has %d baedal_hot rows, want 1", h.ID, len(h.Fields.Rows))
+		}
+		seen[id] = h.Fields.Rows[0].Version
+	}
+	return seen, nil
 }
 
 // backends returns the backend configuration: the given one when it names

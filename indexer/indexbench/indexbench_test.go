@@ -3,9 +3,11 @@ package indexbench
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baedal/baedal/backend"
 	"github.com/baedal/baedal/bench"
@@ -79,10 +81,8 @@ var hotKeys = []string{"hot_events_per_s", "throughput_ratio_hot", "throughput_r
 	"freshness_p99_ms_hot", "freshness_p99_ms_hot_ci95", "mixed_throughput_ratio_hot", "bytes_written_ratio_hot"}
 
 // checkHot asks the cluster, apart from the benchmark, whether every node
-// has the baedal-hot plugin. With it, the hot layout must have run and its
-// figures, intervals and targets be there; without it, the summary must say
-// hot was skipped and why, and hold none of its figures. In CI the stack
-// has the plugin, so a skipped hot layout fails the test.
+// has the baedal-hot plugin, and checks the summary agrees (hotProblems).
+// In CI the stack has the plugin, so a skipped hot layout fails the test.
 func checkHot(t *testing.T, urls []string, parsed map[string]any, sum Summary) {
 	t.Helper()
 	osCfg := backend.Defaults().OpenSearch
@@ -99,34 +99,126 @@ func checkHot(t *testing.T, urls []string, parsed map[string]any, sum Summary) {
 	if why != "" && testenv.InCI() {
 		t.Fatalf("the hot layout was skipped in CI, where the stack has the %s plugin: %s", layout.HotPlugin, why)
 	}
+	for _, p := range hotProblems(parsed, sum, missing) {
+		t.Error(p)
+	}
+	if why != "" {
+		t.Logf("the hot layout was skipped: %s", why)
+	}
+}
+
+// hotProblems checks a summary against the nodes that lack the plugin.
+// Without them, the hot layout must have run, its figures and their
+// intervals be there and ordered, its targets judged; with them, the
+// summary must say hot was skipped and why, and hold none of its figures.
+func hotProblems(parsed map[string]any, sum Summary, missing []string) []string {
+	var problems []string
+	why := sum.Skipped[string(layout.Hot)]
 	if len(missing) > 0 {
 		if !strings.Contains(why, layout.HotPlugin) || !strings.Contains(why, missing[0]) {
-			t.Errorf("the nodes %v lack the %s plugin, but skipped.hot is %q; want the reason naming the plugin and the nodes", missing, layout.HotPlugin, why)
+			problems = append(problems, fmt.Sprintf("the nodes %v lack the %s plugin, but skipped.hot is %q; want the reason naming the plugin and the nodes", missing, layout.HotPlugin, why))
 		}
 		for _, key := range hotKeys {
 			if bench.MissingKeys(parsed, key) == nil {
-				t.Errorf("hot was skipped, but the summary has %s", key)
+				problems = append(problems, "hot was skipped, but the summary has "+key)
 			}
 		}
 		if _, ok := sum.Targets["throughput_ratio_hot"]; ok {
-			t.Errorf("hot was skipped, but the targets judge it: %v", sum.Targets)
+			problems = append(problems, fmt.Sprintf("hot was skipped, but the targets judge it: %v", sum.Targets))
 		}
-		t.Logf("the hot layout was skipped, as it should be on this stack: %s", why)
-		return
+		return problems
 	}
 	if why != "" {
-		t.Fatalf("every node has the %s plugin, but the hot layout was skipped: %s", layout.HotPlugin, why)
+		return append(problems, fmt.Sprintf("every node has the %s plugin, but the hot layout was skipped: %s", layout.HotPlugin, why))
 	}
 	if m := bench.MissingKeys(parsed, hotKeys...); len(m) > 0 {
-		t.Fatalf("summary lacks %v", m)
+		return append(problems, fmt.Sprintf("summary lacks %v", m))
 	}
-	if problems := bench.IntervalProblems(parsed, "throughput_ratio_hot", "mixed_throughput_ratio_hot", "bytes_written_ratio_hot", "freshness_p99_ms_hot"); len(problems) > 0 {
-		t.Errorf("hot intervals: %q", problems)
+	for _, p := range bench.IntervalProblems(parsed, "throughput_ratio_hot", "mixed_throughput_ratio_hot", "bytes_written_ratio_hot", "freshness_p99_ms_hot") {
+		problems = append(problems, "hot intervals: "+p)
 	}
 	if m := bench.MissingKeys(parsed, "targets.throughput_ratio_hot", "targets.freshness_p99_ms_hot"); len(m) > 0 {
-		t.Errorf("targets lack %v: %v", m, parsed["targets"])
+		problems = append(problems, fmt.Sprintf("targets lack %v: %v", m, parsed["targets"]))
 	}
 	if h := sum.HotFigures; h.HotEventsPerS <= 0 || h.FreshnessSamplesHot == 0 || h.HotDocsWritten <= 0 {
-		t.Errorf("hot figures %+v: want events applied, documents written and freshness samples", *h)
+		problems = append(problems, fmt.Sprintf("hot figures %+v: want events applied, documents written and freshness samples", *h))
+	}
+	return problems
+}
+
+// TestSummaryOfEveryLayout runs summarize on made-up measurements of the
+// three layouts and of two (hot skipped), and checks the summaries the way
+// the smoke test does against either kind of cluster: the stack the tests
+// run on today lacks the plugin, so the smoke test alone would never check
+// the hot keys.
+func TestSummaryOfEveryLayout(t *testing.T) {
+	cfg := Config{Shops: 100, Rounds: 4, HotEvents: 1000, MixedEvents: 100}
+	cfg.fill()
+	// made-up sides: per round, speed events/s and bytes written.
+	made := func(k layout.Kind, speed, bytes float64) *side {
+		s := &side{kind: k, batches: bench.NewLatencyRecorder()}
+		for round := range cfg.Rounds {
+			jitter := 1 + 0.05*float64(round%3)
+			s.roundsPerSec = append(s.roundsPerSec, speed*jitter)
+			s.roundsMixedPerSec = append(s.roundsMixedPerSec, speed/10*jitter)
+			s.roundsBytes = append(s.roundsBytes, bytes*jitter)
+			s.hotTime += time.Duration(float64(cfg.HotEvents) / (speed * jitter) * float64(time.Second))
+			s.mixedTime += time.Duration(float64(cfg.MixedEvents) / (speed / 10 * jitter) * float64(time.Second))
+			s.hotEvents, s.mixedEvents, s.docs, s.bytes = s.hotEvents+cfg.HotEvents, s.mixedEvents+cfg.MixedEvents, s.docs+500, s.bytes+int64(bytes*jitter)
+			s.batches.Record(time.Duration(1000 / speed * float64(time.Second)))
+		}
+		return s
+	}
+	fresh := func(ms ...int) freshness {
+		f := freshness{rec: bench.NewLatencyRecorder()}
+		for _, v := range ms {
+			f.rec.Record(time.Duration(v) * time.Millisecond)
+		}
+		return f
+	}
+	nested, split, hot := made(layout.Nested, 500, 1e8), made(layout.Split, 15000, 5e6), made(layout.Hot, 20000, 4e6)
+	frs := map[layout.Kind]freshness{layout.Split: fresh(900, 1000, 1100, 1200), layout.Hot: fresh(20, 30, 40, 50, 60, 70)}
+
+	for _, c := range []struct {
+		name    string
+		sides   []*side
+		skipped map[string]string
+		missing []string
+	}{
+		{"every layout", []*side{nested, split, hot}, map[string]string{}, nil},
+		{"hot skipped", []*side{nested, split}, map[string]string{"hot": "the OpenSearch nodes n1 lack the baedal-hot plugin"}, []string{"n1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sum := summarize(cfg, 3000, c.sides, frs, c.skipped)
+			var line bytes.Buffer
+			if err := bench.PrintSummary(&line, sum); err != nil {
+				t.Fatal(err)
+			}
+			parsed, err := bench.ParseSummary(line.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range hotProblems(parsed, sum, c.missing) {
+				t.Errorf("%s\n%s", p, line.String())
+			}
+			if problems := bench.IntervalProblems(parsed, "throughput_ratio", "mixed_throughput_ratio", "bytes_written_ratio"); len(problems) > 0 {
+				t.Errorf("intervals: %q", problems)
+			}
+			if sum.ThroughputRatio != 30 {
+				t.Errorf("throughput_ratio %v, want 30 (15000/500)", sum.ThroughputRatio)
+			}
+			if h := sum.HotFigures; h != nil && (h.ThroughputRatioHot != 40 || sum.Targets["throughput_ratio_hot"].Verdict != bench.VerdictMet ||
+				sum.Targets["freshness_p99_ms_hot"].Verdict != bench.VerdictMet) {
+				t.Errorf("hot ratio %v (want 40), targets %+v: want both met", h.ThroughputRatioHot, sum.Targets)
+			}
+			// The checks must also catch a summary that disagrees with the cluster.
+			flipped := []string{"n1"}
+			if c.missing != nil {
+				flipped = nil
+			}
+			if len(hotProblems(parsed, sum, flipped)) == 0 {
+				t.Errorf("hotProblems found nothing wrong with %s against missing=%v", c.name, flipped)
+			}
+		})
 	}
 }
