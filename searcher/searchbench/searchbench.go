@@ -786,27 +786,15 @@ func (r *run) measure(ctx context.Context) (Summary, error) {
 		return s, err
 	}
 	s.UnderLoad = r.figures(load, loadMiss, rates, seed)
-	s.P50RatioUnderLoad, s.P99RatioUnderLoad = s.UnderLoad.P50Ratio, s.UnderLoad.P99Ratio
-	s.P50RatioUnderLoadCI95, s.P99RatioUnderLoadCI95 = s.UnderLoad.P50RatioCI95, s.UnderLoad.P99RatioCI95
-	s.Targets = bench.Targets{
-		"p99_ratio_under_load": P99RatioTarget.Evaluate(s.P99RatioUnderLoad, s.P99RatioUnderLoadCI95),
-		// An exact count: no noise, so the interval is the point.
-		"mismatches": bench.AtMost(0).Evaluate(float64(s.Mismatches), bench.Exact(float64(s.Mismatches))),
-	}
-	if idleHot, loadHot := s.Idle.HotPhaseFigures, s.UnderLoad.HotPhaseFigures; idleHot != nil && loadHot != nil {
+	tableBytesPerShop := 0.0
+	if slices.Contains(r.kinds, layout.Hot) {
 		table, err := r.hotTableStatus(ctx, hotTableReadyTimeout)
 		if err != nil {
 			return s, err
 		}
-		s.HotFigures = &HotFigures{
-			P50RatioUnderLoadHot: loadHot.P50RatioHot, P50RatioUnderLoadHotCI95: loadHot.P50RatioHotCI95,
-			P99RatioUnderLoadHot: loadHot.P99RatioHot, P99RatioUnderLoadHotCI95: loadHot.P99RatioHotCI95,
-			P99RatioIdleHot: idleHot.P99RatioHot, P99RatioIdleHotCI95: idleHot.P99RatioHotCI95,
-			HotTableBytesPerShop: table.bytesPerShop(),
-		}
-		s.Targets["p99_ratio_under_load_hot"] = P99RatioHotTarget.Evaluate(s.P99RatioUnderLoadHot, s.P99RatioUnderLoadHotCI95)
-		s.Targets["p99_ratio_idle_hot"] = P99RatioIdleHotTarget.Evaluate(s.P99RatioIdleHot, s.P99RatioIdleHotCI95)
+		tableBytesPerShop = table.bytesPerShop()
 	}
+	setHeadline(&s, tableBytesPerShop)
 
 	path, err := r.report(s, idle, load)
 	if err != nil {
@@ -814,6 +802,31 @@ func (r *run) measure(ctx context.Context) (Summary, error) {
 	}
 	s.Report = path
 	return s, nil
+}
+
+// setHeadline copies the headline ratios out of the phases and judges the
+// targets; tableBytesPerShop is the hot table's size (unused when hot was
+// skipped).
+func setHeadline(s *Summary, tableBytesPerShop float64) {
+	s.P50RatioUnderLoad, s.P99RatioUnderLoad = s.UnderLoad.P50Ratio, s.UnderLoad.P99Ratio
+	s.P50RatioUnderLoadCI95, s.P99RatioUnderLoadCI95 = s.UnderLoad.P50RatioCI95, s.UnderLoad.P99RatioCI95
+	s.Targets = bench.Targets{
+		"p99_ratio_under_load": P99RatioTarget.Evaluate(s.P99RatioUnderLoad, s.P99RatioUnderLoadCI95),
+		// An exact count: no noise, so the interval is the point.
+		"mismatches": bench.AtMost(0).Evaluate(float64(s.Mismatches), bench.Exact(float64(s.Mismatches))),
+	}
+	idleHot, loadHot := s.Idle.HotPhaseFigures, s.UnderLoad.HotPhaseFigures
+	if idleHot == nil || loadHot == nil {
+		return
+	}
+	s.HotFigures = &HotFigures{
+		P50RatioUnderLoadHot: loadHot.P50RatioHot, P50RatioUnderLoadHotCI95: loadHot.P50RatioHotCI95,
+		P99RatioUnderLoadHot: loadHot.P99RatioHot, P99RatioUnderLoadHotCI95: loadHot.P99RatioHotCI95,
+		P99RatioIdleHot: idleHot.P99RatioHot, P99RatioIdleHotCI95: idleHot.P99RatioHotCI95,
+		HotTableBytesPerShop: tableBytesPerShop,
+	}
+	s.Targets["p99_ratio_under_load_hot"] = P99RatioHotTarget.Evaluate(s.P99RatioUnderLoadHot, s.P99RatioUnderLoadHotCI95)
+	s.Targets["p99_ratio_idle_hot"] = P99RatioIdleHotTarget.Evaluate(s.P99RatioIdleHot, s.P99RatioIdleHotCI95)
 }
 
 // P99RatioTarget is the search target: split's p99 under load at most 0.7
