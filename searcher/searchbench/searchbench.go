@@ -25,6 +25,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -637,15 +638,18 @@ func forEach(workers, n int, fn func(i int) error) error {
 	return g.Wait()
 }
 
-// samePage compares what a person sees: totals, the shops in order, their
-// matched menus and ETAs.
+// samePage compares what a person sees: totals, the shops in order with
+// every shop field and version (the hot layout reads its hot fields from
+// the plugin's table, the others from documents), their matched menus and
+// ETAs.
 func samePage(a, b *searcher.Response) bool {
 	if a.Total != b.Total || len(a.Shops) != len(b.Shops) {
 		return false
 	}
 	for i := range a.Shops {
 		x, y := a.Shops[i], b.Shops[i]
-		if x.ID != y.ID || len(x.MatchedMenus) != len(y.MatchedMenus) || !sameETA(x.ETAMinutes, y.ETAMinutes) {
+		if x.ID != y.ID || x.Version != y.Version || !reflect.DeepEqual(x.Shop, y.Shop) ||
+			len(x.MatchedMenus) != len(y.MatchedMenus) || !sameETA(x.ETAMinutes, y.ETAMinutes) {
 			return false
 		}
 		for j := range x.MatchedMenus {

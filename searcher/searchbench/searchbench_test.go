@@ -17,6 +17,7 @@ import (
 
 	"github.com/baedal/baedal/backend"
 	"github.com/baedal/baedal/bench"
+	"github.com/baedal/baedal/catalog"
 	"github.com/baedal/baedal/internal/osapi"
 	"github.com/baedal/baedal/internal/stacktest"
 	"github.com/baedal/baedal/internal/testenv"
@@ -311,5 +312,36 @@ func TestMissedCountsTimeoutsAndRejections(t *testing.T) {
 	}
 	if m.timeouts != 1 || m.rejected != 2 {
 		t.Errorf("counted %+v, want 1 timeout and 2 rejections", m)
+	}
+}
+
+// TestSamePageComparesWhatAPersonSees: the same shops in the same order
+// are not enough; a shop field (a hot one the table serves, a cold one), the
+// version, the matched menus or the ETA differing makes the pages differ.
+func TestSamePageComparesWhatAPersonSees(t *testing.T) {
+	eta := 35
+	page := func(edit func(*searcher.ShopHit)) *searcher.Response {
+		h := searcher.ShopHit{Shop: catalog.Shop{ID: 7, Name: "치킨집", DeliveryFee: 2000, Rating: 4.5, Tags: []string{"치킨"}},
+			Version: 3, ETAMinutes: &eta, MatchedMenus: []searcher.MatchedMenu{{ID: 7001}}}
+		if edit != nil {
+			edit(&h)
+		}
+		return &searcher.Response{Total: 1, Shops: []searcher.ShopHit{h}}
+	}
+	if !samePage(page(nil), page(nil)) {
+		t.Fatal("equal pages differ")
+	}
+	for name, edit := range map[string]func(*searcher.ShopHit){
+		"delivery fee": func(h *searcher.ShopHit) { h.DeliveryFee = 3000 },
+		"rating":       func(h *searcher.ShopHit) { h.Rating = 4.4 },
+		"open":         func(h *searcher.ShopHit) { h.Open = true },
+		"name":         func(h *searcher.ShopHit) { h.Name = "피자집" },
+		"version":      func(h *searcher.ShopHit) { h.Version = 4 },
+		"menus":        func(h *searcher.ShopHit) { h.MatchedMenus[0].ID = 7002 },
+		"eta":          func(h *searcher.ShopHit) { other := 36; h.ETAMinutes = &other },
+	} {
+		if samePage(page(nil), page(edit)) {
+			t.Errorf("pages whose shop differs in %s are the same", name)
+		}
 	}
 }
