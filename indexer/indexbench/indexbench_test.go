@@ -11,6 +11,7 @@ import (
 
 	"github.com/baedal/baedal/backend"
 	"github.com/baedal/baedal/bench"
+	"github.com/baedal/baedal/indexer"
 	"github.com/baedal/baedal/internal/osapi"
 	"github.com/baedal/baedal/internal/stacktest"
 	"github.com/baedal/baedal/internal/testenv"
@@ -204,6 +205,15 @@ func TestSummaryOfEveryLayout(t *testing.T) {
 			if problems := bench.IntervalProblems(parsed, "throughput_ratio", "mixed_throughput_ratio", "bytes_written_ratio"); len(problems) > 0 {
 				t.Errorf("intervals: %q", problems)
 			}
+			html := writeReport(t, report(cfg, indexer.Defaults(), sum, c.sides, frs))
+			for _, side := range c.sides {
+				if !strings.Contains(html, "<th>"+string(side.kind)+"</th>") {
+					t.Errorf("the report has no %s column", side.kind)
+				}
+			}
+			if len(c.sides) == 2 && strings.Contains(html, "<th>hot</th>") {
+				t.Errorf("hot was skipped, but the report has a hot column")
+			}
 			if sum.ThroughputRatio != 30 {
 				t.Errorf("throughput_ratio %v, want 30 (15000/500)", sum.ThroughputRatio)
 			}
@@ -221,4 +231,18 @@ func TestSummaryOfEveryLayout(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeReport writes rep into a temporary directory and returns its HTML.
+func writeReport(t *testing.T, rep *bench.Report) string {
+	t.Helper()
+	path, err := rep.WriteHTML(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

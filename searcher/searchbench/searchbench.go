@@ -904,17 +904,17 @@ func (r *run) report(s Summary, idle, load []*bench.LatencyRecorder) (string, er
 	rep.Add(bench.Section{Title: "Idle", Table: &idleTable, Charts: []bench.Chart{bench.LatencyCDF("Idle search latency", names, idle)}})
 	rep.Add(bench.Section{Title: "Under hot-update load", Table: &loadTable, Charts: []bench.Chart{bench.LatencyCDF("Search latency under load", names, load)}})
 	figures := []bench.Figure{
-		{Name: "idle p50 ratio, split", Point: s.Idle.P50Ratio, CI95: s.Idle.P50RatioCI95},
-		{Name: "idle p99 ratio, split", Point: s.Idle.P99Ratio, CI95: s.Idle.P99RatioCI95},
-		{Name: "under load p50 ratio, split", Point: s.UnderLoad.P50Ratio, CI95: s.UnderLoad.P50RatioCI95},
-		{Name: "under load p99 ratio, split", Point: s.UnderLoad.P99Ratio, CI95: s.UnderLoad.P99RatioCI95},
+		{Name: "idle p50, split / nested", Point: s.Idle.P50Ratio, CI95: s.Idle.P50RatioCI95},
+		{Name: "idle p99, split / nested", Point: s.Idle.P99Ratio, CI95: s.Idle.P99RatioCI95},
+		{Name: "under load p50, split / nested", Point: s.UnderLoad.P50Ratio, CI95: s.UnderLoad.P50RatioCI95},
+		{Name: "under load p99, split / nested", Point: s.UnderLoad.P99Ratio, CI95: s.UnderLoad.P99RatioCI95},
 	}
 	if idleHot, loadHot := s.Idle.HotPhaseFigures, s.UnderLoad.HotPhaseFigures; idleHot != nil && loadHot != nil {
 		figures = append(figures,
-			bench.Figure{Name: "idle p50 ratio, hot", Point: idleHot.P50RatioHot, CI95: idleHot.P50RatioHotCI95},
-			bench.Figure{Name: "idle p99 ratio, hot", Point: idleHot.P99RatioHot, CI95: idleHot.P99RatioHotCI95},
-			bench.Figure{Name: "under load p50 ratio, hot", Point: loadHot.P50RatioHot, CI95: loadHot.P50RatioHotCI95},
-			bench.Figure{Name: "under load p99 ratio, hot", Point: loadHot.P99RatioHot, CI95: loadHot.P99RatioHotCI95},
+			bench.Figure{Name: "idle p50, hot / nested", Point: idleHot.P50RatioHot, CI95: idleHot.P50RatioHotCI95},
+			bench.Figure{Name: "idle p99, hot / nested", Point: idleHot.P99RatioHot, CI95: idleHot.P99RatioHotCI95},
+			bench.Figure{Name: "under load p50, hot / nested", Point: loadHot.P50RatioHot, CI95: loadHot.P50RatioHotCI95},
+			bench.Figure{Name: "under load p99, hot / nested", Point: loadHot.P99RatioHot, CI95: loadHot.P99RatioHotCI95},
 		)
 	}
 	rep.Add(bench.IntervalSection(figures))

@@ -187,6 +187,7 @@ func TestSummaryOfEveryLayout(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := &run{kinds: c.kinds, skipped: c.skipped}
+			r.cfg.Bench.ReportDir = t.TempDir()
 			// nested 20 ms, split 30 ms, hot 10 ms; under load nested 40 ms.
 			idle := []*bench.LatencyRecorder{made(20), made(30), made(10)}[:len(c.kinds)]
 			load := []*bench.LatencyRecorder{made(40), made(30), made(10)}[:len(c.kinds)]
@@ -208,6 +209,22 @@ func TestSummaryOfEveryLayout(t *testing.T) {
 			}
 			if problems := bench.IntervalProblems(parsed, "idle.p99_ratio", "under_load.p99_ratio", "p99_ratio_under_load"); len(problems) > 0 {
 				t.Errorf("intervals: %q", problems)
+			}
+			path, err := r.report(s, idle, load)
+			if err != nil {
+				t.Fatal(err)
+			}
+			html, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range c.kinds {
+				if !strings.Contains(string(html), "<th>"+string(k)+"</th>") {
+					t.Errorf("the report has no %s column", k)
+				}
+			}
+			if len(c.kinds) == 2 && strings.Contains(string(html), "<th>hot</th>") {
+				t.Errorf("hot was skipped, but the report has a hot column")
 			}
 			if s.P99RatioUnderLoad < 0.7 || s.P99RatioUnderLoad > 0.8 {
 				t.Errorf("p99_ratio_under_load %v, want split/nested = 30/40", s.P99RatioUnderLoad)
