@@ -262,7 +262,7 @@ type overBaseline struct {
 }
 
 func ratiosOver(base, s *side) overBaseline {
-	r := overBaseline{
+	return overBaseline{
 		throughput:       round2(bench.Ratio(s.eventsPerS(), base.eventsPerS())),
 		mixed:            round2(bench.Ratio(s.mixedPerS(), base.mixedPerS())),
 		bytes:            round2(bench.Ratio(float64(s.bytes), float64(base.bytes))),
@@ -270,7 +270,6 @@ func ratiosOver(base, s *side) overBaseline {
 		mixedRounds:      bench.PairedRatioCI(base.roundsMixedPerSec, s.roundsMixedPerSec),
 		bytesRounds:      bench.PairedRatioCI(base.roundsBytes, s.roundsBytes),
 	}
-	return r
 }
 
 // Run runs the benchmark, writes the HTML report, prints the summary as the
