@@ -8,7 +8,9 @@
 //     (1 µs .. 60 s, 3 significant digits) with percentiles and a JSON-ready
 //     LatencySummary.
 //   - Interleave: runs the baseline and the candidate ("ours") in alternating
-//     rounds in ABBA order, so drift on a noisy machine hits both sides alike.
+//     rounds in ABBA order, so drift on a noisy machine hits both sides alike
+//     (more sides: ABC, CBA, ..., as bench index and bench search run
+//     nested, split and hot).
 //   - RunClosedLoop and RunAtRate: closed-loop load from N clients, and
 //     open-loop load at a fixed rate whose latency includes the time an
 //     operation waited behind schedule (no coordinated omission).
