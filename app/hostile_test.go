@@ -96,6 +96,7 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 	table := map[string]hostileRoute{
 		"GET /metrics":                       {sample: "/metrics"},
 		"GET /healthz":                       {sample: "/healthz"},
+		"GET /openapi.json":                  {sample: "/openapi.json"},
 		"GET /{$}":                           {sample: "/"},
 		"GET /console/":                      {sample: "/console/"},
 		"GET /console/api/meta":              {sample: "/console/api/meta"},
