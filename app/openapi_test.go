@@ -320,6 +320,9 @@ func TestOpenAPIRoundTripEveryRoute(t *testing.T) {
 	c.do(apiCase{route: "POST /v1/events", method: "POST", target: "/v1/events", body: "[" + string(ev) + "," + orphan + "]", status: []int{202}})
 	c.do(apiCase{route: "POST /v1/events", method: "POST", target: "/v1/events", body: `[{"type":"shop","id":1,"version":0,"op":"delete"}]`, status: []int{400}, specRejects: true})
 	c.do(apiCase{route: "POST /v1/events", method: "POST", target: "/v1/events", body: `{"type":"shop","id":1,"version":1,"op":"delete","colour":1}`, status: []int{400}, specRejects: true})
+	c.do(apiCase{route: "POST /v1/events", method: "POST", target: "/v1/events", body: `{"type":"shop","id":1,"version":1,"op":"upsert","fields":{"price":1}}`, status: []int{400}, specRejects: true})
+	c.do(apiCase{route: "POST /v1/events", method: "POST", target: "/v1/events", body: `{"type":"menu","id":1001,"shop_id":1,"version":1,"op":"upsert","fields":{"open":true}}`, status: []int{400}, specRejects: true})
+	c.do(apiCase{route: "POST /v1/events", method: "POST", target: "/v1/events", body: `{"type":"shop","id":1,"version":1,"op":"upsert","fields":{"category":"스시"}}`, status: []int{400}, specRejects: true})
 	c.do(apiCase{route: "POST /v1/events", method: "POST", target: "/v1/events", body: `{"referrer":"` + strings.Repeat("a", 70<<10) + `"}`, status: []int{413}, specRejects: true})
 
 	search := "/v1/search?q=" + url.QueryEscape("페퍼로니") + "&lat=37.4979&lon=127.0276&sort=eta&explain=true"
