@@ -169,6 +169,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	srch.SetUnavailable(layout.Hot, "OpenSearch has not been checked for the "+layout.HotPlugin+" plugin yet")
 	searcher.RegisterRoutes(srv, srch)
 	srv.Handle("GET /healthz", healthHandler(clients, srch, cfg.HealthTimeout))
+	// The contract of every route registered here (api/openapi.json); the
+	// tests fail when a route is missing from it.
+	srv.Handle("GET /openapi.json", api.ServeOpenAPI)
 	console.RegisterRoutes(srv, console.Deps{Search: true, Gatherer: reg})
 
 	// S2: live reindex, behind the admin token.

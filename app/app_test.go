@@ -35,9 +35,10 @@ func TestHealthzReportsADownBackend(t *testing.T) {
 	cfg.Indexer.Layout.Prefix = stacktest.Namespace(t) + "_"
 	addr := serve(t, cfg)
 
-	checkHealth(t, addr, http.StatusOK, true)
+	httpc := validatingClient(t)
+	checkHealth(t, httpc, addr, http.StatusOK, true)
 	killRedis()
-	checkHealth(t, addr, http.StatusServiceUnavailable, false)
+	checkHealth(t, httpc, addr, http.StatusServiceUnavailable, false)
 }
 
 // With several OpenSearch URLs every request goes through the C3 endpoint
@@ -56,10 +57,11 @@ func TestSeveralOpenSearchURLsGoThroughTheEndpointSelector(t *testing.T) {
 	cfg.Backends.Postgres.URL = st.PostgresURL
 	cfg.Indexer.Layout.Prefix = stacktest.Namespace(t) + "_"
 	addr := serve(t, cfg)
+	httpc := validatingClient(t)
 
 	// The search indices are created in the background after start-up.
 	search := func() (int, string) {
-		resp, err := http.Get("http://" + addr + "/v1/search?q=%ED%94%BC%EC%9E%90&lat=37.5&lon=127.0")
+		resp, err := httpc.Get("http://" + addr + "/v1/search?q=%ED%94%BC%EC%9E%90&lat=37.5&lon=127.0")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +84,7 @@ func TestSeveralOpenSearchURLsGoThroughTheEndpointSelector(t *testing.T) {
 
 	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/admin/opensearch-endpoints", nil)
 	req.Header.Set("Authorization", "Bearer "+cfg.API.AdminToken)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpc.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,9 +144,9 @@ func serve(t *testing.T, cfg Config) string {
 	return ""
 }
 
-func checkHealth(t *testing.T, addr string, status int, redisUp bool) {
+func checkHealth(t *testing.T, httpc *http.Client, addr string, status int, redisUp bool) {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/healthz")
+	resp, err := httpc.Get("http://" + addr + "/healthz")
 	if err != nil {
 		t.Fatal(err)
 	}
