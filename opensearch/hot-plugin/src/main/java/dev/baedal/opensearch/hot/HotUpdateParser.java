@@ -18,20 +18,25 @@ import org.opensearch.core.xcontent.XContentParser.Token;
  */
 public final class HotUpdateParser {
 
+    /** The field being read, for the message of a syntax error. */
+    private String where = "the body";
+
     private HotUpdateParser() {}
 
-    public static List<HotEntry> parse(XContentParser p) throws IOException {
+    public static List<HotEntry> parse(XContentParser p) {
+        HotUpdateParser h = new HotUpdateParser();
         try {
-            return parseBody(p);
+            return h.parseBody(p);
         } catch (IllegalArgumentException e) {
             throw e;
-        } catch (RuntimeException e) {
-            // XContentParseException and friends: malformed JSON.
-            throw new IllegalArgumentException("malformed update body: " + e.getMessage(), e);
+        } catch (IOException | RuntimeException e) {
+            // JsonParseException, XContentParseException and friends: malformed JSON.
+            String msg = e.getMessage() == null ? e.toString() : e.getMessage().lines().findFirst().orElse("");
+            throw new IllegalArgumentException("malformed update body near [" + h.where + "]: " + msg, e);
         }
     }
 
-    private static List<HotEntry> parseBody(XContentParser p) throws IOException {
+    private List<HotEntry> parseBody(XContentParser p) throws IOException {
         if (p.nextToken() != Token.START_OBJECT) {
             throw new IllegalArgumentException("update body must be a JSON object {\"shops\": [...]}");
         }
@@ -48,7 +53,11 @@ public final class HotUpdateParser {
             }
             out = new ArrayList<>();
             int n = 0;
-            while (p.nextToken() != Token.END_ARRAY) {
+            while (true) {
+                where = "shops[" + n + "]";
+                if (p.nextToken() == Token.END_ARRAY) {
+                    break;
+                }
                 out.add(parseShop(p, "shops[" + n + "]"));
                 n++;
             }
@@ -65,7 +74,7 @@ public final class HotUpdateParser {
         return out;
     }
 
-    private static HotEntry parseShop(XContentParser p, String at) throws IOException {
+    private HotEntry parseShop(XContentParser p, String at) throws IOException {
         if (p.currentToken() != Token.START_OBJECT) {
             throw new IllegalArgumentException("[" + at + "] must be an object");
         }
@@ -79,8 +88,10 @@ public final class HotUpdateParser {
         Integer reviews = null;
         while (p.nextToken() == Token.FIELD_NAME) {
             String name = p.currentName();
+            where = at + "." + name;
             Token v = p.nextToken();
             String field = at + "." + name;
+            where = field;
             switch (name) {
                 case "id" -> id = longValue(p, v, field);
                 case "version" -> version = longValue(p, v, field);
