@@ -18,6 +18,7 @@ import org.opensearch.cluster.service.ClusterService;
 import org.opensearch.common.settings.Setting;
 import org.opensearch.common.unit.TimeValue;
 import org.opensearch.core.rest.RestStatus;
+import org.opensearch.gateway.GatewayService;
 import org.opensearch.search.SearchHit;
 import org.opensearch.search.sort.FieldSortBuilder;
 import org.opensearch.search.sort.SortOrder;
@@ -61,6 +62,10 @@ public final class HotTables implements ClusterStateListener {
     /** The concrete index behind a table name (an index, or an alias's write index or single index). */
     public IndexMetadata concreteIndex(String name) {
         ClusterState state = clusterService.state();
+        if (state.blocks().hasGlobalBlock(GatewayService.STATE_NOT_RECOVERED_BLOCK)) {
+            throw new OpenSearchStatusException("hot table [" + name + "] is not ready: the cluster state is not recovered yet",
+                RestStatus.SERVICE_UNAVAILABLE);
+        }
         IndexAbstraction ia = state.metadata().getIndicesLookup().get(name);
         if (ia == null) {
             throw new OpenSearchStatusException("unknown hot table [" + name + "]: no such index or alias", RestStatus.NOT_FOUND);
