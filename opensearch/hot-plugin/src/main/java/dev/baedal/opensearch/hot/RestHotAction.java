@@ -5,6 +5,7 @@ import static org.opensearch.rest.RestRequest.Method.POST;
 
 import java.io.IOException;
 import java.util.List;
+import org.opensearch.OpenSearchStatusException;
 import org.opensearch.action.FailedNodeException;
 import org.opensearch.core.action.ActionListener;
 import org.opensearch.core.rest.RestStatus;
@@ -24,6 +25,9 @@ import org.opensearch.transport.client.node.NodeClient;
  * nodes; the answer is 503 whenever a node failed, with the same body.
  */
 public final class RestHotAction extends BaseRestHandler {
+
+    /** The contract's "at most ~10 MB" for an update body. */
+    static final int MAX_UPDATE_BYTES = 10 * 1024 * 1024;
 
     private final HotTables tables;
 
@@ -55,6 +59,10 @@ public final class RestHotAction extends BaseRestHandler {
         if (op == HotNodesAction.Op.UPDATE) {
             if (!request.hasContent()) {
                 throw new IllegalArgumentException("update needs a body {\"shops\": [...]}");
+            }
+            if (request.content().length() > MAX_UPDATE_BYTES) {
+                throw new OpenSearchStatusException("update body of " + request.content().length() + " bytes is over "
+                    + MAX_UPDATE_BYTES + "; split it", RestStatus.REQUEST_ENTITY_TOO_LARGE);
             }
             try (XContentParser p = request.contentParser()) {
                 entries = HotUpdateParser.parse(p);
