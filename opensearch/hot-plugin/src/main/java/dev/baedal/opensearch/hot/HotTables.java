@@ -117,8 +117,8 @@ public final class HotTables implements ClusterStateListener {
         }
         List<String> seen = new ArrayList<>();
         for (IndexMetadata im : event.state().metadata().indices().values()) {
-            if (!TABLE_SETTING.get(im.getSettings())) {
-                continue;
+            if (!TABLE_SETTING.get(im.getSettings()) || im.getState() == IndexMetadata.State.CLOSE) {
+                continue; // a closed index has no table until it is opened again (and rebuilt)
             }
             seen.add(im.getIndex().getName());
             HotTable before = tables.get(im.getIndex().getName());

@@ -267,6 +267,30 @@ class HotPluginIT {
 
     @Test
     @Order(10)
+    void sameAnswersWithConcurrentSegmentSearch() throws Exception {
+        // More segments in menus (one refresh each), then every search sliced across threads.
+        for (int id = 7; id <= 9; id++) {
+            TwoNodeCluster.Resp r = c.send(0, "PUT", "/menus/_doc/" + id + "?refresh=true",
+                "{\"id\":" + id + ",\"menus\":[{\"name\":\"x\",\"extra_fee\":0,\"cook_minutes\":1}]}");
+            assertEquals(201, r.status(), r.raw());
+        }
+        TwoNodeCluster.Resp r = c.send(0, "PUT", "/_cluster/settings",
+            "{\"persistent\":{\"search.concurrent_segment_search.mode\":\"all\"}}");
+        assertEquals(200, r.status(), r.raw());
+        try {
+            shopFilter();
+            TwoNodeCluster.Resp s = search(1, "{\"sort\":[{\"baedal_hot\":{\"table\":\"shops\",\"field\":\"eta\",\"order\":\"asc\","
+                + "\"nested\":{\"path\":\"menus\",\"filter\":" + MENU_FILTER + "}}},{\"id\":\"asc\"}]}");
+            assertEquals(List.of("3", "2", "1", "4", "5", "6", "7", "8", "9"), ids(s));
+            s = search(0, "{\"query\":{\"nested\":{\"path\":\"menus\",\"query\":" + MENU_FILTER + "}},\"sort\":[{\"id\":\"asc\"}]}");
+            assertEquals(List.of("1", "2", "3"), ids(s));
+        } finally {
+            c.send(0, "PUT", "/_cluster/settings", "{\"persistent\":{\"search.concurrent_segment_search.mode\":null}}");
+        }
+    }
+
+    @Test
+    @Order(11)
     void notReadyAnswers503() throws Exception {
         // A table whose shop index cannot get its primary: the rebuild waits, the table stays not ready.
         TwoNodeCluster.Resp r = c.send(0, "PUT", "/stuck_v1?wait_for_active_shards=0", """
