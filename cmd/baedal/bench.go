@@ -159,7 +159,8 @@ func benchmarks() map[string]benchmark {
 				cfg := reindexbench.Defaults()
 				c.Group("benchmark", cfg.Flags)
 				c.Group("backends", cfg.Backends.Flags)
-				return benchRun{check: cfg.Validate, given: func() backend.Config { return cfg.Backends }, run: func(ctx context.Context, stdout io.Writer) error {
+				// Run checks the flags once the profile has filled them in.
+				return benchRun{given: func() backend.Config { return cfg.Backends }, run: func(ctx context.Context, stdout io.Writer) error {
 					_, err := reindexbench.Run(ctx, cfg, stdout)
 					return err
 				}}
@@ -178,7 +179,14 @@ func bindBenchFeed(c *flaghelp.Command) benchRun {
 		fs.StringVar(&backends.Postgres.URL, "postgres-url", "", "PostgreSQL URL with the right to create databases (default: the local stack's)")
 		stateDir = fs.String("state-dir", localstack.Defaults().StateDir, "local stack to use for backends not given by flags")
 	})
-	return benchRun{check: cfg.Validate, given: func() backend.Config { return backends }, run: func(ctx context.Context, stdout io.Writer) error {
+	check := func() error {
+		// As Run checks it, with the addresses it takes from a stack.
+		c := cfg
+		c.EnsureDefaults()
+		c.RedisAddr, c.PostgresURL = "127.0.0.1:1", "postgres://placeholder@127.0.0.1:1/placeholder"
+		return c.Validate()
+	}
+	return benchRun{check: check, given: func() backend.Config { return backends }, run: func(ctx context.Context, stdout io.Writer) error {
 		if backends.Redis.Addr == "" || backends.Postgres.URL == "" {
 			st, stop, err := localstack.UseOrStart(ctx, *stateDir, os.Stderr)
 			if err != nil {
