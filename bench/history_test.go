@@ -87,7 +87,7 @@ func TestCompareRuns(t *testing.T) {
 			"only_in_a": 1.0,
 			"nested":    map[string]any{"p99_ms": 10.0, "series": []any{1.0, 2.0}},
 			"noci":      2.0, "noci_ci95": nil,
-			"targets":   map[string]any{"p99_ratio": map[string]any{"point": 0.6, "ci95": []any{0.5, 0.7}, "verdict": "met"}},
+			"targets": map[string]any{"p99_ratio": map[string]any{"point": 0.6, "ci95": []any{0.5, 0.7}, "verdict": "met"}},
 		},
 	}
 	b := map[string]any{
@@ -95,10 +95,10 @@ func TestCompareRuns(t *testing.T) {
 		"summary": map[string]any{
 			"p99_ratio": 0.9, "p99_ratio_ci95": []any{0.8, 1.0},
 			"p50_ratio": 0.95, "p50_ratio_ci95": []any{0.9, 1.1},
-			"qps":       150.0,
-			"nested":    map[string]any{"p99_ms": 5.0, "series": []any{1.0, 4.0}},
-			"noci":      2.0, "noci_ci95": []any{1.0, 3.0},
-			"targets":   map[string]any{"p99_ratio": map[string]any{"point": 0.9, "ci95": []any{0.8, 1.0}, "verdict": "missed"}},
+			"qps":    150.0,
+			"nested": map[string]any{"p99_ms": 5.0, "series": []any{1.0, 4.0}},
+			"noci":   2.0, "noci_ci95": []any{1.0, 3.0},
+			"targets": map[string]any{"p99_ratio": map[string]any{"point": 0.9, "ci95": []any{0.8, 1.0}, "verdict": "missed"}},
 		},
 	}
 	rows := CompareRuns(a, b)
