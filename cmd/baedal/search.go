@@ -25,8 +25,9 @@ func runSearch(ctx context.Context, args []string) error {
 	c := newCommand("search", "baedal search [flags] name=value ...",
 		"Run one search directly on OpenSearch and print the page. name=value pairs are the\n"+
 			"/v1/search parameters: q, lat, lon, open_now, category, max_delivery_fee, min_rating,\n"+
-			"min_price, max_price, max_total_fee, sort ("+strings.Join(query.Sorts(), ", ")+"), page, size,\n"+
-			"explain (true, false, dsl), layout. Flags may come anywhere among them.",
+			"min_price, max_price, max_total_fee, page, size, layout, explain (true, false, dsl),\n"+
+			"sort ("+strings.Join(query.Sorts(), ", ")+").\n"+
+			"Flags may come anywhere among them.",
 		"baedal search q=치킨 lat=37.4979 lon=127.0276 sort=eta --layout nested --json")
 	osCfg := backend.Defaults().OpenSearch
 	c.Group("OpenSearch", osCfg.Flags)
