@@ -184,3 +184,28 @@ func TestServeGroupsBindWhatAppBinds(t *testing.T) {
 		t.Fatalf("app.Config.Flags bound only %d flags", n)
 	}
 }
+
+// reindex checks its subcommand and the flags each one requires before it
+// connects to anything.
+func TestReindexCommandLineChecks(t *testing.T) {
+	ctx := flaghelp.WithParseOnly(context.Background())
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"reindex"}, "allowed subcommands"},
+		{[]string{"reindex", "sideways"}, `unknown subcommand "sideways"`},
+		{[]string{"reindex", "pause"}, "--job: required"},
+		{[]string{"reindex", "rethrottle", "--job", "j"}, "--requests-per-second: required"},
+		{[]string{"reindex", "rethrottle", "--job", "j", "--requests-per-second", "fast"}, "requests-per-second"},
+		{[]string{"reindex", "status", "--shards", "3"}, "-shards"}, // start's flags only on start
+	} {
+		var stderr strings.Builder
+		if code := run(ctx, tc.args, io.Discard, &stderr); code == 0 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want an error with %q", tc.args, code, stderr.String(), tc.want)
+		}
+	}
+	if code := run(ctx, []string{"reindex", "rethrottle", "--job", "j", "--requests-per-second", "-1"}, io.Discard, os.Stderr); code != 0 {
+		t.Errorf("rethrottle -1: exit %d", code)
+	}
+}
