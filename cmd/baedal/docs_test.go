@@ -78,11 +78,31 @@ func documentedCommandLines(t *testing.T, path string) []docLine {
 	return out
 }
 
+var (
+	flagsGroupRE  = regexp.MustCompile(`\[[^\]]*\bflags\]`)      // "[flags]", "[C3 flags]"
+	spacedAltRE   = regexp.MustCompile(`\[([^\]]* \| [^\]]*)\]`) // "[--queries 1000 | --clients 1]"
+	placeholderRE = regexp.MustCompile(`<([^>]*)>`)              // "<index|search>", "<the running stack>"
+)
+
 // expandSynopsis turns a synopsis into the command lines it stands for:
-// "[x]" is taken as given, "[flags]" and "..." are dropped, and a word
-// "a|b" gives one line per alternative.
+// "[x]" is taken as given, "[flags]" and "..." are dropped, a word "a|b"
+// (or "<a|b>") gives one line per alternative, as does "[x y | z]", and a
+// "<placeholder>" becomes the word PLACEHOLDER.
 func expandSynopsis(s string) [][]string {
-	s = strings.ReplaceAll(s, "[flags]", "")
+	if m := spacedAltRE.FindStringSubmatchIndex(s); m != nil {
+		var out [][]string
+		for _, alt := range strings.Split(s[m[2]:m[3]], " | ") {
+			out = append(out, expandSynopsis(s[:m[0]]+alt+s[m[1]:])...)
+		}
+		return out
+	}
+	s = flagsGroupRE.ReplaceAllString(s, "")
+	s = placeholderRE.ReplaceAllStringFunc(s, func(p string) string {
+		if strings.Contains(p, "|") {
+			return strings.Trim(p, "<>")
+		}
+		return "PLACEHOLDER"
+	})
 	s = strings.NewReplacer("[", "", "]", "").Replace(s)
 	lines := [][]string{nil}
 	for _, w := range strings.Fields(s) {
@@ -104,12 +124,12 @@ func expandSynopsis(s string) [][]string {
 	return lines
 }
 
-// Every `baedal …` command line in README.md and docs/*.md parses: its
+// Every `baedal …` command line in README.md, BENCHMARKS.md and docs/*.md parses: its
 // command, flags, flag values and arguments are accepted (the commands stop
 // after parsing, so nothing starts).
 func TestDocumentedCommandLinesParse(t *testing.T) {
 	files, _ := filepath.Glob("../../docs/*.md")
-	files = append([]string{"../../README.md"}, files...)
+	files = append([]string{"../../README.md", "../../BENCHMARKS.md"}, files...)
 	ctx := flaghelp.WithParseOnly(context.Background())
 	checked := 0
 	for _, f := range files {
@@ -130,13 +150,17 @@ func TestDocumentedCommandLinesParse(t *testing.T) {
 }
 
 func TestExpandSynopsis(t *testing.T) {
-	got := expandSynopsis("baedal bench all|search [--profile quick|full] [flags] ...")
-	want := "baedal bench all --profile quick;baedal bench all --profile full;baedal bench search --profile quick;baedal bench search --profile full"
-	var s []string
-	for _, l := range got {
-		s = append(s, strings.Join(l, " "))
-	}
-	if strings.Join(s, ";") != want {
-		t.Errorf("expandSynopsis = %q", s)
+	for in, want := range map[string]string{
+		"baedal bench all|search [--profile quick|full] [flags] ...":    "baedal bench all --profile quick;baedal bench all --profile full;baedal bench search --profile quick;baedal bench search --profile full",
+		"baedal bench <index|links> --state-dir <the stack>":            "baedal bench index --state-dir PLACEHOLDER;baedal bench links --state-dir PLACEHOLDER",
+		"baedal bench search [--queries 1000 | --clients 1] [C3 flags]": "baedal bench search --queries 1000;baedal bench search --clients 1",
+	} {
+		var s []string
+		for _, l := range expandSynopsis(in) {
+			s = append(s, strings.Join(l, " "))
+		}
+		if strings.Join(s, ";") != want {
+			t.Errorf("expandSynopsis(%q) = %q", in, s)
+		}
 	}
 }
