@@ -38,7 +38,7 @@ func captureStdout(t *testing.T, f func()) string {
 
 // helpLines are every command and sub-subcommand, asked for help.
 func helpLines() [][]string {
-	lines := [][]string{{"--help"}, {"-h"}, {"help"}}
+	lines := [][]string{{"--help"}, {"-h"}, {"help"}, {"help", "bench", "search"}}
 	for name := range commands() {
 		lines = append(lines, []string{name, "-h"}, []string{name, "--help"})
 	}

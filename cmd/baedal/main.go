@@ -57,7 +57,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch args[0] {
-	case "-h", "-help", "--help", "help":
+	case "help":
+		if len(args) == 1 {
+			usage(stdout, cmds)
+			return 0
+		}
+		args = append(args[1:], "-h") // baedal help bench search
+	case "-h", "-help", "--help":
 		usage(stdout, cmds)
 		return 0
 	case "-version", "--version":
@@ -94,7 +100,7 @@ func usage(w io.Writer, cmds map[string]command) {
 	for _, n := range names(cmds) {
 		fmt.Fprintf(w, "  %-8s %s\n", n, cmds[n].summary)
 	}
-	fmt.Fprintln(w, "\nexample:\n  baedal up --demo-shops 20000\n\nRun `baedal <command> -h` for its flags, grouped by component. Every flag can\nalso be set by an environment variable: --redis-addr is BAEDAL_REDIS_ADDR.")
+	fmt.Fprintln(w, "\nexample:\n  baedal up --demo-shops 20000\n\nRun `baedal <command> -h` (or `baedal help <command>`) for its flags, grouped by\ncomponent. Every flag can also be set by an environment variable: --redis-addr is BAEDAL_REDIS_ADDR.")
 }
 
 func names(cmds map[string]command) []string {
