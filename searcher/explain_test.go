@@ -3,10 +3,15 @@ package searcher
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/baedal/baedal/api"
 	"github.com/baedal/baedal/internal/stacktest"
 	"github.com/baedal/baedal/query"
 )
@@ -81,5 +86,27 @@ func TestExplainDSLReturnsTheRequestsSent(t *testing.T) {
 		if resp.Explain == nil || len(resp.Explain.Steps) == 0 || resp.Explain.Requests != nil {
 			t.Errorf("%s: explain=true: %+v, want the plan and steps without requests", k, resp.Explain)
 		}
+	}
+
+	// Through GET /v1/search: explain.requests in the JSON body, and an
+	// unknown explain value is a 400 naming the parameter and dsl.
+	srv := api.New(api.Defaults(), nil, prometheus.NewRegistry())
+	RegisterRoutes(srv, s)
+	params.Set("explain", "dsl")
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/search?"+params.Encode(), nil))
+	var body struct {
+		Explain struct {
+			Requests []DSLRequest `json:"requests"`
+		} `json:"explain"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); rec.Code != http.StatusOK || err != nil || len(body.Explain.Requests) == 0 || !strings.HasPrefix(body.Explain.Requests[0].DevTools, "POST /") {
+		t.Errorf("GET /v1/search explain=dsl: %d %v %.300s", rec.Code, err, rec.Body.String())
+	}
+	params.Set("explain", "sql")
+	rec = httptest.NewRecorder()
+	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/search?"+params.Encode(), nil))
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "explain") || !strings.Contains(rec.Body.String(), "dsl") {
+		t.Errorf("explain=sql: %d %s, want a 400 naming explain and allowing dsl", rec.Code, rec.Body.String())
 	}
 }
