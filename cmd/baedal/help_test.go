@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"github.com/baedal/baedal/app"
 	"io"
 	"os"
 	"regexp"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/baedal/baedal/app"
 	"github.com/baedal/baedal/internal/flaghelp"
 )
 
