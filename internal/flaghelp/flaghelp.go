@@ -160,6 +160,12 @@ func (c *Command) hasFlags() bool {
 // writeFlag writes one flag as flag.PrintDefaults does, with two dashes.
 func writeFlag(w io.Writer, f *flag.Flag) {
 	typ, usage := flag.UnquoteUsage(f)
+	if typ == "value" { // a flag.Func or flag.Var: say what it takes
+		typ = "string"
+		if strings.HasPrefix(usage, "comma-separated") {
+			typ = "list"
+		}
+	}
 	line := "  --" + f.Name
 	if typ != "" {
 		line += " " + typ
