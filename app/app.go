@@ -178,6 +178,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	searcher.RegisterRoutes(srv, srch, searcher.NewFallback(cfg.Fallback, cfg.Indexer.Layouts, lag, reg))
 	srv.Handle("GET /readyz", readyHandler(cfg.Indexer.Layout, cfg.Indexer.Layouts, osc, srch, cfg.HealthTimeout))
 	srv.Handle("GET /healthz", healthHandler(clients, srch, cfg.HealthTimeout))
+	// The contract of every route registered here (api/openapi.json); the
+	// tests fail when a route is missing from it.
+	srv.Handle("GET /openapi.json", api.ServeOpenAPI)
 	console.RegisterRoutes(srv, console.Deps{Search: true, Gatherer: reg})
 
 	// S2: live reindex, behind the admin token.

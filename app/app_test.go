@@ -36,10 +36,11 @@ func TestHealthzReportsADownBackend(t *testing.T) {
 	cfg.Indexer.Layout.Prefix = stacktest.Namespace(t) + "_"
 	addr := serve(t, cfg)
 
-	checkHealth(t, addr, http.StatusOK, true)
+	httpc := validatingClient(t)
+	checkHealth(t, httpc, addr, http.StatusOK, true)
 	waitReady(t, addr, cfg.Indexer.Layouts, 0) // one node: auto-expand 0-1 gives 0 replicas
 	killRedis()
-	checkHealth(t, addr, http.StatusServiceUnavailable, false)
+	checkHealth(t, httpc, addr, http.StatusServiceUnavailable, false)
 	// A route that needs the Redis that is down answers 503, not 500.
 	checkUnavailable(t, addr, "POST", "/v1/events", `{"type":"shop","id":1,"version":1,"op":"delete"}`, "redis")
 	checkUnavailable(t, addr, "GET", "/v1/users/1/feed", "", "redis")
@@ -61,10 +62,11 @@ func TestSeveralOpenSearchURLsGoThroughTheEndpointSelector(t *testing.T) {
 	cfg.Backends.Postgres.URL = st.PostgresURL
 	cfg.Indexer.Layout.Prefix = stacktest.Namespace(t) + "_"
 	addr := serve(t, cfg)
+	httpc := validatingClient(t)
 
 	// The search indices are created in the background after start-up.
 	search := func() (int, string) {
-		resp, err := http.Get("http://" + addr + "/v1/search?q=%ED%94%BC%EC%9E%90&lat=37.5&lon=127.0")
+		resp, err := httpc.Get("http://" + addr + "/v1/search?q=%ED%94%BC%EC%9E%90&lat=37.5&lon=127.0")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +89,7 @@ func TestSeveralOpenSearchURLsGoThroughTheEndpointSelector(t *testing.T) {
 
 	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/admin/opensearch-endpoints", nil)
 	req.Header.Set("Authorization", "Bearer "+cfg.API.AdminToken)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpc.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,9 +149,9 @@ func serve(t *testing.T, cfg Config) string {
 	return ""
 }
 
-func checkHealth(t *testing.T, addr string, status int, redisUp bool) {
+func checkHealth(t *testing.T, httpc *http.Client, addr string, status int, redisUp bool) {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/healthz")
+	resp, err := httpc.Get("http://" + addr + "/healthz")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baedal/baedal/api"
+	"github.com/baedal/baedal/api/openapitest"
 	"github.com/baedal/baedal/internal/stacktest"
 )
 
@@ -65,6 +67,16 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 	cfg.onRoutes = func(r []string) { routes = r }
 	addr := serve(t, cfg)
 	c := &client{t: t, base: "http://" + addr, token: cfg.API.AdminToken}
+	// Every answer, hostile or not, must be one api/openapi.json declares
+	// for the route (status and problem body). The requests are hostile on
+	// purpose: they are not checked.
+	spec := loadSpec(t)
+	c.spec = spec
+	c.httpc = &http.Client{Transport: &openapitest.Transport{Spec: spec, Check: func(x openapitest.Exchange, _, respErr error) {
+		if respErr != nil {
+			t.Errorf("%s %.80s: the %d response does not match api/openapi.json: %v", x.Request.Method, x.Request.URL.RequestURI(), x.Response.StatusCode, respErr)
+		}
+	}}}
 
 	// Stored data the hostile requests aim at.
 	var user struct{ ID int64 }
@@ -97,6 +109,7 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 		"GET /metrics":                       {sample: "/metrics"},
 		"GET /healthz":                       {sample: "/healthz"},
 		"GET /readyz":                        {sample: "/readyz", cases: []hostileCase{{target: "/readyz?verbose=1", status: 400, field: "verbose"}}},
+		"GET /openapi.json":                  {sample: "/openapi.json"},
 		"GET /{$}":                           {sample: "/"},
 		"GET /console/":                      {sample: "/console/"},
 		"GET /console/api/meta":              {sample: "/console/api/meta"},
@@ -274,6 +287,8 @@ type client struct {
 	t     *testing.T
 	base  string
 	token string
+	httpc *http.Client      // nil: http.DefaultClient
+	spec  *openapitest.Spec // if set, the slow-body answers are checked against it
 	mu    sync.Mutex
 }
 
@@ -284,7 +299,11 @@ func (c *client) do(method, target, body string) (*http.Response, []byte) {
 		c.t.Fatalf("%s %.80s: %v", method, target, err)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
-	resp, err := http.DefaultClient.Do(req)
+	httpc := c.httpc
+	if httpc == nil {
+		httpc = http.DefaultClient
+	}
+	resp, err := httpc.Do(req)
 	if err != nil {
 		c.t.Fatalf("%s %.80s: %v", method, target, err)
 	}
@@ -363,6 +382,13 @@ func (c *client) expectSlowBody(pattern, method, target, addr string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.checkProblem(pattern+": slow body", resp, b, http.StatusRequestTimeout, "")
+	if c.spec != nil {
+		req := httptest.NewRequest(method, target, nil)
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		if _, respErr := c.spec.Validate(context.Background(), openapitest.Exchange{Request: req, Response: resp, ResponseBody: b}); respErr != nil {
+			c.t.Errorf("%s: slow body: the %d response does not match api/openapi.json: %v", pattern, resp.StatusCode, respErr)
+		}
+	}
 }
 
 // eventCount is the number of entries in the namespace's event streams,

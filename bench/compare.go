@@ -10,21 +10,48 @@ import (
 // ms) with the baseline, ours and the ratio ours/baseline (below 1: ours is
 // faster).
 func CompareLatency(baselineName string, baseline *LatencyRecorder, oursName string, ours *LatencyRecorder) Table {
-	b, o := baseline.Summary(), ours.Summary()
-	t := Table{Header: []string{"latency (ms)", baselineName, oursName, "ratio ours/baseline"}}
-	t.Rows = append(t.Rows, []string{"count", strconv.FormatInt(b.Count, 10), strconv.FormatInt(o.Count, 10), formatRatio(float64(o.Count), float64(b.Count))})
+	t := CompareLatencies([]string{baselineName, oursName}, []*LatencyRecorder{baseline, ours})
+	t.Header[3] = "ratio ours/baseline"
+	return t
+}
+
+// CompareLatencies is CompareLatency for any number of sides, the baseline
+// first: one column per side, then one ratio column per other side
+// ("split/nested"), each over the baseline.
+func CompareLatencies(names []string, recorders []*LatencyRecorder) Table {
+	n := min(len(names), len(recorders))
+	sums := make([]LatencySummary, n)
+	for i := range n {
+		sums[i] = recorders[i].Summary()
+	}
+	t := Table{Header: append([]string{"latency (ms)"}, names[:n]...)}
+	for i := 1; i < n; i++ {
+		t.Header = append(t.Header, names[i]+"/"+names[0])
+	}
+	row := func(name string, value func(LatencySummary) float64, format func(float64) string) []string {
+		out := []string{name}
+		for _, s := range sums {
+			out = append(out, format(value(s)))
+		}
+		for _, s := range sums[min(1, n):] {
+			out = append(out, formatRatio(value(s), value(sums[0])))
+		}
+		return out
+	}
+	count := func(v float64) string { return strconv.FormatInt(int64(v), 10) }
+	t.Rows = append(t.Rows, row("count", func(s LatencySummary) float64 { return float64(s.Count) }, count))
 	for _, f := range []struct {
-		name       string
-		base, ours float64
+		name  string
+		value func(LatencySummary) float64
 	}{
-		{"mean", b.MeanMs, o.MeanMs},
-		{"p50", b.P50Ms, o.P50Ms},
-		{"p90", b.P90Ms, o.P90Ms},
-		{"p99", b.P99Ms, o.P99Ms},
-		{"p99.9", b.P999Ms, o.P999Ms},
-		{"max", b.MaxMs, o.MaxMs},
+		{"mean", func(s LatencySummary) float64 { return s.MeanMs }},
+		{"p50", func(s LatencySummary) float64 { return s.P50Ms }},
+		{"p90", func(s LatencySummary) float64 { return s.P90Ms }},
+		{"p99", func(s LatencySummary) float64 { return s.P99Ms }},
+		{"p99.9", func(s LatencySummary) float64 { return s.P999Ms }},
+		{"max", func(s LatencySummary) float64 { return s.MaxMs }},
 	} {
-		t.Rows = append(t.Rows, []string{f.name, formatMs(f.base), formatMs(f.ours), formatRatio(f.ours, f.base)})
+		t.Rows = append(t.Rows, row(f.name, f.value, formatMs))
 	}
 	return t
 }

@@ -8,7 +8,9 @@
 //     (1 µs .. 60 s, 3 significant digits) with percentiles and a JSON-ready
 //     LatencySummary.
 //   - Interleave: runs the baseline and the candidate ("ours") in alternating
-//     rounds in ABBA order, so drift on a noisy machine hits both sides alike.
+//     rounds in ABBA order, so drift on a noisy machine hits both sides alike
+//     (more sides: ABC, CBA, ..., as bench index and bench search run
+//     nested, split and hot).
 //   - RunClosedLoop and RunAtRate: closed-loop load from N clients, and
 //     open-loop load at a fixed rate whose latency includes the time an
 //     operation waited behind schedule (no coordinated omission).
@@ -20,6 +22,9 @@
 //   - Report: one HTML file with inline SVG charts rendered in Go (no
 //     JavaScript, no network), plus <name>.json with the summary;
 //     PrintSummary prints that summary as the last stdout line.
+//   - RunRecord, WriteRun: the history of runs, one file per run in
+//     <report-dir>/runs (see "Run records" below); CompareRuns and
+//     WriteRunComparison put two of them side by side.
 //   - Progress: done/total, rate and ETA for long CLI work.
 //   - Profile: the size of a run, "quick" or "full".
 //
@@ -107,6 +112,26 @@
 // ratio (stats_test.go): over 200 seeded trials each interval covers the
 // true ratio at least 90% of the time, and narrows as samples or rounds
 // grow.
+//
+// # Run records
+//
+// <report-dir>/<name>.json holds the last run only. `baedal bench <name>`
+// also writes <report-dir>/runs/<UTC start>-<name>.json (WriteRun never
+// replaces one): the summary, the git revision, the versions reported by
+// the servers the run used, /proc/loadavg before and after, and the
+// targets with a count of verdicts. The caller gathers those (this package
+// asks no server); the record is the summary plus context, so any two runs
+// of one benchmark can be compared later. `baedal bench <name> --check`
+// fails on a missed target and not on an undecided one: undecided means
+// the run was too noisy or too short to tell, which more rounds settle.
+//
+// CompareRuns flattens the numeric leaves of two run files by key
+// ("summary.under_load.split.p99_ms") and gives B/A. A "<key>_ci95" (or a
+// target's "ci95") is attached to its figure: where both runs have one,
+// the figures differ when the intervals do not overlap and are "~" when
+// they do, like benchstat's "~". Overlapping 95% intervals do not prove
+// equality, and non-overlap is a conservative test of a difference; it
+// needs nothing but what the summaries already hold.
 //
 // Main invariant: baseline and candidate run in the same process on the same
 // machine, interleaved; every figure a benchmark reports is a ratio between

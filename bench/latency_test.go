@@ -239,3 +239,27 @@ func TestCompareLatency(t *testing.T) {
 		}
 	}
 }
+
+func TestCompareLatenciesHasAColumnPerSideAndARatioPerOtherSide(t *testing.T) {
+	nested, split, hot := NewLatencyRecorder(), NewLatencyRecorder(), NewLatencyRecorder()
+	for range 100 {
+		nested.Record(10 * time.Millisecond)
+		split.Record(5 * time.Millisecond)
+		hot.Record(2 * time.Millisecond)
+	}
+	table := CompareLatencies([]string{"nested", "split", "hot"}, []*LatencyRecorder{nested, split, hot})
+	if want := []string{"latency (ms)", "nested", "split", "hot", "split/nested", "hot/nested"}; !slices.Equal(table.Header, want) {
+		t.Errorf("header %q, want %q", table.Header, want)
+	}
+	for _, row := range table.Rows {
+		if len(row) != len(table.Header) {
+			t.Fatalf("row %q has %d cells, want %d", row, len(row), len(table.Header))
+		}
+		if row[0] == "p99" && (row[4] != "0.500" || row[5] != "0.200") {
+			t.Errorf("p99 row %q, want ratios 0.500 and 0.200", row)
+		}
+		if row[0] == "count" && !slices.Equal(row, []string{"count", "100", "100", "100", "1.000", "1.000"}) {
+			t.Errorf("count row %q", row)
+		}
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/baedal/baedal/catalog"
@@ -53,23 +55,36 @@ type hotUpdateResponse struct {
 // maxHotEntries bounds one table update (~120 bytes per entry).
 const maxHotEntries = 5000
 
-// writeHotTable sends the hot rows of the heads about to be written (todo:
-// indexes into c.Actions) to the table on every node, retrying 429s, 5xx
-// (a node that did not take the update: the plugin answers 503) and transport
-// errors until deadline. It runs between the menu documents and the heads:
-// if the worker dies after it, the heads are older and the batch is applied
-// again, so the table never holds a version that no redelivery would write
-// to the shop index.
-func (ix *Indexer) writeHotTable(ctx context.Context, c Coalesced, heads []int, deadline time.Time, stats *Stats) error {
-	path := HotTablePath(ix.cfg.Layout.Alias(PartHotShop.Role()), "_update")
-	for start := 0; start < len(heads); start += maxHotEntries {
-		chunk := heads[start:min(start+maxHotEntries, len(heads))]
-		rows := make([]HotEntry, len(chunk))
-		for i, a := range chunk {
-			act := c.Actions[a]
-			rows[i] = HotEntryOf(&c.States[act.ShopID].Parts[act.Part])
+// writeHotTable sends the current hot row of every shop of the batch
+// (applied events or not, except the poisoned ones and shops that never
+// existed) to the table on every node, retrying 429s, 5xx (a node that did
+// not take the update: the plugin answers 503) and transport errors until
+// deadline. It runs after the heads were written, for two reasons:
+//   - a node that rebuilds its table reads the shop index, so a row sent
+//     before its shop document would be lost by a rebuild starting between
+//     the two;
+//   - a worker killed between the heads and the table leaves a batch whose
+//     events are all stale on redelivery, and the rows are still sent, from
+//     the heads, because rows go for every shop of a batch.
+//
+// Rows are idempotent (the table keeps the newest version), so re-sending
+// one costs a few bytes and never makes the table older.
+func (ix *Indexer) writeHotTable(ctx context.Context, c Coalesced, poisoned map[int64]string, deadline time.Time, stats *Stats) error {
+	var rows []HotEntry
+	for _, shopID := range slices.Sorted(maps.Keys(c.States)) {
+		head := &c.States[shopID].Parts[PartHotShop]
+		if _, bad := poisoned[shopID]; bad || head.Version == 0 {
+			continue
 		}
-		body, err := json.Marshal(map[string]any{"shops": rows})
+		rows = append(rows, HotEntryOf(head))
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	path := HotTablePath(ix.cfg.Layout.Alias(PartHotShop.Role()), "_update")
+	for start := 0; start < len(rows); start += maxHotEntries {
+		chunk := rows[start:min(start+maxHotEntries, len(rows))]
+		body, err := json.Marshal(map[string]any{"shops": chunk})
 		if err != nil {
 			return err
 		}
@@ -78,7 +93,7 @@ func (ix *Indexer) writeHotTable(ctx context.Context, c Coalesced, heads []int, 
 				stats.Retries++
 				ix.m.retries.WithLabelValues(ix.label).Inc()
 				if err := sleepCtx(ctx, backoff(attempt, ix.cfg.RetryBase, ix.cfg.RetryMax)); err != nil {
-					return fmt.Errorf("indexer: hot table update of %d shops: %w", len(rows), err)
+					return fmt.Errorf("indexer: hot table update of %d shops: %w", len(chunk), err)
 				}
 			}
 			var out hotUpdateResponse
@@ -89,9 +104,9 @@ func (ix *Indexer) writeHotTable(ctx context.Context, c Coalesced, heads []int, 
 				break
 			}
 			if !osapi.Retryable(err) || ctx.Err() != nil || time.Now().After(deadline) {
-				return fmt.Errorf("indexer: hot table update of %d shops, attempt %d: %w", len(rows), attempt+1, err)
+				return fmt.Errorf("indexer: hot table update of %d shops, attempt %d: %w", len(chunk), attempt+1, err)
 			}
-			ix.log.Warn("hot table update failed, retrying", "shops", len(rows), "attempt", attempt+1, "err", err)
+			ix.log.Warn("hot table update failed, retrying", "shops", len(chunk), "attempt", attempt+1, "err", err)
 		}
 	}
 	return nil

@@ -289,17 +289,14 @@ type bulkItem struct {
 
 // write sends the actions, retrying what is retryable, in two phases: first
 // every part but the head (HeadPart), then the heads of the shops whose other
-// parts were accepted (in the hot layout, after their rows went to the
-// baedal-hot table: writeHotTable). A head at version v thus promises that the shop's
+// parts were accepted; in the hot layout, then the rows of the batch's shops
+// to the baedal-hot table (writeHotTable). A head at version v thus promises that the shop's
 // other documents reflect every event up to v, which is what lets a
 // redelivered batch be judged against the head's version alone (Aggregate):
 // a worker killed between the phases leaves older heads, and the redelivery
 // applies the batch again.
 func (ix *Indexer) write(ctx context.Context, c Coalesced, stats *Stats) (writeOutcome, error) {
 	out := writeOutcome{poisoned: make(map[int64]string), conflicted: make(map[int64]bool)}
-	if len(c.Actions) == 0 {
-		return out, nil
-	}
 	lines := make([][]byte, len(c.Actions))
 	var others, heads []int
 	for i, a := range c.Actions {
@@ -321,13 +318,13 @@ func (ix *Indexer) write(ctx context.Context, c Coalesced, stats *Stats) (writeO
 		_, bad := out.poisoned[c.Actions[i].ShopID]
 		return bad
 	})
-	if ix.kind == layout.Hot && len(heads) > 0 {
-		if err := ix.writeHotTable(ctx, c, heads, deadline, stats); err != nil {
-			return out, err
-		}
-	}
 	if err := ix.writePhase(ctx, c, lines, heads, deadline, out, stats); err != nil {
 		return out, err
+	}
+	if ix.kind == layout.Hot {
+		if err := ix.writeHotTable(ctx, c, out.poisoned, deadline, stats); err != nil {
+			return out, err
+		}
 	}
 	ix.m.docs.WithLabelValues(ix.label).Add(float64(stats.Docs))
 	ix.m.conflicts.WithLabelValues(ix.label).Add(float64(stats.Conflicts))

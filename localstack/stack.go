@@ -325,7 +325,23 @@ func start(ctx context.Context, cfg Config, stateDir, jdk, launcherDir, password
 	if err := errors.Join(errs...); err != nil {
 		return fail(err)
 	}
+	observe(ctx, st)
 	return st, nil
+}
+
+type observerKey struct{}
+
+// WithObserver returns a context under which Up and UseOrStart call see
+// with the stack they return, while it runs: `baedal bench` asks the
+// servers of the stack a benchmark started for their versions this way.
+func WithObserver(ctx context.Context, see func(*State)) context.Context {
+	return context.WithValue(ctx, observerKey{}, see)
+}
+
+func observe(ctx context.Context, st *State) {
+	if see, ok := ctx.Value(observerKey{}).(func(*State)); ok && see != nil {
+		see(st)
+	}
 }
 
 // errOtherFailed ends the wait for the servers still starting once one failed.
@@ -522,6 +538,7 @@ func listenLoopback(port int) (net.Listener, error) {
 // removes. Benchmarks use it so they run with or without `baedal up`.
 func UseOrStart(ctx context.Context, stateDir string, progress io.Writer) (*State, func(), error) {
 	if st, err := Load(stateDir); err == nil {
+		observe(ctx, st)
 		return st, func() {}, nil
 	}
 	dir, err := os.MkdirTemp("", "baedal-bench-")

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"errors"
 	"net/url"
 	"reflect"
 	"slices"
@@ -171,4 +172,25 @@ func FuzzParseRequest(f *testing.F) {
 			t.Fatalf("accepted out-of-range paging %+v", r)
 		}
 	})
+}
+
+// explain is true, false or dsl; dsl implies the plan too, and round-trips.
+func TestExplainParameter(t *testing.T) {
+	for _, tc := range []struct {
+		in        string
+		plan, dsl bool
+	}{{"", false, false}, {"false", false, false}, {"true", true, false}, {"1", true, false}, {"dsl", true, true}} {
+		r, err := ParseRequest(url.Values{"explain": {tc.in}})
+		if err != nil || r.Explain != tc.plan || r.ExplainDSL != tc.dsl {
+			t.Errorf("explain=%q: Explain %v ExplainDSL %v err %v; want %v %v", tc.in, r.Explain, r.ExplainDSL, err, tc.plan, tc.dsl)
+		}
+		if again, err := ParseRequest(r.Encode()); err != nil || again.Explain != r.Explain || again.ExplainDSL != r.ExplainDSL {
+			t.Errorf("explain=%q does not round-trip: %+v %v", tc.in, again, err)
+		}
+	}
+	_, err := ParseRequest(url.Values{"explain": {"DSL"}})
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "explain" || !slices.Contains(fe.Allowed, "dsl") {
+		t.Errorf("explain=DSL: %v, want a field error allowing dsl", err)
+	}
 }

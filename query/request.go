@@ -63,7 +63,11 @@ type Request struct {
 	MaxTotalFee *int
 	Sort        Sort
 	Page, Size  int
-	Explain     bool
+	// Explain adds the executed plan to the response (explain=true), and
+	// ExplainDSL also each request body sent to OpenSearch (explain=dsl,
+	// which sets both).
+	Explain    bool
+	ExplainDSL bool
 }
 
 // HasLocation reports whether the request has a user location.
@@ -177,8 +181,10 @@ func ParseRequest(v url.Values) (Request, error) {
 	if r.Page*r.Size > MaxWindow {
 		return r, fieldErr("page", "page %d of size %d reaches result %d; at most %d results can be paged (narrow the search)", r.Page, r.Size, r.Page*r.Size, MaxWindow)
 	}
-	if r.Explain, err = optBool(v, "explain"); err != nil {
-		return r, err
+	if s := v.Get("explain"); s == "dsl" {
+		r.Explain, r.ExplainDSL = true, true
+	} else if r.Explain, err = optBool(v, "explain"); err != nil {
+		return r, &FieldError{Field: "explain", Detail: fmt.Sprintf("got %q", s), Allowed: []string{"true", "false", "dsl"}}
 	}
 	return r, nil
 }
@@ -256,7 +262,10 @@ func (r Request) Encode() url.Values {
 	if r.Size != 20 {
 		set("size", strconv.Itoa(r.Size))
 	}
-	if r.Explain {
+	switch {
+	case r.ExplainDSL:
+		set("explain", "dsl")
+	case r.Explain:
 		set("explain", "true")
 	}
 	return v

@@ -10,11 +10,12 @@ import (
 	"log/slog"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/baedal/baedal/backend"
 	"github.com/baedal/baedal/bench"
-	"github.com/baedal/baedal/internal/flagenv"
+	"github.com/baedal/baedal/internal/flaghelp"
 	"github.com/baedal/baedal/internal/osapi"
 	"github.com/baedal/baedal/localstack"
 )
@@ -33,50 +34,79 @@ var subcommands = map[string]string{
 // CLI is `baedal reindex <subcommand> [flags]`. Progress and logs go to
 // stderr, results (JSON) to stdout. Flags not given are read from BAEDAL_*
 // variables; backend addresses default to the local stack in --state-dir.
+// `-h` (alone or after a subcommand) prints the help to stdout and returns
+// flag.ErrHelp. Under flaghelp.WithParseOnly it returns once the command
+// line is checked.
 func CLI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var names []string
 	for n := range subcommands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return fmt.Errorf("usage: baedal reindex SUBCOMMAND [flags]; allowed subcommands: %s", strings.Join(names, ", "))
+	sub := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub = args[0]
+		if _, ok := subcommands[sub]; !ok {
+			return fmt.Errorf("unknown subcommand %q; allowed: %s (see baedal reindex -h)", sub, strings.Join(names, ", "))
+		}
+		args = args[1:]
 	}
-	sub := args[0]
-	if _, ok := subcommands[sub]; !ok {
-		return fmt.Errorf("unknown subcommand %q; allowed: %s", sub, strings.Join(names, ", "))
+	c := flaghelp.New("reindex "+sub, "baedal reindex "+sub+" [flags]",
+		"Live reindex: copy an index into a new one with sliced _reindex, catch up from the event\n"+
+			"log, swap the alias, and keep the old index for a rollback. Every step is persisted in\n"+
+			"Redis, so a stopped job continues with start --job ID. Results are JSON on stdout.",
+		"baedal reindex start --alias baedal_shops_nested --shards 6 --requests-per-second 2000")
+	c.Out = stdout
+	if sub == "" {
+		c.Synopsis = "baedal reindex start|status|pause|resume|rethrottle|rollback|cleanup [flags]"
+		c.Example = "baedal reindex status --job baedal_shops_nested_v2"
+		for _, n := range names {
+			c.Subcommands = append(c.Subcommands, [2]string{n, subcommands[n]})
+		}
+	} else {
+		c.Summary = sub + ": " + subcommands[sub] + "\n\n" + c.Summary
+		if sub != "start" {
+			c.Example = "baedal reindex " + sub + " --job baedal_shops_nested_v2"
+			if sub == "rethrottle" {
+				c.Example += " --requests-per-second 500"
+			}
+		}
 	}
-	fs := flag.NewFlagSet("reindex "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	cfg := Defaults()
-	cfg.Flags(fs)
-	cfg.Layout.Flags(fs)
-	cfg.Log.Flags(fs)
+	c.Group("reindex", cfg.Flags)
+	c.Group("layout", cfg.Layout.Flags)
+	c.Group("event log", cfg.Log.Flags)
 	bc := backend.Defaults()
-	bc.OpenSearch.Flags(fs)
-	bc.Redis.Flags(fs)
-	stateDir := fs.String("state-dir", localstack.Defaults().StateDir, "local stack whose servers to use when --opensearch-urls / --redis-addr are not given")
-	job := fs.String("job", "", "job id (the new index's name, e.g. baedal_shops_nested_v2)")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	c.Group("backends", bc.OpenSearch.Flags)
+	c.Group("backends", bc.Redis.Flags)
 	opts := DefaultOptions()
 	var bodyFile string
 	var rps float64 = -2
-	switch sub {
-	case "start":
-		opts.Flags(fs)
-		fs.StringVar(&bodyFile, "body-file", "", "JSON file with the new index body (settings, mappings); default: the layout's current body")
-	case "rethrottle":
-		fs.Float64Var(&rps, "requests-per-second", rps, "new copy rate in documents per second; -1 = unthrottled")
-	}
-	positional, err := flagenv.ParseAnywhere(fs, args[1:])
-	if err != nil {
+	var job, stateDir, logLevel *string
+	c.Group("job", func(fs *flag.FlagSet) {
+		job = fs.String("job", "", "job id (the new index's name, e.g. baedal_shops_nested_v2)")
+	})
+	c.Group("copy", func(fs *flag.FlagSet) {
+		switch sub {
+		case "", "start":
+			// Without a subcommand the help lists start's flags too.
+			opts.Flags(fs)
+			fs.StringVar(&bodyFile, "body-file", "", "JSON file with the new index body (settings, mappings); default: the layout's current body")
+		case "rethrottle":
+			fs.Func("requests-per-second", "new copy rate in documents per second; -1 = unthrottled (required)", func(v string) error {
+				x, err := strconv.ParseFloat(v, 64)
+				rps = x
+				return err
+			})
+		}
+	})
+	stateDir = c.FS.String("state-dir", localstack.Defaults().StateDir, "local stack whose servers to use when --opensearch-urls / --redis-addr are not given")
+	logLevel = c.FS.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := c.ParseNoArgs(args); err != nil {
 		return err
 	}
-	if len(positional) > 0 {
-		return fmt.Errorf("unexpected arguments: %s", strings.Join(positional, " "))
-	}
-	if err := flagenv.Apply(fs, "BAEDAL"); err != nil {
-		return err
+	if sub == "" {
+		return fmt.Errorf("usage: baedal reindex SUBCOMMAND [flags]; allowed subcommands: %s (see baedal reindex -h)", strings.Join(names, ", "))
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -87,6 +117,9 @@ func CLI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if sub == "rethrottle" && rps == -2 {
 		return errors.New("--requests-per-second: required for rethrottle, allowed: -1 (unthrottled) or > 0")
+	}
+	if flaghelp.ParseOnly(ctx) {
+		return nil
 	}
 	if bodyFile != "" {
 		raw, err := os.ReadFile(bodyFile)

@@ -25,6 +25,25 @@ export BAEDAL_TEST_STATE_DIR="$state"
 go vet ./...
 go test -count=1 -timeout 30m ./...
 
+# The OpenSearch side's Java tests (the baedal-hot plugin: unit tests and a two-node
+# in-process cluster, about 30 s). The JDK is chosen as localstack.FindJDK does: $JAVA_HOME if
+# it is a JDK >= 21, else the newest such JDK under /usr/lib/jvm. `baedal up` above installed
+# Maven if it was missing.
+find_jdk() {
+  local best="" best_major=0 home v major
+  for home in ${JAVA_HOME:-} /usr/lib/jvm/*; do
+    [ -x "$home/bin/javac" ] && [ -f "$home/release" ] || continue
+    v=$(sed -n 's/^JAVA_VERSION="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$home/release")
+    v=${v#1.}; major=${v%%.*}
+    case $major in ''|*[!0-9]*) continue ;; esac
+    if [ "$major" -ge 21 ] && [ "$major" -gt "$best_major" ]; then best=$home; best_major=$major; fi
+  done
+  [ -n "$best" ] || { echo "test.sh: no JDK >= 21 in \$JAVA_HOME or /usr/lib/jvm" >&2; return 1; }
+  echo "$best"
+}
+jdk=$(find_jdk)
+(cd opensearch && JAVA_HOME="$jdk" mvn -q -B test)
+
 # The suite replays every fuzz target's seed corpus; here the parsers of
 # untrusted input also get a short real fuzzing run each, about 10 s on the
 # 2-core machine. Budgets are counts, not durations: Go 1.26's coordinator can

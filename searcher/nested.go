@@ -103,7 +103,13 @@ func oneRequestQuery(r *query.Request, filter arr) obj {
 // reads the page.
 func (e *execution) oneRequest(ctx context.Context, index string, body obj) (*Response, error) {
 	step := StepStats{Name: e.plan.Steps[0].Name(), Index: index}
-	out, err := e.search(ctx, &step, "/"+index+"/_search", body)
+	path := "/" + index + "/_search"
+	if e.kind == layout.Hot {
+		// A node whose baedal-hot table is rebuilding fails its shards with
+		// 503; without this, the others would answer a partial page.
+		path += "?allow_partial_search_results=false"
+	}
+	out, err := e.search(ctx, &step, path, body)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@
 package searcher
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -151,6 +152,24 @@ type Explain struct {
 	Plan    []string    `json:"plan"`
 	Reasons []string    `json:"reasons"`
 	Steps   []StepStats `json:"steps"`
+	// Requests are the search requests sent to OpenSearch, in order
+	// (explain=dsl only).
+	Requests []DSLRequest `json:"requests,omitempty"`
+}
+
+// DSLRequest is one search request sent to OpenSearch, as explain=dsl
+// shows it: ready to paste into OpenSearch Dashboards' Dev Tools.
+type DSLRequest struct {
+	Step  string `json:"step"`
+	Index string `json:"index"`
+	// Method and Path as sent: a page read through a point in time goes to
+	// /_search, the point in time naming the index (it expires a minute
+	// after the search, so paste such a request soon or drop its "pit").
+	Method string          `json:"method"`
+	Path   string          `json:"path"`
+	Body   json.RawMessage `json:"body"`
+	// DevTools is "POST <path>" and the indented body.
+	DevTools string `json:"dev_tools"`
 }
 
 // Response is a page of results.
@@ -203,7 +222,7 @@ func (s *Searcher) Search(ctx context.Context, req query.Request, kind layout.Ki
 	resp.Layout, resp.Page, resp.Size = string(kind), req.Page, req.Size
 	resp.TookMs = ms(took)
 	if req.Explain {
-		ex := &Explain{Reasons: run.plan.Reasons, Steps: run.stats}
+		ex := &Explain{Reasons: run.plan.Reasons, Steps: run.stats, Requests: run.requests}
 		for _, st := range run.plan.Steps {
 			ex.Plan = append(ex.Plan, st.Name())
 		}
@@ -220,6 +239,8 @@ type execution struct {
 	kind  layout.Kind
 	plan  query.Plan
 	stats []StepStats
+	// requests are the bodies sent, kept for explain=dsl.
+	requests []DSLRequest
 }
 
 // searchResponse is the part of an OpenSearch search response we read.
@@ -262,6 +283,9 @@ func (e *execution) search(ctx context.Context, step *StepStats, path string, bo
 	if err != nil {
 		return nil, err
 	}
+	if e.req.ExplainDSL {
+		e.requests = append(e.requests, dslRequest(step, http.MethodPost, path, body, raw))
+	}
 	var out searchResponse
 	start := time.Now()
 	err = e.s.os.Do(ctx, http.MethodPost, path, raw, &out)
@@ -275,6 +299,22 @@ func (e *execution) search(ctx context.Context, step *StepStats, path string, bo
 	}
 	step.ServerTookMs += out.Took
 	return &out, nil
+}
+
+// dslRequest is what explain=dsl shows of one request: the body as sent,
+// and for Dev Tools indented without escaping <, > and & (painless scripts
+// read better).
+func dslRequest(step *StepStats, method, path string, body obj, raw []byte) DSLRequest {
+	var pretty bytes.Buffer
+	enc := json.NewEncoder(&pretty)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(body); err != nil {
+		pretty.Reset()
+		pretty.Write(raw)
+	}
+	return DSLRequest{Step: step.Name, Index: step.Index, Method: method, Path: path,
+		Body: json.RawMessage(raw), DevTools: method + " " + path + "\n" + strings.TrimSuffix(pretty.String(), "\n")}
 }
 
 // ErrPartialResults is the error of a search that OpenSearch answered with

@@ -8,10 +8,8 @@ import (
 	"os"
 
 	"github.com/baedal/baedal/backend"
-	"github.com/baedal/baedal/bench"
 	"github.com/baedal/baedal/eventlog"
 	"github.com/baedal/baedal/feed"
-	"github.com/baedal/baedal/feed/feedbench"
 	"github.com/baedal/baedal/localstack"
 )
 
@@ -42,10 +40,15 @@ func backendsFromStack(b *backend.Config, stateDir string) error {
 
 // runGen writes the generated catalog as NDJSON change events.
 func runGen(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("gen", flag.ContinueOnError)
+	c := newCommand("gen", "baedal gen [--shops N] [--seed S] [--out FILE]",
+		"Write the generated catalog (shops with Korean names, ~30 menus each) as NDJSON change\nevents, the body POST /v1/events takes. The same seed gives the same catalog.",
+		"baedal gen --shops 1000 --seed 1 --out catalog.ndjson")
 	cfg := eventlog.CatalogDefaults()
-	cfg.Flags(fs, true)
-	if err := parse(fs, args); err != nil {
+	c.Group("catalog", func(fs *flag.FlagSet) { cfg.Flags(fs, true) })
+	if err := parse(c, args); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil || parseOnly(ctx) {
 		return err
 	}
 	out := os.Stdout
@@ -62,15 +65,20 @@ func runGen(ctx context.Context, args []string) error {
 
 // runLoad appends the generated catalog to the event log in bulk.
 func runLoad(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	c := newCommand("load", "baedal load [--shops N] [--seed S] [flags]",
+		"Append the generated catalog to the event log in Redis; the indexer of `baedal serve` indexes it.",
+		"baedal load --shops 20000 --seed 1")
 	cfg := eventlog.CatalogDefaults()
-	cfg.Flags(fs, false)
+	c.Group("catalog", func(fs *flag.FlagSet) { cfg.Flags(fs, false) })
 	logCfg := eventlog.Defaults()
-	logCfg.Flags(fs)
+	c.Group("event log", logCfg.Flags)
 	backends := backend.Defaults()
-	backends.Redis.Flags(fs)
-	stateDir := fs.String("state-dir", localstack.Defaults().StateDir, "local stack to use when --redis-addr is not given")
-	if err := parse(fs, args); err != nil {
+	c.Group("Redis", backends.Redis.Flags)
+	stateDir := c.FS.String("state-dir", localstack.Defaults().StateDir, "local stack to use when --redis-addr is not given")
+	if err := parse(c, args); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil || parseOnly(ctx) {
 		return err
 	}
 	if backends.Redis.Addr == "" {
@@ -98,22 +106,29 @@ func runLoad(ctx context.Context, args []string) error {
 
 // runFeed is `baedal feed seed`.
 func runFeed(ctx context.Context, args []string) error {
-	usage := errors.New("usage: baedal feed seed --preset experiment|social [--users N] [--reset]; allowed subcommands: seed")
-	fs := flag.NewFlagSet("feed seed", flag.ContinueOnError)
+	c := newCommand("feed", "baedal feed seed --preset experiment|social [--users N] [--reset] [flags]",
+		"Seed the follow feed: users, follows and posts of a preset (experiment: the write-up's\n"+
+			"celebrity experiment; social: a power-law social graph), then rebuild the timelines.",
+		"baedal feed seed --preset social --users 1000 --reset")
+	c.Subcommands = [][2]string{{"seed", "create the preset's users, follows and posts and rebuild the timelines"}}
+	usage := usageError{errors.New("usage: baedal feed seed --preset experiment|social [--users N] [--reset]; allowed subcommands: seed (see baedal feed -h)")}
 	seedCfg := feed.SeedConfig{}
-	seedCfg.Flags(fs)
+	c.Group("seed", seedCfg.Flags)
 	feedCfg := feed.Defaults()
-	feedCfg.Flags(fs)
+	c.Group("feed", feedCfg.Flags)
 	backends := backend.Defaults()
-	backends.Flags(fs)
-	stateDir := fs.String("state-dir", localstack.Defaults().StateDir, "local stack to use for backends not given by flags")
+	c.Group("backends", backends.Flags)
+	stateDir := c.FS.String("state-dir", localstack.Defaults().StateDir, "local stack to use for backends not given by flags")
 	// The subcommand and the flags may come in any order.
-	positional, err := parseWithArgs(fs, args)
+	positional, err := parseWithArgs(c, args)
 	if err != nil {
 		return err
 	}
 	if len(positional) != 1 || positional[0] != "seed" {
 		return usage
+	}
+	if err := errors.Join(seedCfg.Validate(), feedCfg.Validate()); err != nil || parseOnly(ctx) {
+		return err
 	}
 	if err := backendsFromStack(&backends, *stateDir); err != nil {
 		return err
@@ -131,35 +146,5 @@ func runFeed(ctx context.Context, args []string) error {
 		return err
 	}
 	_, err = feed.SeedAndRebuild(ctx, svc, seedCfg, os.Stderr)
-	return err
-}
-
-func benchFeed(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("bench feed", flag.ContinueOnError)
-	cfg := feedbench.Defaults()
-	cfg.Flags(fs)
-	backends := backend.Defaults()
-	fs.StringVar(&backends.Redis.Addr, "redis-addr", "", "Redis primary host:port (default: the local stack's)")
-	fs.StringVar(&backends.Postgres.URL, "postgres-url", "", "PostgreSQL URL with the right to create databases (default: the local stack's)")
-	stateDir := fs.String("state-dir", localstack.Defaults().StateDir, "local stack to use for backends not given by flags")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if backends.Redis.Addr == "" || backends.Postgres.URL == "" {
-		st, stop, err := localstack.UseOrStart(ctx, *stateDir, os.Stderr)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		if backends.Redis.Addr == "" {
-			backends.Redis.Addr = st.RedisAddr
-		}
-		if backends.Postgres.URL == "" {
-			backends.Postgres.URL = st.PostgresURL
-		}
-	}
-	cfg.PostgresURL, cfg.RedisAddr = backends.Postgres.URL, backends.Redis.Addr
-	cfg.Command = bench.CommandLine()
-	_, err := feedbench.Run(ctx, cfg, os.Stdout, os.Stderr)
 	return err
 }

@@ -22,21 +22,28 @@ import (
 // runSearch runs one search directly on OpenSearch and prints the page.
 // Search parameters are the API's, e.g. `baedal search q=치킨 lat=37.5 lon=127.03 sort=eta`.
 func runSearch(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("search", flag.ContinueOnError)
+	c := newCommand("search", "baedal search [flags] name=value ...",
+		"Run one search directly on OpenSearch and print the page. name=value pairs are the\n"+
+			"/v1/search parameters: q, lat, lon, open_now, category, max_delivery_fee, min_rating,\n"+
+			"min_price, max_price, max_total_fee, page, size, layout, explain (true, false, dsl),\n"+
+			"sort ("+strings.Join(query.Sorts(), ", ")+").\n"+
+			"Flags may come anywhere among them.",
+		"baedal search q=치킨 lat=37.4979 lon=127.0276 sort=eta --layout nested --json")
 	osCfg := backend.Defaults().OpenSearch
-	osCfg.Flags(fs)
+	c.Group("OpenSearch", osCfg.Flags)
 	idx := layout.Defaults()
-	idx.Flags(fs)
+	c.Group("layout", idx.Flags)
 	scfg := searcher.Defaults()
-	scfg.Flags(fs)
-	stateDir := fs.String("state-dir", localstack.Defaults().StateDir, "use the local stack in this directory when --opensearch-urls is not given")
-	kindName := fs.String("layout", string(layout.Split), "layout to search: "+strings.Join(layout.KindNames(), ", "))
-	asJSON := fs.Bool("json", false, "print the whole JSON response")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: baedal search [flags] name=value ...\n\nname=value pairs are the /v1/search parameters: q, lat, lon, open_now, category, max_delivery_fee,\nmin_rating, min_price, max_price, max_total_fee, sort (%s), page, size, explain\n\n", strings.Join(query.Sorts(), ", "))
-		fs.PrintDefaults()
-	}
-	positional, err := parseWithArgs(fs, args)
+	c.Group("search", scfg.Flags)
+	var kindName, explain *string
+	var asJSON *bool
+	c.Group("output", func(fs *flag.FlagSet) {
+		kindName = fs.String("layout", string(layout.Split), "layout to search: "+strings.Join(layout.KindNames(), ", "))
+		asJSON = fs.Bool("json", false, "print the whole JSON response")
+		explain = fs.String("explain", "", "add the executed plan to the response: true, or dsl for the request bodies sent to\nOpenSearch, ready for Dev Tools (implies --json)")
+	})
+	stateDir := c.FS.String("state-dir", localstack.Defaults().StateDir, "use the local stack in this directory when --opensearch-urls is not given")
+	positional, err := parseWithArgs(c, args)
 	if err != nil {
 		return err
 	}
@@ -47,6 +54,13 @@ func runSearch(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *explain != "" {
+		if params.Has("explain") {
+			return usageError{errors.New("--explain and explain= are both given; give one")}
+		}
+		params.Set("explain", *explain)
+		*asJSON = true // the plan is only in the JSON
+	}
 	if l := params.Get("layout"); l != "" {
 		*kindName = l // the API's parameter works here too
 	}
@@ -55,7 +69,7 @@ func runSearch(ctx context.Context, args []string) error {
 		return fmt.Errorf("--layout: %w", err)
 	}
 	req, err := query.ParseRequest(params)
-	if err != nil {
+	if err != nil || parseOnly(ctx) {
 		return err
 	}
 	if len(osCfg.URLs) == 0 {

@@ -12,28 +12,37 @@ import (
 
 	"github.com/baedal/baedal/app"
 	"github.com/baedal/baedal/indexer"
+	"github.com/baedal/baedal/internal/flaghelp"
 	"github.com/baedal/baedal/localstack"
 	"github.com/baedal/baedal/simulator"
 )
 
 func runUp(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("up", flag.ContinueOnError)
+	c := newCommand("up", "baedal up [flags]",
+		"Install what is missing, start the local stack (OpenSearch, Redis, PostgreSQL on 127.0.0.1),\n"+
+			"wait until each server is healthy, then serve the API and the demo until Ctrl-C or\n"+
+			"`baedal down`, which stop everything. With --stack-only, start the stack and return.",
+		"baedal up --stack-only --opensearch-nodes 3 --redis-replicas 2 --state-dir /tmp/baedal-3 --port-base 0")
+	fs := c.FS
 	stack := localstack.Defaults()
-	stack.Flags(fs)
+	c.Group("stack", stack.Flags)
+	var stackOnly *bool
+	c.Group("stack", func(fs *flag.FlagSet) {
+		stackOnly = fs.Bool("stack-only", false, "start the stack, print where it listens and return (no server)")
+	})
 	serve := app.Defaults()
-	serve.API.Flags(fs)
+	c.Group("API", serve.API.Flags)
 	serve.Demo = simulator.Defaults()
-	serve.Demo.Flags(fs)
+	c.Group("demo", serve.Demo.Flags)
 	var logs logConfig
-	logs.flags(fs)
-	stackOnly := fs.Bool("stack-only", false, "start the stack, print where it listens and return (no server)")
-	if err := parse(fs, args); err != nil {
+	c.Group("log", logs.flags)
+	if err := parse(c, args); err != nil {
 		return err
 	}
 	apiAddrGiven := isFlagSet(fs, "addr")
 	log, err := logs.logger()
 	// Every flag is checked before anything is installed or started.
-	if err := errors.Join(err, stack.Validate(), serve.API.Validate(), serve.Demo.Validate()); err != nil {
+	if err := errors.Join(err, stack.Validate(), serve.API.Validate(), serve.Demo.Validate()); err != nil || parseOnly(ctx) {
 		return err
 	}
 	start := time.Now()
@@ -71,10 +80,14 @@ func runUp(ctx context.Context, args []string) error {
 }
 
 func runDown(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("down", flag.ContinueOnError)
+	c := newCommand("down", "baedal down [--state-dir DIR]",
+		"Stop exactly the processes the stack in --state-dir started (and a foreground `baedal up`).",
+		"baedal down --state-dir .baedal")
 	stack := localstack.Defaults()
-	fs.StringVar(&stack.StateDir, "state-dir", stack.StateDir, "the stack's state directory (env BAEDAL_STATE_DIR)")
-	if err := parse(fs, args); err != nil {
+	c.Group("stack", func(fs *flag.FlagSet) {
+		fs.StringVar(&stack.StateDir, "state-dir", stack.StateDir, "the stack's state directory (env BAEDAL_STATE_DIR)")
+	})
+	if err := parse(c, args); err != nil || parseOnly(ctx) {
 		return err
 	}
 	err := localstack.Down(stack.StateDir, os.Stdout)
@@ -86,13 +99,19 @@ func runDown(ctx context.Context, args []string) error {
 }
 
 func runStatus(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	c := newCommand("status", "baedal status [--state-dir DIR] [--json]",
+		"Show where the local stack listens, each process's PID, health and log file, and each\nlayout's index health and replica count. Exits 1 when a component is unhealthy.",
+		"baedal status --json")
 	stack := localstack.Defaults()
-	fs.StringVar(&stack.StateDir, "state-dir", stack.StateDir, "the stack's state directory (env BAEDAL_STATE_DIR)")
-	asJSON := fs.Bool("json", false, "print JSON: {components, layouts}")
+	c.Group("stack", func(fs *flag.FlagSet) {
+		fs.StringVar(&stack.StateDir, "state-dir", stack.StateDir, "the stack's state directory (env BAEDAL_STATE_DIR)")
+	})
 	idx := indexer.Defaults()
-	fs.StringVar(&idx.Layout.Prefix, "index-prefix", idx.Layout.Prefix, "prefix of the layouts' index and alias names")
-	if err := parse(fs, args); err != nil {
+	c.Group("layouts", func(fs *flag.FlagSet) {
+		fs.StringVar(&idx.Layout.Prefix, "index-prefix", idx.Layout.Prefix, "prefix of the layouts' index and alias names")
+	})
+	asJSON := c.FS.Bool("json", false, "print JSON: {components, layouts}")
+	if err := parse(c, args); err != nil || parseOnly(ctx) {
 		return err
 	}
 	st, err := localstack.Load(stack.StateDir)
@@ -142,25 +161,60 @@ func runStatus(ctx context.Context, args []string) error {
 }
 
 func runServe(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	cfg := app.Defaults()
-	cfg.Flags(fs)
-	stateDir := fs.String("state-dir", localstack.Defaults().StateDir, "take backend addresses not given by flags from the local stack in this directory")
+	c, cfg := serveCommand()
+	stateDir := c.FS.String("state-dir", localstack.Defaults().StateDir, "take backend addresses not given by flags from the local stack in this directory")
 	var logs logConfig
-	logs.flags(fs)
-	if err := parse(fs, args); err != nil {
+	c.Group("log", logs.flags)
+	if err := parse(c, args); err != nil {
 		return err
 	}
 	log, err := logs.logger()
 	if err != nil {
 		return err
 	}
-	if st, err := localstack.Load(*stateDir); err == nil {
-		fillFromStack(&cfg, st)
+	if parseOnly(ctx) {
+		// Backends not given come from the stack at run time.
+		check := *cfg
+		withPlaceholderBackends(&check.Backends)
+		return check.Validate()
 	}
-	return app.Run(ctx, cfg, log, func(addr string) {
+	if st, err := localstack.Load(*stateDir); err == nil {
+		fillFromStack(cfg, st)
+	}
+	return app.Run(ctx, *cfg, log, func(addr string) {
 		log.Info("ready", "url", "http://"+addr)
 	})
+}
+
+// serveCommand binds app.Config's flags component by component, so that
+// -h lists them in groups; TestServeGroupsBindWhatAppBinds checks that they
+// are exactly the flags app.Config.Flags binds.
+func serveCommand() (*flaghelp.Command, *app.Config) {
+	c := newCommand("serve", "baedal serve [flags]",
+		"Run the HTTP API, the indexer and the feed workers against OpenSearch, Redis and PostgreSQL.\n"+
+			"Backend addresses not given by flags come from the local stack in --state-dir.",
+		"baedal serve --addr 127.0.0.1:19080 --opensearch-urls http://127.0.0.1:19200 --redis-addr 127.0.0.1:19379 --log-format json")
+	cfg := app.Defaults()
+	c.Group("API", cfg.API.Flags)
+	c.Group("backends", cfg.Backends.Flags)
+	c.Group("indexer", cfg.Indexer.Flags)
+	c.Group("indexer", cfg.Indexer.Log.Flags)
+	c.Group("layout", cfg.Indexer.Layout.Flags)
+	c.Group("search", cfg.Search.Flags)
+	c.Group("search", cfg.Fallback.Flags)
+	c.Group("feed", cfg.Feed.Flags)
+	c.Group("links", cfg.Links.Flags)
+	c.Group("reindex", cfg.Reindex.Flags)
+	c.Group("replicas", func(fs *flag.FlagSet) {
+		cfg.RedisReads.Flags(fs, "redis-replica-")
+		cfg.OpenSearchReads.Flags(fs, "opensearch-endpoint-")
+	})
+	c.Group("demo", cfg.Demo.Flags)
+	c.Group(flaghelp.General, func(fs *flag.FlagSet) {
+		fs.BoolVar(&cfg.Workers, "workers-enabled", cfg.Workers, "run the indexer and feed fan-out workers in this process")
+		fs.DurationVar(&cfg.HealthTimeout, "health-timeout", cfg.HealthTimeout, "timeout of each backend probe in /healthz")
+	})
+	return c, &cfg
 }
 
 // fillFromStack uses the local stack's addresses for backends not configured.

@@ -1,16 +1,22 @@
 // Package indexbench is the `baedal bench index` workload: the same generated
-// catalog and the same stream of shop updates applied to the nested (baseline)
-// and the split layout, interleaved in rounds in one process, through the
-// indexer's own Apply (coalescing, full-document writes from held state,
-// external versions), so it measures the layouts and not Redis. A short run
-// through Redis Streams and the stream worker measures split freshness.
+// catalog and the same stream of shop updates applied to every layout the
+// cluster runs — the nested baseline, split, and hot when every OpenSearch
+// node has the baedal-hot plugin (docs/hot-layout.md) — interleaved in rounds
+// in one process, through the indexer's own Apply (coalescing, full-document
+// writes from held state, external versions, the hot table's updates), so it
+// measures the layouts and not Redis. Short runs through Redis Streams and the
+// stream worker measure freshness: split's and, when it runs, hot's.
+//
+// A layout the cluster cannot run is skipped, never silently: the summary's
+// "skipped" names it with the reason, and its keys are absent.
 //
 // Two streams are measured, both from catalog.EventStream and both applied to
-// each side in the same order:
+// each layout in the same order:
 //
 //   - hot: the hot shop-field updates of the stream (delivery_minutes, open,
 //     delivery_fee, rating/review_count; ~85% of the realistic mix). This is
-//     the issue's "stream of hot shop updates" and gives throughput_ratio.
+//     the issue's "stream of hot shop updates" and gives throughput_ratio
+//     (split / nested) and throughput_ratio_hot (hot / nested).
 //   - mixed: the whole realistic mix (menus changes, cold fields, new and
 //     deleted menus and shops too). It gives mixed_throughput_ratio: every
 //     menu event rewrites a shop's whole menu document in split as well, so
@@ -28,21 +34,33 @@
 // rewrites. It is an estimate of Lucene + translog writes that, unlike
 // _nodes/stats/fs io_stats (the whole block device, shared with every other
 // process of the machine), can be attributed to one layout. Background merges
-// that finish during the other side's round count for the side that runs.
+// that finish during the other side's round count for the side that runs. The
+// hot table lives in the nodes' memory and writes no bytes.
 //
-// Invariant: both sides get the same events in the same order, in ABBA
-// rounds, and every reported figure is a ratio or an HDR percentile.
+// Freshness is what a user sees: from the event's append to the event log to
+// the first search that shows it. For split that is a _search on the index
+// the event touched (the worker's probe, 1 s refresh included); for hot it is
+// a search on the hot menu index that reads the shop's row from the table,
+// which shows an update without a refresh (hotProbe).
+//
+// Invariant: every layout gets the same events in the same order, in rounds
+// whose order alternates (ABC, CBA: bench.Interleave), and every reported
+// figure is a ratio over the nested baseline or an HDR percentile.
 package indexbench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -172,12 +190,47 @@ type Summary struct {
 	NestedBatchP99Ms           float64           `json:"nested_batch_p99_ms"`
 	SplitBatchP50Ms            float64           `json:"split_batch_p50_ms"`
 	SplitBatchP99Ms            float64           `json:"split_batch_p99_ms"`
-	FreshnessSamples           int64             `json:"freshness_samples"`
-	FreshnessP50Ms             float64           `json:"freshness_p50_ms"`
-	FreshnessP99Ms             float64           `json:"freshness_p99_ms"`
-	// Targets: throughput_ratio >= 20.
+	// Freshness of the split layout.
+	FreshnessSamples int64   `json:"freshness_samples"`
+	FreshnessP50Ms   float64 `json:"freshness_p50_ms"`
+	FreshnessP99Ms   float64 `json:"freshness_p99_ms"`
+	// Skipped names each layout this run left out, with the reason (the
+	// hot layout when an OpenSearch node lacks the baedal-hot plugin);
+	// empty when every layout ran.
+	Skipped map[string]string `json:"skipped"`
+	// The hot layout's figures; nil (absent from the JSON) when it was
+	// skipped.
+	*HotFigures
+	// Targets: throughput_ratio >= 20; with the hot layout also
+	// throughput_ratio_hot >= 25 and freshness_p99_ms_hot <= 100.
 	Targets bench.Targets `json:"targets"`
 	Report  string        `json:"report"`
+}
+
+// HotFigures are the hot layout's figures, its ratios over nested.
+type HotFigures struct {
+	HotEventsPerS               float64           `json:"hot_events_per_s"`
+	ThroughputRatioHot          float64           `json:"throughput_ratio_hot"`
+	ThroughputRatioHotCI95      bench.Interval    `json:"throughput_ratio_hot_ci95"`
+	ThroughputRatioHotRounds    bench.RoundRatios `json:"throughput_ratio_hot_rounds"`
+	HotMixedPerS                float64           `json:"hot_mixed_events_per_s"`
+	MixedThroughputRatioHot     float64           `json:"mixed_throughput_ratio_hot"`
+	MixedThroughputRatioHotCI95 bench.Interval    `json:"mixed_throughput_ratio_hot_ci95"`
+	HotDocsWritten              int               `json:"hot_docs_written"`
+	HotBytesWritten             int64             `json:"hot_bytes_written"`
+	BytesRatioHot               float64           `json:"bytes_written_ratio_hot"`
+	BytesRatioHotCI95           bench.Interval    `json:"bytes_written_ratio_hot_ci95"`
+	HotBatchP50Ms               float64           `json:"hot_batch_p50_ms"`
+	HotBatchP99Ms               float64           `json:"hot_batch_p99_ms"`
+	// Freshness as a user of the hot layout sees it (hotProbe): append →
+	// the first search whose hit carries the update, from the table.
+	FreshnessSamplesHot   int64          `json:"freshness_samples_hot"`
+	FreshnessP50MsHot     float64        `json:"freshness_p50_ms_hot"`
+	FreshnessP99MsHot     float64        `json:"freshness_p99_ms_hot"`
+	FreshnessP99MsHotCI95 bench.Interval `json:"freshness_p99_ms_hot_ci95"`
+	// Sampled events the probe never saw within the indexer's
+	// FreshnessTimeout (not in the percentiles).
+	FreshnessGaveUpHot int64 `json:"freshness_gave_up_hot"`
 }
 
 // side is one layout's measurements.
@@ -196,6 +249,27 @@ type side struct {
 	roundsPerSec      []float64
 	roundsMixedPerSec []float64
 	roundsBytes       []float64
+}
+
+func (s *side) eventsPerS() float64 { return round2(float64(s.hotEvents) / s.hotTime.Seconds()) }
+func (s *side) mixedPerS() float64  { return round2(float64(s.mixedEvents) / s.mixedTime.Seconds()) }
+
+// overBaseline are a layout's ratios over the baseline's: the ratio of the
+// totals, and the paired rounds' interval around it.
+type overBaseline struct {
+	throughput, mixed, bytes                   float64
+	throughputRounds, mixedRounds, bytesRounds bench.RoundRatios
+}
+
+func ratiosOver(base, s *side) overBaseline {
+	return overBaseline{
+		throughput:       round2(bench.Ratio(s.eventsPerS(), base.eventsPerS())),
+		mixed:            round2(bench.Ratio(s.mixedPerS(), base.mixedPerS())),
+		bytes:            round2(bench.Ratio(float64(s.bytes), float64(base.bytes))),
+		throughputRounds: bench.PairedRatioCI(base.roundsPerSec, s.roundsPerSec),
+		mixedRounds:      bench.PairedRatioCI(base.roundsMixedPerSec, s.roundsMixedPerSec),
+		bytesRounds:      bench.PairedRatioCI(base.roundsBytes, s.roundsBytes),
+	}
 }
 
 // Run runs the benchmark, writes the HTML report, prints the summary as the
@@ -218,6 +292,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	osc := osapi.New(clients.OpenSearch)
 	log := slog.New(slog.NewTextHandler(cfg.Log, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
+	kinds, skipped, err := runnableKinds(ctx, osc)
+	if err != nil {
+		return Summary{}, err
+	}
+	for k, why := range skipped {
+		fmt.Fprintf(cfg.Log, "bench index: the %s layout is skipped: %s\n", k, why)
+	}
+
 	icfg := indexer.Defaults()
 	icfg.Layout.Prefix = "baedal_bench_index_"
 	icfg.Log.Prefix = "baedal:bench-index:"
@@ -225,7 +307,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	icfg.CacheEntries = 2*cfg.Shops + 10_000
 	cleanup := func() {
 		c := context.Background()
-		for _, k := range []layout.Kind{layout.Nested, layout.Split} {
+		for _, k := range layout.Kinds() {
 			_ = icfg.Layout.DeleteIndices(c, osc, k)
 		}
 		if keys, err := clients.Redis.Keys(c, icfg.Log.Prefix+"*").Result(); err == nil && len(keys) > 0 {
@@ -235,22 +317,24 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	cleanup()
 	defer cleanup()
 
-	sides := []*side{{kind: layout.Nested}, {kind: layout.Split}}
-	for _, s := range sides {
-		if err := icfg.Layout.EnsureIndices(ctx, osc, s.kind); err != nil {
+	// sides[0] is the baseline.
+	var sides []*side
+	for _, k := range kinds {
+		s := &side{kind: k, batches: bench.NewLatencyRecorder()}
+		if err := icfg.Layout.EnsureIndices(ctx, osc, k); err != nil {
 			return Summary{}, err
 		}
-		if s.ix, err = indexer.New(icfg, s.kind, osc, log, nil); err != nil {
+		if s.ix, err = indexer.New(icfg, k, osc, log, nil); err != nil {
 			return Summary{}, err
 		}
-		s.batches = bench.NewLatencyRecorder()
+		sides = append(sides, s)
 	}
 
-	// Load the catalog into both layouts.
+	// Load the catalog into every layout.
 	gen := catalog.NewGenerator(cfg.Seed)
 	menus := 0
 	versions := make(map[int64]int64, cfg.Shops)
-	bar := bench.NewProgress(cfg.Log, "load catalog into both layouts", int64(cfg.Shops))
+	bar := bench.NewProgress(cfg.Log, "load catalog into "+kindList(kinds), int64(cfg.Shops))
 	batch := make([]catalog.Event, 0, cfg.BatchSize)
 	flush := func() error {
 		for _, s := range sides {
@@ -278,7 +362,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		return Summary{}, err
 	}
 	bar.Done()
-	if err := refresh(ctx, osc, icfg.Layout); err != nil {
+	if err := refresh(ctx, osc, icfg.Layout, kinds); err != nil {
 		return Summary{}, err
 	}
 
@@ -315,77 +399,28 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 			return nil
 		}
 	}
-	if err := bench.Interleave(cfg.Rounds,
-		bench.Side{Name: "nested", Run: runSide(sides[0])},
-		bench.Side{Name: "split", Run: runSide(sides[1])},
-	); err != nil {
+	var benchSides []bench.Side
+	for _, s := range sides {
+		benchSides = append(benchSides, bench.Side{Name: string(s.kind), Run: runSide(s)})
+	}
+	if err := bench.Interleave(cfg.Rounds, benchSides...); err != nil {
 		return Summary{}, err
 	}
 	roundBar.Done()
 
-	fresh, err := freshnessRun(ctx, cfg, icfg, clients, osc, log, versions, deleted)
-	if err != nil {
-		return Summary{}, err
+	// Freshness of every layout but the baseline (whose worker falls
+	// behind at these rates), one after the other.
+	fresh := map[layout.Kind]freshness{}
+	for _, s := range sides[1:] {
+		f, err := freshnessRun(ctx, cfg, icfg, clients, osc, log, versions, deleted, s.kind)
+		if err != nil {
+			return Summary{}, err
+		}
+		fresh[s.kind] = f
 	}
 
-	n, sp := sides[0], sides[1]
-	sum := Summary{
-		Bench: "index", Profile: string(cfg.Profile), Shops: cfg.Shops,
-		MenusPerShopAvg: round2(float64(menus) / float64(cfg.Shops)),
-		Events:          n.hotEvents, MixedEvents: n.mixedEvents, Rounds: cfg.Rounds,
-		NestedEventsPerS:  round2(float64(n.hotEvents) / n.hotTime.Seconds()),
-		SplitEventsPerS:   round2(float64(sp.hotEvents) / sp.hotTime.Seconds()),
-		NestedMixedPerS:   round2(float64(n.mixedEvents) / n.mixedTime.Seconds()),
-		SplitMixedPerS:    round2(float64(sp.mixedEvents) / sp.mixedTime.Seconds()),
-		NestedDocsWritten: n.docs, SplitDocsWritten: sp.docs,
-		NestedBytesWritten: n.bytes, SplitBytesWritten: sp.bytes,
-		NestedBatchP50Ms: bench.Ms(n.batches.Quantile(0.5)), NestedBatchP99Ms: bench.Ms(n.batches.Quantile(0.99)),
-		SplitBatchP50Ms: bench.Ms(sp.batches.Quantile(0.5)), SplitBatchP99Ms: bench.Ms(sp.batches.Quantile(0.99)),
-		FreshnessSamples: fresh.Count(), FreshnessP50Ms: bench.Ms(fresh.Quantile(0.5)), FreshnessP99Ms: bench.Ms(fresh.Quantile(0.99)),
-	}
-	sum.ThroughputRatio = round2(bench.Ratio(sum.SplitEventsPerS, sum.NestedEventsPerS))
-	sum.MixedThroughputRatio = round2(bench.Ratio(sum.SplitMixedPerS, sum.NestedMixedPerS))
-	sum.BytesRatio = round2(bench.Ratio(float64(sum.SplitBytesWritten), float64(sum.NestedBytesWritten)))
-	sum.ThroughputRatioRounds = bench.PairedRatioCI(n.roundsPerSec, sp.roundsPerSec)
-	sum.ThroughputRatioCI95 = sum.ThroughputRatioRounds.IntervalAround(sum.ThroughputRatio)
-	sum.MixedThroughputRatioRounds = bench.PairedRatioCI(n.roundsMixedPerSec, sp.roundsMixedPerSec)
-	sum.MixedThroughputRatioCI95 = sum.MixedThroughputRatioRounds.IntervalAround(sum.MixedThroughputRatio)
-	sum.BytesRatioRounds = bench.PairedRatioCI(n.roundsBytes, sp.roundsBytes)
-	sum.BytesRatioCI95 = sum.BytesRatioRounds.IntervalAround(sum.BytesRatio)
-	sum.Targets = bench.Targets{"throughput_ratio": ThroughputTarget.Evaluate(sum.ThroughputRatio, sum.ThroughputRatioCI95)}
-
-	rep := bench.NewReport("indexing", "Indexing: nested vs split", bench.CommandLine()) // not "index": bench all writes index.html
-	rep.Add(bench.Section{Title: "Setup", Text: fmt.Sprintf(
-		"%d shops, %.1f menus per shop on average; per round and layout %d hot shop updates then %d realistic-mix events, in batches of %d through indexer.Apply; %d ABBA rounds. Bytes written: Δ translog + Δ store (≥0) + Δ merged bytes from the indices' _stats.",
-		cfg.Shops, sum.MenusPerShopAvg, cfg.HotEvents, cfg.MixedEvents, cfg.BatchSize, cfg.Rounds)})
-	rep.Add(bench.Section{Title: "Throughput and writes", Table: &bench.Table{
-		Header: []string{"measure", "nested", "split", "split/nested"},
-		Rows: [][]string{
-			{"hot shop updates/s", f2(sum.NestedEventsPerS), f2(sum.SplitEventsPerS), f2(sum.ThroughputRatio)},
-			{"realistic mix events/s", f2(sum.NestedMixedPerS), f2(sum.SplitMixedPerS), f2(sum.MixedThroughputRatio)},
-			{"documents written", fmt.Sprint(sum.NestedDocsWritten), fmt.Sprint(sum.SplitDocsWritten), f2(bench.Ratio(float64(sum.SplitDocsWritten), float64(sum.NestedDocsWritten)))},
-			{"bytes written", fmt.Sprint(sum.NestedBytesWritten), fmt.Sprint(sum.SplitBytesWritten), f2(sum.BytesRatio)},
-		},
-	}})
-	x := make([]float64, cfg.Rounds)
-	for i := range x {
-		x[i] = float64(i + 1)
-	}
-	rep.Add(bench.Section{Title: "Per round", Charts: []bench.Chart{
-		{Title: "Hot shop updates per second by round", XLabel: "round", YLabel: "events/s", Kind: bench.LineChart,
-			Series: []bench.Series{{Name: "nested", X: x, Y: n.roundsPerSec}, {Name: "split", X: x, Y: sp.roundsPerSec}}},
-		bench.LatencyCDF("Apply latency per batch", []string{"nested", "split"}, []*bench.LatencyRecorder{n.batches, sp.batches}),
-	}})
-	rep.Add(bench.IntervalSection([]bench.Figure{
-		{Name: "hot updates/s ratio", Point: sum.ThroughputRatio, CI95: sum.ThroughputRatioCI95, Rounds: &sum.ThroughputRatioRounds},
-		{Name: "mix events/s ratio", Point: sum.MixedThroughputRatio, CI95: sum.MixedThroughputRatioCI95, Rounds: &sum.MixedThroughputRatioRounds},
-		{Name: "bytes written ratio", Point: sum.BytesRatio, CI95: sum.BytesRatioCI95, Rounds: &sum.BytesRatioRounds},
-	}))
-	rep.Add(bench.TargetsSection(sum.Targets))
-	rep.Add(bench.Section{Title: "Freshness (split, through Redis Streams and the worker)", Text: fmt.Sprintf(
-		"%d events appended at %d/s; %d sampled events: append → visible to _search p50 %.1f ms, p99 %.1f ms (refresh interval %s).",
-		cfg.FreshnessEvents, cfg.FreshnessRate, sum.FreshnessSamples, sum.FreshnessP50Ms, sum.FreshnessP99Ms, icfg.Layout.Shops.RefreshInterval),
-		Charts: []bench.Chart{bench.LatencyCDF("Freshness", []string{"split"}, []*bench.LatencyRecorder{fresh})}})
+	sum := summarize(cfg, menus, sides, fresh, skipped)
+	rep := report(cfg, icfg, sum, sides, fresh)
 	rep.SetSummary(sum)
 	path, err := rep.WriteHTML(cfg.ReportDir)
 	if err != nil {
@@ -399,9 +434,202 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	return sum, bench.PrintSummary(out, sum)
 }
 
+// summarize computes the summary from the layouts' measurements (sides,
+// the baseline first) and their freshness runs.
+func summarize(cfg Config, menus int, sides []*side, fresh map[layout.Kind]freshness, skipped map[string]string) Summary {
+	n, sp := sides[0], sideOf(sides, layout.Split)
+	splitFresh := fresh[layout.Split].rec
+	sum := Summary{
+		Bench: "index", Profile: string(cfg.Profile), Shops: cfg.Shops,
+		MenusPerShopAvg: round2(float64(menus) / float64(cfg.Shops)),
+		Events:          n.hotEvents, MixedEvents: n.mixedEvents, Rounds: cfg.Rounds,
+		NestedEventsPerS:  n.eventsPerS(),
+		SplitEventsPerS:   sp.eventsPerS(),
+		NestedMixedPerS:   n.mixedPerS(),
+		SplitMixedPerS:    sp.mixedPerS(),
+		NestedDocsWritten: n.docs, SplitDocsWritten: sp.docs,
+		NestedBytesWritten: n.bytes, SplitBytesWritten: sp.bytes,
+		NestedBatchP50Ms: bench.Ms(n.batches.Quantile(0.5)), NestedBatchP99Ms: bench.Ms(n.batches.Quantile(0.99)),
+		SplitBatchP50Ms: bench.Ms(sp.batches.Quantile(0.5)), SplitBatchP99Ms: bench.Ms(sp.batches.Quantile(0.99)),
+		FreshnessSamples: splitFresh.Count(), FreshnessP50Ms: bench.Ms(splitFresh.Quantile(0.5)), FreshnessP99Ms: bench.Ms(splitFresh.Quantile(0.99)),
+		Skipped: skipped,
+	}
+	r := ratiosOver(n, sp)
+	sum.ThroughputRatio, sum.MixedThroughputRatio, sum.BytesRatio = r.throughput, r.mixed, r.bytes
+	sum.ThroughputRatioRounds = r.throughputRounds
+	sum.ThroughputRatioCI95 = r.throughputRounds.IntervalAround(r.throughput)
+	sum.MixedThroughputRatioRounds = r.mixedRounds
+	sum.MixedThroughputRatioCI95 = r.mixedRounds.IntervalAround(r.mixed)
+	sum.BytesRatioRounds = r.bytesRounds
+	sum.BytesRatioCI95 = r.bytesRounds.IntervalAround(r.bytes)
+	sum.Targets = bench.Targets{"throughput_ratio": ThroughputTarget.Evaluate(sum.ThroughputRatio, sum.ThroughputRatioCI95)}
+	if h := sideOf(sides, layout.Hot); h != nil {
+		r := ratiosOver(n, h)
+		f := fresh[layout.Hot]
+		hf := &HotFigures{
+			HotEventsPerS: h.eventsPerS(), HotMixedPerS: h.mixedPerS(),
+			ThroughputRatioHot: r.throughput, ThroughputRatioHotRounds: r.throughputRounds,
+			ThroughputRatioHotCI95:      r.throughputRounds.IntervalAround(r.throughput),
+			MixedThroughputRatioHot:     r.mixed,
+			MixedThroughputRatioHotCI95: r.mixedRounds.IntervalAround(r.mixed),
+			HotDocsWritten:              h.docs, HotBytesWritten: h.bytes,
+			BytesRatioHot: r.bytes, BytesRatioHotCI95: r.bytesRounds.IntervalAround(r.bytes),
+			HotBatchP50Ms: bench.Ms(h.batches.Quantile(0.5)), HotBatchP99Ms: bench.Ms(h.batches.Quantile(0.99)),
+			FreshnessSamplesHot: f.rec.Count(), FreshnessP50MsHot: bench.Ms(f.rec.Quantile(0.5)),
+			FreshnessP99MsHot: bench.Ms(f.rec.Quantile(0.99)), FreshnessGaveUpHot: f.gaveUp,
+		}
+		hf.FreshnessP99MsHotCI95 = bench.QuantileCI(f.rec, 0.99, cfg.Seed)
+		sum.HotFigures = hf
+		sum.Targets["throughput_ratio_hot"] = ThroughputHotTarget.Evaluate(hf.ThroughputRatioHot, hf.ThroughputRatioHotCI95)
+		sum.Targets["freshness_p99_ms_hot"] = FreshnessHotTarget.Evaluate(hf.FreshnessP99MsHot, hf.FreshnessP99MsHotCI95)
+	}
+
+	return sum
+}
+
+// report builds the HTML report: every layout side by side, with each
+// other layout's ratio over the baseline.
+func report(cfg Config, icfg indexer.Config, sum Summary, sides []*side, fresh map[layout.Kind]freshness) *bench.Report {
+	names := make([]string, len(sides))
+	for i, s := range sides {
+		names[i] = string(s.kind)
+	}
+	title := "Indexing: " + strings.Join(names, " vs ")
+	rep := bench.NewReport("indexing", title, bench.CommandLine()) // not "index": bench all writes index.html
+	setup := fmt.Sprintf(
+		"%d shops, %.1f menus per shop on average; per round and layout %d hot shop updates then %d realistic-mix events, in batches of %d through indexer.Apply; %d rounds in alternating order (%s). Bytes written: Δ translog + Δ store (≥0) + Δ merged bytes from the indices' _stats (the hot table is in memory and writes none).",
+		cfg.Shops, sum.MenusPerShopAvg, cfg.HotEvents, cfg.MixedEvents, cfg.BatchSize, cfg.Rounds, roundOrders(names))
+	for _, k := range slices.Sorted(maps.Keys(sum.Skipped)) {
+		setup += fmt.Sprintf(" The %s layout was skipped: %s.", k, sum.Skipped[k])
+	}
+	rep.Add(bench.Section{Title: "Setup", Text: setup})
+
+	header := append([]string{"measure"}, names...)
+	for _, name := range names[1:] {
+		header = append(header, name+"/"+names[0])
+	}
+	row := func(measure string, value func(*side) float64, format func(float64) string) []string {
+		out := []string{measure}
+		for _, s := range sides {
+			out = append(out, format(value(s)))
+		}
+		for _, s := range sides[1:] {
+			out = append(out, f2(bench.Ratio(value(s), value(sides[0]))))
+		}
+		return out
+	}
+	count := func(v float64) string { return fmt.Sprint(int64(v)) }
+	rep.Add(bench.Section{Title: "Throughput and writes", Table: &bench.Table{
+		Header: header,
+		Rows: [][]string{
+			row("hot shop updates/s", (*side).eventsPerS, f2),
+			row("realistic mix events/s", (*side).mixedPerS, f2),
+			row("documents written", func(s *side) float64 { return float64(s.docs) }, count),
+			row("bytes written", func(s *side) float64 { return float64(s.bytes) }, count),
+		},
+	}})
+	x := make([]float64, cfg.Rounds)
+	for i := range x {
+		x[i] = float64(i + 1)
+	}
+	var perRound []bench.Series
+	var batches []*bench.LatencyRecorder
+	for _, s := range sides {
+		perRound = append(perRound, bench.Series{Name: string(s.kind), X: x, Y: s.roundsPerSec})
+		batches = append(batches, s.batches)
+	}
+	rep.Add(bench.Section{Title: "Per round", Charts: []bench.Chart{
+		{Title: "Hot shop updates per second by round", XLabel: "round", YLabel: "events/s", Kind: bench.LineChart, Series: perRound},
+		bench.LatencyCDF("Apply latency per batch", names, batches),
+	}})
+	figures := []bench.Figure{
+		{Name: "hot shop updates/s, split / nested", Point: sum.ThroughputRatio, CI95: sum.ThroughputRatioCI95, Rounds: &sum.ThroughputRatioRounds},
+		{Name: "mix events/s, split / nested", Point: sum.MixedThroughputRatio, CI95: sum.MixedThroughputRatioCI95, Rounds: &sum.MixedThroughputRatioRounds},
+		{Name: "bytes written, split / nested", Point: sum.BytesRatio, CI95: sum.BytesRatioCI95, Rounds: &sum.BytesRatioRounds},
+	}
+	if h := sum.HotFigures; h != nil {
+		figures = append(figures,
+			bench.Figure{Name: "hot shop updates/s, hot / nested", Point: h.ThroughputRatioHot, CI95: h.ThroughputRatioHotCI95, Rounds: &h.ThroughputRatioHotRounds},
+			bench.Figure{Name: "mix events/s, hot / nested", Point: h.MixedThroughputRatioHot, CI95: h.MixedThroughputRatioHotCI95},
+			bench.Figure{Name: "bytes written, hot / nested", Point: h.BytesRatioHot, CI95: h.BytesRatioHotCI95},
+		)
+	}
+	rep.Add(bench.IntervalSection(figures))
+	rep.Add(bench.TargetsSection(sum.Targets))
+
+	var freshNames []string
+	var freshRecs []*bench.LatencyRecorder
+	text := fmt.Sprintf("Per layout, %d hot shop updates appended to Redis at %d/s while that layout's stream worker runs. ", cfg.FreshnessEvents, cfg.FreshnessRate)
+	for _, s := range sides[1:] {
+		f := fresh[s.kind]
+		freshNames, freshRecs = append(freshNames, string(s.kind)), append(freshRecs, f.rec)
+		text += fmt.Sprintf("%s: %d sampled events, append → %s p50 %.1f ms, p99 %.1f ms. ", s.kind, f.rec.Count(), f.seenBy, bench.Ms(f.rec.Quantile(0.5)), bench.Ms(f.rec.Quantile(0.99)))
+		if f.gaveUp > 0 {
+			text += fmt.Sprintf("%d sampled %s events were not seen within %s. ", f.gaveUp, s.kind, icfg.FreshnessTimeout)
+		}
+	}
+	rep.Add(bench.Section{Title: "Freshness (through Redis Streams and the worker)", Text: text,
+		Charts: []bench.Chart{bench.LatencyCDF("Freshness", freshNames, freshRecs)}})
+	return rep
+}
+
+// roundOrders describes the order of the layouts in the first two rounds,
+// e.g. "nested split hot, then hot split nested".
+func roundOrders(names []string) string {
+	order := func(round int) string {
+		var out []string
+		for _, i := range bench.RoundOrder(round, len(names)) {
+			out = append(out, names[i])
+		}
+		return strings.Join(out, " ")
+	}
+	return order(0) + ", then " + order(1)
+}
+
 // ThroughputTarget is the indexing target: split takes hot shop updates at
 // least 20 times as fast as nested.
 var ThroughputTarget = bench.AtLeast(20)
+
+// ThroughputHotTarget: the hot layout takes hot shop updates at least 25
+// times as fast as nested.
+var ThroughputHotTarget = bench.AtLeast(25)
+
+// FreshnessHotTarget: on the hot layout, 99% of hot shop updates show in
+// search within 100 ms of their append.
+var FreshnessHotTarget = bench.AtMost(100)
+
+// runnableKinds returns the layouts this cluster runs, the baseline first,
+// and the reason for each it cannot run.
+func runnableKinds(ctx context.Context, osc *osapi.Client) ([]layout.Kind, map[string]string, error) {
+	missing, err := layout.NodesWithoutHotPlugin(ctx, osc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("indexbench: can the cluster run the hot layout? %w", err)
+	}
+	skipped := map[string]string{}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		skipped[string(layout.Hot)] = fmt.Sprintf("the OpenSearch nodes %s lack the %s plugin", strings.Join(missing, ", "), layout.HotPlugin)
+		return []layout.Kind{layout.Nested, layout.Split}, skipped, nil
+	}
+	return layout.Kinds(), skipped, nil
+}
+
+func sideOf(sides []*side, k layout.Kind) *side {
+	for _, s := range sides {
+		if s.kind == k {
+			return s
+		}
+	}
+	return nil
+}
+
+func kindList(kinds []layout.Kind) string {
+	var names []string
+	for _, k := range kinds {
+		names = append(names, string(k))
+	}
+	return strings.Join(names, ", ")
+}
 
 func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
 func f2(v float64) string      { return fmt.Sprintf("%.2f", v) }
@@ -495,33 +723,61 @@ func indexBytes(ctx context.Context, osc *osapi.Client, lc layout.Config, k layo
 	return writeStats{translog: p.Translog.Size, store: p.Store.Size, merged: p.Merges.Total}, nil
 }
 
-func refresh(ctx context.Context, osc *osapi.Client, lc layout.Config) error {
-	aliases := append(lc.Aliases(layout.Nested), lc.Aliases(layout.Split)...)
+func refresh(ctx context.Context, osc *osapi.Client, lc layout.Config, kinds []layout.Kind) error {
+	var aliases []string
+	for _, k := range kinds {
+		aliases = append(aliases, lc.Aliases(k)...)
+	}
 	return osc.Do(ctx, http.MethodPost, "/"+strings.Join(aliases, ",")+"/_refresh", nil, nil)
 }
 
-// freshnessRun appends hot updates to the event log at a fixed rate while the
-// split stream worker runs, and records append → visible for the sampled
-// events.
-func freshnessRun(ctx context.Context, cfg Config, icfg indexer.Config, clients *backend.Clients, osc *osapi.Client, log *slog.Logger, versions map[int64]int64, deleted map[int64]bool) (*bench.LatencyRecorder, error) {
-	rec := bench.NewLatencyRecorder()
+// freshness is one layout's freshness run: the append → visible times of
+// the sampled events, how many were never seen, and what "visible" means.
+type freshness struct {
+	rec    *bench.LatencyRecorder
+	gaveUp int64
+	seenBy string
+}
+
+// freshnessRun appends hot updates to the event log at a fixed rate while
+// layout k's stream worker runs, and records append → visible for the
+// sampled events: for split through the worker's own probe, for hot through
+// hotProbe. Each run has an event log of its own (a key prefix per layout),
+// so a worker reads only the events of its run.
+func freshnessRun(ctx context.Context, cfg Config, icfg indexer.Config, clients *backend.Clients, osc *osapi.Client, log *slog.Logger, versions map[int64]int64, deleted map[int64]bool, k layout.Kind) (freshness, error) {
+	icfg.Log.Prefix += string(k) + ":"
+	f := freshness{rec: bench.NewLatencyRecorder(), seenBy: "visible to _search (refresh included)"}
 	evlog, err := eventlog.New(icfg.Log, clients.Redis, log, nil)
 	if err != nil {
-		return nil, err
+		return f, err
 	}
-	w, err := indexer.NewWorker(icfg, layout.Split, evlog, osc, log, nil)
+	w, err := indexer.NewWorker(icfg, k, evlog, osc, log, nil)
 	if err != nil {
-		return nil, err
+		return f, err
 	}
-	w.OnFreshness = rec.Record
 	wctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	var werr error
+	var werr, perr error
+	var probe *hotProbe
+	if k == layout.Hot {
+		probe = newHotProbe(osc, icfg.Layout, f.rec, icfg.FreshnessTimeout)
+		f.seenBy = "a search showing it from the table"
+		wg.Go(func() { perr = probe.run(wctx) })
+	} else {
+		w.OnFreshness = f.rec.Record
+	}
 	wg.Go(func() { werr = w.Run(wctx) })
-	defer func() { cancel(); wg.Wait() }()
+	stopAll := func() {
+		cancel()
+		wg.Wait()
+		if probe != nil {
+			f.gaveUp = probe.stop()
+		}
+	}
+	defer stopAll()
 
 	src := catalog.NewEventStream(cfg.Seed, cfg.Shops)
-	bar := bench.NewProgress(cfg.Log, "freshness run (split, via Redis)", int64(cfg.FreshnessEvents))
+	bar := bench.NewProgress(cfg.Log, fmt.Sprintf("freshness run (%s, via Redis)", k), int64(cfg.FreshnessEvents))
 	const tick = 20 * time.Millisecond
 	perTick := max(1, cfg.FreshnessRate*int(tick/time.Millisecond)/1000)
 	t := time.NewTicker(tick)
@@ -538,14 +794,18 @@ func freshnessRun(ctx context.Context, cfg Config, icfg indexer.Config, clients 
 			ev.Version = versions[ev.ID]
 			batch = append(batch, ev)
 		}
+		appendedAt := time.Now()
 		if _, err := evlog.Append(ctx, batch); err != nil {
-			return nil, err
+			return f, err
+		}
+		if probe != nil && len(batch) > 0 {
+			probe.add(batch[len(batch)-1], appendedAt)
 		}
 		sent += len(batch)
 		bar.Add(int64(len(batch)))
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return f, ctx.Err()
 		case <-t.C:
 		}
 	}
@@ -555,7 +815,7 @@ func freshnessRun(ctx context.Context, cfg Config, icfg indexer.Config, clients 
 	for time.Now().Before(deadline) {
 		done := true
 		for p := range icfg.Log.Partitions {
-			lag, pending, err := evlog.Consumer(indexer.GroupName(layout.Split), p).Lag(ctx)
+			lag, pending, err := evlog.Consumer(indexer.GroupName(k), p).Lag(ctx)
 			if err != nil || lag != 0 || pending != 0 {
 				done = false
 			}
@@ -566,12 +826,143 @@ func freshnessRun(ctx context.Context, cfg Config, icfg indexer.Config, clients 
 		time.Sleep(100 * time.Millisecond)
 	}
 	time.Sleep(time.Second + 2*icfg.FreshnessPoll)
-	cancel()
-	wg.Wait()
-	if werr != nil && !errors.Is(werr, context.Canceled) {
-		return nil, werr
+	stopAll()
+	if err := errors.Join(werr, perr); err != nil && !errors.Is(err, context.Canceled) {
+		return f, err
 	}
-	return rec, nil
+	return f, nil
+}
+
+// hotProbePoll is how often hotProbe searches: the worker's probe polls
+// every 50 ms (indexer.Config.FreshnessPoll), which would add up to 50 ms
+// to a figure whose target is 100 ms.
+const hotProbePoll = 5 * time.Millisecond
+
+// hotProbe measures freshness as a user of the hot layout sees it: the
+// time from a sampled event's append to the first search on the hot menu
+// index whose hit for the shop carries its table row at the event's
+// version or newer (the "baedal_hot" search extension the searcher reads
+// the hot fields from, docs/hot-layout.md). The table shows an update
+// without a refresh of any index.
+//
+// One search every hotProbePoll checks every pending sample at once, so
+// the probe's load on the node does not grow with the samples taken: the
+// last event of every append is sampled (50 a second at the default tick),
+// unless its shop already has a pending sample.
+type hotProbe struct {
+	osc          *osapi.Client
+	menus, table string
+	timeout      time.Duration
+	rec          *bench.LatencyRecorder
+
+	mu      sync.Mutex
+	pending map[int64]pendingSample // by shop id
+	gaveUp  int64
+}
+
+type pendingSample struct {
+	version    int64
+	appendedAt time.Time
+}
+
+func newHotProbe(osc *osapi.Client, lc layout.Config, rec *bench.LatencyRecorder, timeout time.Duration) *hotProbe {
+	return &hotProbe{osc: osc, menus: lc.Alias(layout.RoleHotMenus), table: lc.Alias(layout.RoleHotShops),
+		timeout: timeout, rec: rec, pending: map[int64]pendingSample{}}
+}
+
+// add samples ev, appended at appendedAt.
+func (p *hotProbe) add(ev catalog.Event, appendedAt time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.pending[ev.AggregateID()]; !ok {
+		p.pending[ev.AggregateID()] = pendingSample{version: ev.Version, appendedAt: appendedAt}
+	}
+}
+
+// stop gives up the samples still pending and returns how many samples
+// were given up in all (not seen within the timeout, or by the end).
+func (p *hotProbe) stop() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gaveUp += int64(len(p.pending))
+	clear(p.pending)
+	return p.gaveUp
+}
+
+// run polls until ctx is done, recording each pending sample's time when a
+// search first shows it and giving up on samples older than the timeout.
+// A 503 (the table is not ready) counts as not visible yet: a user gets no
+// results either.
+func (p *hotProbe) run(ctx context.Context) error {
+	for {
+		p.mu.Lock()
+		ids := slices.Collect(maps.Keys(p.pending))
+		p.mu.Unlock()
+		if len(ids) > 0 {
+			seen, err := p.search(ctx, ids)
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err != nil && !osapi.IsStatus(err, http.StatusServiceUnavailable) {
+				return err
+			}
+			now := time.Now()
+			p.mu.Lock()
+			for id, s := range p.pending {
+				switch {
+				case seen[id] >= s.version:
+					p.rec.Record(now.Sub(s.appendedAt))
+					delete(p.pending, id)
+				case now.Sub(s.appendedAt) > p.timeout:
+					p.gaveUp++
+					delete(p.pending, id)
+				}
+			}
+			p.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(hotProbePoll):
+		}
+	}
+}
+
+// search returns the table version each shop's hit carries (shops without
+// a hit are absent).
+func (p *hotProbe) search(ctx context.Context, ids []int64) (map[int64]int64, error) {
+	body, err := json.Marshal(map[string]any{
+		"size": len(ids), "_source": false,
+		"query": map[string]any{"terms": map[string]any{"id": ids}},
+		"ext":   map[string]any{"baedal_hot": map[string]any{"table": p.table}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	var resp struct {
+		Hits struct {
+			Hits []struct {
+				ID     string `json:"_id"`
+				Fields struct {
+					Rows []struct {
+						Version int64 `json:"version"`
+					} `json:"baedal_hot"`
+				} `json:"fields"`
+			} `json:"hits"`
+		} `json:"hits"`
+	}
+	if err := p.osc.Do(ctx, http.MethodPost, "/"+p.menus+"/_search", body, &resp); err != nil {
+		return nil, fmt.Errorf("indexbench: hot freshness probe of %d shops: %w", len(ids), err)
+	}
+	seen := make(map[int64]int64, len(resp.Hits.Hits))
+	for _, h := range resp.Hits.Hits {
+		id, err := strconv.ParseInt(h.ID, 10, 64)
+		if err != nil || len(h.Fields.Rows) != 1 {
+			return nil, fmt.Errorf("indexbench: hot freshness probe: hit %q has %d baedal_hot rows, want 1", h.ID, len(h.Fields.Rows))
+		}
+		seen[id] = h.Fields.Rows[0].Version
+	}
+	return seen, nil
 }
 
 // backends returns the backend configuration: the given one when it names

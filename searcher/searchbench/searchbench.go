@@ -1,13 +1,17 @@
 // Package searchbench is `baedal bench search`: the same delivery-app query
-// mix on the nested baseline and on the split layout, idle and while hot shop
-// updates are applied to both at the same fixed rate, in one run on one
-// machine.
+// mix on every layout the cluster runs — the nested baseline, split, and hot
+// when every OpenSearch node has the baedal-hot plugin (docs/hot-layout.md) —
+// idle and while hot shop updates are applied to each at the same fixed rate,
+// in one run on one machine. A layout the cluster cannot run is skipped,
+// never silently: the summary's "skipped" names it with the reason, and its
+// keys are absent.
 //
-// Invariant: both layouts hold the same data (the same catalog and the same
+// Invariant: every layout holds the same data (the same catalog and the same
 // event stream, applied through the production indexer) and every query runs
-// on both, back to back, in alternating order; figures are ratios and
-// percentiles of that run, and `equivalent` is true only if every idle result
-// page matched.
+// on each, back to back, in alternating order (ABC, CBA: bench.RoundOrder);
+// figures are ratios over the nested baseline and percentiles of that run,
+// and `equivalent` is true only if every layout's idle result page matched
+// nested's.
 package searchbench
 
 import (
@@ -21,6 +25,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,7 +114,8 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// PhaseFigures are one phase's latencies on both layouts.
+// PhaseFigures are one phase's latencies on every layout; the ratios are
+// over nested.
 type PhaseFigures struct {
 	NestedP50Ms    float64 `json:"nested_p50_ms"`
 	NestedP99Ms    float64 `json:"nested_p99_ms"`
@@ -129,6 +135,22 @@ type PhaseFigures struct {
 	// Update rates actually achieved during the phase (0 when idle).
 	NestedUpdatesPerS float64 `json:"nested_updates_per_s"`
 	SplitUpdatesPerS  float64 `json:"split_updates_per_s"`
+	// The hot layout's; nil (absent from the JSON) when it was skipped.
+	*HotPhaseFigures
+}
+
+// HotPhaseFigures are the hot layout's figures of one phase, its ratios
+// over nested.
+type HotPhaseFigures struct {
+	HotP50Ms        float64        `json:"hot_p50_ms"`
+	HotP99Ms        float64        `json:"hot_p99_ms"`
+	TimeoutsHot     int            `json:"timeouts_hot"`
+	RejectedHot     int            `json:"rejected_hot"`
+	P50RatioHot     float64        `json:"p50_ratio_hot"`
+	P99RatioHot     float64        `json:"p99_ratio_hot"`
+	P50RatioHotCI95 bench.Interval `json:"p50_ratio_hot_ci95"`
+	P99RatioHotCI95 bench.Interval `json:"p99_ratio_hot_ci95"`
+	HotUpdatesPerS  float64        `json:"hot_updates_per_s"`
 }
 
 // StepFigures are the times of one plan step over a phase.
@@ -192,9 +214,33 @@ type Summary struct {
 	// The headline ratios' 95% intervals (copies of under_load's).
 	P50RatioUnderLoadCI95 bench.Interval `json:"p50_ratio_under_load_ci95"`
 	P99RatioUnderLoadCI95 bench.Interval `json:"p99_ratio_under_load_ci95"`
-	// Targets: p99_ratio_under_load <= 0.7 and mismatches <= 0.
+	// Skipped names each layout this run left out, with the reason (the
+	// hot layout when an OpenSearch node lacks the baedal-hot plugin);
+	// empty when every layout ran.
+	Skipped map[string]string `json:"skipped"`
+	// The hot layout's headline figures; nil (absent from the JSON) when
+	// it was skipped.
+	*HotFigures
+	// Targets: p99_ratio_under_load <= 0.7 and mismatches <= 0; with the
+	// hot layout also p99_ratio_under_load_hot <= 0.7 and
+	// p99_ratio_idle_hot <= 1.
 	Targets bench.Targets `json:"targets"`
 	Report  string        `json:"report"`
+}
+
+// HotFigures are the hot layout's headline ratios over nested (copies of
+// idle's and under_load's) and the size of its table.
+type HotFigures struct {
+	P50RatioUnderLoadHot     float64        `json:"p50_ratio_under_load_hot"`
+	P50RatioUnderLoadHotCI95 bench.Interval `json:"p50_ratio_under_load_hot_ci95"`
+	P99RatioUnderLoadHot     float64        `json:"p99_ratio_under_load_hot"`
+	P99RatioUnderLoadHotCI95 bench.Interval `json:"p99_ratio_under_load_hot_ci95"`
+	P99RatioIdleHot          float64        `json:"p99_ratio_idle_hot"`
+	P99RatioIdleHotCI95      bench.Interval `json:"p99_ratio_idle_hot_ci95"`
+	// HotTableBytesPerShop is the table's heap on one node (the plugin's
+	// estimate, GET /_baedal/hot/{table}/_status; the node with the
+	// largest) over the shops it holds, read at the end of the run.
+	HotTableBytesPerShop float64 `json:"hot_table_bytes_per_shop"`
 }
 
 // run holds the state of one benchmark run.
@@ -204,8 +250,11 @@ type run struct {
 	progress io.Writer
 	osc      *osapi.Client
 	idx      layout.Config
-	nested   *indexer.Indexer
-	split    *indexer.Indexer
+	// kinds are the layouts this run measures, the nested baseline first;
+	// skipped says why each other layout is not measured.
+	kinds    []layout.Kind
+	skipped  map[string]string
+	indexers map[layout.Kind]*indexer.Indexer
 	srch     *searcher.Searcher
 	// One event stream per layout, same seed: identical sequences.
 	streams map[layout.Kind]*catalog.EventStream
@@ -242,36 +291,57 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, progress io.Writer) 
 	r := &run{cfg: cfg, log: log, progress: progress, osc: osapi.New(client), idx: layout.Defaults()}
 	// Unique per run: two runs on one stack must not share indices.
 	r.idx.Prefix = fmt.Sprintf("bench_search_%d_", os.Getpid())
+	if r.kinds, r.skipped, err = runnableKinds(ctx, r.osc); err != nil {
+		return Summary{}, err
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.skipped)) {
+		fmt.Fprintf(progress, "bench search: the %s layout is skipped: %s\n", k, r.skipped[k])
+	}
+	defer func() {
+		for _, k := range r.kinds {
+			_ = r.idx.DeleteIndices(context.WithoutCancel(ctx), r.osc, k)
+		}
+	}()
 	if err := r.setup(ctx); err != nil {
 		return Summary{}, err
 	}
-	defer func() {
-		_ = r.idx.DeleteIndices(context.WithoutCancel(ctx), r.osc, layout.Nested)
-		_ = r.idx.DeleteIndices(context.WithoutCancel(ctx), r.osc, layout.Split)
-	}()
 	return r.measure(ctx)
 }
 
-// setup creates fresh indices and loads the catalog into both layouts.
+// runnableKinds returns the layouts this cluster runs, the baseline first,
+// and the reason for each it cannot run.
+func runnableKinds(ctx context.Context, osc *osapi.Client) ([]layout.Kind, map[string]string, error) {
+	missing, err := layout.NodesWithoutHotPlugin(ctx, osc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("searchbench: can the cluster run the hot layout? %w", err)
+	}
+	skipped := map[string]string{}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		skipped[string(layout.Hot)] = fmt.Sprintf("the OpenSearch nodes %s lack the %s plugin", strings.Join(missing, ", "), layout.HotPlugin)
+		return []layout.Kind{layout.Nested, layout.Split}, skipped, nil
+	}
+	return layout.Kinds(), skipped, nil
+}
+
+// setup creates fresh indices and loads the catalog into every layout.
 func (r *run) setup(ctx context.Context) error {
 	icfg := indexer.Defaults()
 	icfg.Layout = r.idx
-	var err error
-	if r.nested, err = indexer.New(icfg, layout.Nested, r.osc, r.log, nil); err != nil {
-		return err
-	}
-	if r.split, err = indexer.New(icfg, layout.Split, r.osc, r.log, nil); err != nil {
-		return err
-	}
 	r.srch = searcher.New(r.osc, r.idx, searcher.Config{Timeout: r.cfg.Deadline, CandidatePage: 10000}, nil)
-	seed := uint64(r.cfg.Bench.Seed)
-	r.streams = map[layout.Kind]*catalog.EventStream{
-		layout.Nested: catalog.NewEventStream(seed, r.cfg.Shops),
-		layout.Split:  catalog.NewEventStream(seed, r.cfg.Shops),
+	for k, why := range r.skipped {
+		r.srch.SetUnavailable(layout.Kind(k), why)
 	}
-	gen := catalog.NewGenerator(seed)
-	prog := bench.NewProgress(r.progress, "load catalog into both layouts", int64(r.cfg.Shops))
-	for _, k := range []layout.Kind{layout.Nested, layout.Split} {
+	seed := uint64(r.cfg.Bench.Seed)
+	r.indexers = map[layout.Kind]*indexer.Indexer{}
+	r.streams = map[layout.Kind]*catalog.EventStream{}
+	for _, k := range r.kinds {
+		ix, err := indexer.New(icfg, k, r.osc, r.log, nil)
+		if err != nil {
+			return err
+		}
+		r.indexers[k] = ix
+		r.streams[k] = catalog.NewEventStream(seed, r.cfg.Shops)
 		if err := r.idx.DeleteIndices(ctx, r.osc, k); err != nil {
 			return err
 		}
@@ -279,15 +349,17 @@ func (r *run) setup(ctx context.Context) error {
 			return err
 		}
 	}
+	gen := catalog.NewGenerator(seed)
+	prog := bench.NewProgress(r.progress, "load catalog into "+kindList(r.kinds), int64(r.cfg.Shops))
 	const batch = 500
 	events := make([]catalog.Event, 0, batch)
 	for i := 0; i < r.cfg.Shops; i++ {
 		s := gen.Shop(i)
 		events = append(events, s.UpsertEvent())
 		if len(events) == batch || i == r.cfg.Shops-1 {
-			for _, ix := range []*indexer.Indexer{r.nested, r.split} {
-				if _, err := ix.Apply(ctx, events); err != nil {
-					return fmt.Errorf("searchbench: load catalog into %s: %w", ix.Kind(), err)
+			for _, k := range r.kinds {
+				if _, err := r.indexers[k].Apply(ctx, events); err != nil {
+					return fmt.Errorf("searchbench: load catalog into %s: %w", k, err)
 				}
 			}
 			prog.Add(int64(len(events)))
@@ -295,7 +367,70 @@ func (r *run) setup(ctx context.Context) error {
 		}
 	}
 	prog.Done()
+	if slices.Contains(r.kinds, layout.Hot) {
+		if _, err := r.hotTableStatus(ctx, hotTableReadyTimeout); err != nil {
+			return err
+		}
+	}
 	return r.refresh(ctx)
+}
+
+// hotTableReadyTimeout bounds the wait for the hot table to be ready on
+// every node (it rebuilds from the shop index after the index is created).
+const hotTableReadyTimeout = 2 * time.Minute
+
+// hotTableStatus is the part of the plugin's table status we read.
+type hotTableStatus struct {
+	Ready bool `json:"ready"`
+	Nodes map[string]struct {
+		Ready bool  `json:"ready"`
+		Shops int64 `json:"shops"`
+		Bytes int64 `json:"bytes"`
+	} `json:"nodes"`
+}
+
+// hotTableStatus returns the hot table's status once it is ready on every
+// node, polling for up to wait.
+func (r *run) hotTableStatus(ctx context.Context, wait time.Duration) (hotTableStatus, error) {
+	path := indexer.HotTablePath(r.idx.Alias(layout.RoleHotShops), "_status")
+	deadline := time.Now().Add(wait)
+	for {
+		var st hotTableStatus
+		if err := r.osc.Do(ctx, http.MethodGet, path, nil, &st); err != nil {
+			return st, fmt.Errorf("searchbench: hot table status: %w", err)
+		}
+		if st.Ready {
+			return st, nil
+		}
+		if time.Now().After(deadline) {
+			return st, fmt.Errorf("searchbench: the hot table %s is not ready on every node after %s: %+v", path, wait, st.Nodes)
+		}
+		select {
+		case <-ctx.Done():
+			return st, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// bytesPerShop is the table's heap on the node that reports the most, over
+// the shops that node holds (0 when no node holds a shop).
+func (st hotTableStatus) bytesPerShop() float64 {
+	best := 0.0
+	for _, n := range st.Nodes {
+		if n.Shops > 0 {
+			best = max(best, float64(n.Bytes)/float64(n.Shops))
+		}
+	}
+	return round(best)
+}
+
+func kindList(kinds []layout.Kind) string {
+	var names []string
+	for _, k := range kinds {
+		names = append(names, string(k))
+	}
+	return strings.Join(names, ", ")
 }
 
 func (r *run) refresh(ctx context.Context) error {
@@ -307,9 +442,13 @@ func (r *run) refresh(ctx context.Context) error {
 	return nil
 }
 
-// aliases are the indices of both layouts.
+// aliases are the indices of every measured layout.
 func (r *run) aliases() []string {
-	return append(r.idx.Aliases(layout.Nested), r.idx.Aliases(layout.Split)...)
+	var out []string
+	for _, k := range r.kinds {
+		out = append(out, r.idx.Aliases(k)...)
+	}
+	return out
 }
 
 // settleTimeout bounds settle's wait for merges.
@@ -365,11 +504,7 @@ func (r *run) applyNext(ctx context.Context, k layout.Kind, n int) error {
 	for i := range events {
 		events[i] = s.NextHotShopUpdate()
 	}
-	ix := r.nested
-	if k == layout.Split {
-		ix = r.split
-	}
-	_, err := ix.Apply(ctx, events)
+	_, err := r.indexers[k].Apply(ctx, events)
 	return err
 }
 
@@ -382,7 +517,8 @@ const updateBatch = 100
 const maxRateBatch = 1000
 
 // measureNestedMax applies updates to the nested layout as fast as it takes
-// them, then the same events to split (unmeasured) so both hold equal data.
+// them, then the same events to every other layout (unmeasured) so all hold
+// equal data.
 func (r *run) measureNestedMax(ctx context.Context) (float64, error) {
 	deadline := time.Now().Add(time.Duration(r.cfg.MaxRateSeconds) * time.Second)
 	start, applied := time.Now(), 0
@@ -393,39 +529,38 @@ func (r *run) measureNestedMax(ctx context.Context) (float64, error) {
 		applied += maxRateBatch
 	}
 	rate := float64(applied) / time.Since(start).Seconds()
-	for done := 0; done < applied; done += maxRateBatch {
-		if err := r.applyNext(ctx, layout.Split, maxRateBatch); err != nil {
-			return 0, err
+	for _, k := range r.kinds[1:] {
+		for done := 0; done < applied; done += maxRateBatch {
+			if err := r.applyNext(ctx, k, maxRateBatch); err != nil {
+				return 0, err
+			}
 		}
 	}
 	return rate, r.settle(ctx)
 }
 
-// phase runs every query on both layouts, alternating which goes first;
-// cfg.Clients queries are in flight at once. steps, if not nil, gets the
-// per-step times.
-func (r *run) phase(ctx context.Context, name string, queries []query.Request, compare bool, steps *stepTimes) (nested, split *bench.LatencyRecorder, miss [2]missed, mismatches, notCompared int, err error) {
-	nested, split = bench.NewLatencyRecorder(), bench.NewLatencyRecorder()
+// phase runs every query on every layout, back to back, the order of the
+// layouts alternating between queries (bench.RoundOrder); cfg.Clients
+// queries are in flight at once. It returns one recorder and one missed
+// count per layout of r.kinds. With compare, every layout's page is compared
+// with nested's. steps, if not nil, gets the per-step times.
+func (r *run) phase(ctx context.Context, name string, queries []query.Request, compare bool, steps *stepTimes) (recs []*bench.LatencyRecorder, miss []missed, mismatches, notCompared int, err error) {
+	for range r.kinds {
+		recs = append(recs, bench.NewLatencyRecorder())
+	}
+	miss = make([]missed, len(r.kinds))
 	prog := bench.NewProgress(r.progress, name, int64(len(queries)))
 	defer prog.Done()
 	var mu sync.Mutex // guards miss, mismatches, notCompared
 	err = forEach(r.cfg.Clients, len(queries), func(i int) error {
 		q := queries[i]
 		q.Explain = steps != nil
-		order := []layout.Kind{layout.Nested, layout.Split}
-		if i%2 == 1 {
-			order = []layout.Kind{layout.Split, layout.Nested}
-		}
-		var got [2]*searcher.Response
-		for _, k := range order {
+		got := make([]*searcher.Response, len(r.kinds))
+		for _, slot := range bench.RoundOrder(i, len(r.kinds)) {
+			k := r.kinds[slot]
 			start := time.Now()
 			resp, err := r.srch.Search(ctx, q, k)
-			took := time.Since(start)
-			slot, rec := 0, nested
-			if k == layout.Split {
-				slot, rec = 1, split
-			}
-			rec.Record(took)
+			recs[slot].Record(time.Since(start))
 			mu.Lock()
 			unanswered := miss[slot].count(err)
 			mu.Unlock()
@@ -440,21 +575,30 @@ func (r *run) phase(ctx context.Context, name string, queries []query.Request, c
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		switch {
-		case !compare:
-		case got[0] == nil || got[1] == nil:
-			notCompared++ // a layout did not answer (timeout or rejection)
-		case !samePage(got[0], got[1]):
-			mismatches++
-			r.log.Warn("layouts disagree", "query", q.Encode().Encode())
-		}
 		prog.Add(1)
+		if !compare {
+			return nil
+		}
+		if slices.Contains(got, nil) {
+			notCompared++ // a layout did not answer (timeout or rejection)
+			return nil
+		}
+		var differ []string
+		for slot, resp := range got[1:] {
+			if !samePage(got[0], resp) {
+				differ = append(differ, string(r.kinds[slot+1]))
+			}
+		}
+		if len(differ) > 0 {
+			mismatches++
+			r.log.Warn("layouts disagree with nested", "layouts", differ, "query", q.Encode().Encode())
+		}
 		return nil
 	})
 	if err != nil {
-		return nil, nil, miss, 0, 0, err
+		return nil, nil, 0, 0, err
 	}
-	return nested, split, miss, mismatches, notCompared, nil
+	return recs, miss, mismatches, notCompared, nil
 }
 
 // missed counts one layout's searches that got no answer: past the
@@ -494,15 +638,18 @@ func forEach(workers, n int, fn func(i int) error) error {
 	return g.Wait()
 }
 
-// samePage compares what a person sees: totals, the shops in order, their
-// matched menus and ETAs.
+// samePage compares what a person sees: totals, the shops in order with
+// every shop field and version (the hot layout reads its hot fields from
+// the plugin's table, the others from documents), their matched menus and
+// ETAs.
 func samePage(a, b *searcher.Response) bool {
 	if a.Total != b.Total || len(a.Shops) != len(b.Shops) {
 		return false
 	}
 	for i := range a.Shops {
 		x, y := a.Shops[i], b.Shops[i]
-		if x.ID != y.ID || len(x.MatchedMenus) != len(y.MatchedMenus) || !sameETA(x.ETAMinutes, y.ETAMinutes) {
+		if x.ID != y.ID || x.Version != y.Version || !reflect.DeepEqual(x.Shop, y.Shop) ||
+			len(x.MatchedMenus) != len(y.MatchedMenus) || !sameETA(x.ETAMinutes, y.ETAMinutes) {
 			return false
 		}
 		for j := range x.MatchedMenus {
@@ -516,41 +663,37 @@ func samePage(a, b *searcher.Response) bool {
 
 func sameETA(a, b *int) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
-// underLoad measures each layout under its own update load. Both layouts
+// underLoad measures each layout under its own update load. The layouts
 // live on the same OpenSearch node here (in production they would not share
-// CPUs), so updating both at once would slow the split layout's searches with
-// the nested layout's heavier indexing. Instead the queries are cut into
-// rounds; in each round, in ABBA order, one layout receives updates at rate
-// while that layout alone is searched. After each round the layouts settle
-// (settle), so no round runs beside the previous round's merges.
-func (r *run) underLoad(ctx context.Context, rate float64, queries []query.Request, rounds int) (nested, split *bench.LatencyRecorder, miss [2]missed, rates [2]float64, err error) {
-	nested, split = bench.NewLatencyRecorder(), bench.NewLatencyRecorder()
-	var applied [2]int64
-	var busy [2]time.Duration
-	prog := bench.NewProgress(r.progress, "search under load", int64(2*len(queries)))
+// CPUs), so updating all at once would slow the split and hot layouts'
+// searches with the nested layout's heavier indexing. Instead the queries
+// are cut into rounds; in each round, in alternating order (ABC, CBA:
+// bench.RoundOrder), one layout receives updates at rate while that layout
+// alone is searched. After each layout's turn the layouts settle (settle),
+// so no turn runs beside the previous one's merges. It returns, per layout
+// of r.kinds, the recorder, the missed searches and the update rate
+// achieved.
+func (r *run) underLoad(ctx context.Context, rate float64, queries []query.Request, rounds int) (recs []*bench.LatencyRecorder, miss []missed, rates []float64, err error) {
+	n := len(r.kinds)
+	for range n {
+		recs = append(recs, bench.NewLatencyRecorder())
+	}
+	miss, rates = make([]missed, n), make([]float64, n)
+	applied, busy := make([]int64, n), make([]time.Duration, n)
+	prog := bench.NewProgress(r.progress, "search under load", int64(n*len(queries)))
 	defer prog.Done()
 	per := (len(queries) + rounds - 1) / rounds
-	sides := func(round int) []layout.Kind {
-		if round%2 == 0 {
-			return []layout.Kind{layout.Nested, layout.Split}
-		}
-		return []layout.Kind{layout.Split, layout.Nested}
-	}
 	for round := 0; round < rounds && round*per < len(queries); round++ {
 		chunk := queries[round*per : min((round+1)*per, len(queries))]
-		for _, k := range sides(round) {
-			slot, rec := 0, nested
-			if k == layout.Split {
-				slot, rec = 1, split
-			}
-			n, took, m, err := r.searchWhileUpdating(ctx, k, rate, chunk, rec, prog)
+		for _, slot := range bench.RoundOrder(round, n) {
+			updates, took, m, err := r.searchWhileUpdating(ctx, r.kinds[slot], rate, chunk, recs[slot], prog)
 			if err == nil {
 				err = r.settle(ctx)
 			}
 			if err != nil {
-				return nil, nil, miss, rates, err
+				return nil, nil, nil, err
 			}
-			applied[slot] += n
+			applied[slot] += updates
 			busy[slot] += took
 			miss[slot].timeouts += m.timeouts
 			miss[slot].rejected += m.rejected
@@ -561,7 +704,7 @@ func (r *run) underLoad(ctx context.Context, rate float64, queries []query.Reque
 			rates[i] = float64(applied[i]) / busy[i].Seconds()
 		}
 	}
-	return nested, split, miss, rates, nil
+	return recs, miss, rates, nil
 }
 
 // searchWhileUpdating applies updates to layout k at rate while running the
@@ -614,7 +757,7 @@ func (r *run) searchWhileUpdating(ctx context.Context, k layout.Kind, rate float
 func (r *run) measure(ctx context.Context) (Summary, error) {
 	cfg := r.cfg
 	s := Summary{Bench: "search", Profile: string(cfg.Bench.Profile), Shops: cfg.Shops, Queries: cfg.Queries, Clients: cfg.Clients,
-		DeadlineMs: bench.Ms(cfg.Deadline)}
+		DeadlineMs: bench.Ms(cfg.Deadline), Skipped: r.skipped}
 	fmt.Fprintf(r.progress, "measuring the nested layout's maximum update rate for %ds\n", cfg.MaxRateSeconds)
 	maxRate, err := r.measureNestedMax(ctx)
 	if err != nil {
@@ -626,14 +769,15 @@ func (r *run) measure(ctx context.Context) (Summary, error) {
 		s.UpdateRate = round(maxRate / 2)
 	}
 	queries := QueryMix(uint64(cfg.Bench.Seed), cfg.Queries)
+	seed := uint64(cfg.Bench.Seed)
 
 	steps := &stepTimes{recs: map[string]*bench.LatencyRecorder{}}
-	idleN, idleS, idleT, mismatches, notCompared, err := r.phase(ctx, "search idle", queries, true, steps)
+	idle, idleMiss, mismatches, notCompared, err := r.phase(ctx, "search idle", queries, true, steps)
 	if err != nil {
 		return s, err
 	}
 	s.Mismatches, s.NotCompared, s.Equivalent = mismatches, notCompared, mismatches == 0
-	s.Idle = figures(idleN, idleS, idleT, [2]float64{}, uint64(cfg.Bench.Seed))
+	s.Idle = r.figures(idle, idleMiss, make([]float64, len(r.kinds)), seed)
 	s.IdleSteps = steps.figures()
 
 	fmt.Fprintf(r.progress, "searching each layout while it takes %.0f hot updates/s (rounds alternate the layouts)\n", s.UpdateRate)
@@ -641,20 +785,22 @@ func (r *run) measure(ctx context.Context) (Summary, error) {
 	if rounds == 0 {
 		rounds = 4
 	}
-	loadN, loadS, loadT, rates, err := r.underLoad(ctx, s.UpdateRate, queries, rounds)
+	load, loadMiss, rates, err := r.underLoad(ctx, s.UpdateRate, queries, rounds)
 	if err != nil {
 		return s, err
 	}
-	s.UnderLoad = figures(loadN, loadS, loadT, rates, uint64(cfg.Bench.Seed))
-	s.P50RatioUnderLoad, s.P99RatioUnderLoad = s.UnderLoad.P50Ratio, s.UnderLoad.P99Ratio
-	s.P50RatioUnderLoadCI95, s.P99RatioUnderLoadCI95 = s.UnderLoad.P50RatioCI95, s.UnderLoad.P99RatioCI95
-	s.Targets = bench.Targets{
-		"p99_ratio_under_load": P99RatioTarget.Evaluate(s.P99RatioUnderLoad, s.P99RatioUnderLoadCI95),
-		// An exact count: no noise, so the interval is the point.
-		"mismatches": bench.AtMost(0).Evaluate(float64(s.Mismatches), bench.Exact(float64(s.Mismatches))),
+	s.UnderLoad = r.figures(load, loadMiss, rates, seed)
+	tableBytesPerShop := 0.0
+	if slices.Contains(r.kinds, layout.Hot) {
+		table, err := r.hotTableStatus(ctx, hotTableReadyTimeout)
+		if err != nil {
+			return s, err
+		}
+		tableBytesPerShop = table.bytesPerShop()
 	}
+	setHeadline(&s, tableBytesPerShop)
 
-	path, err := r.report(s, idleN, idleS, loadN, loadS)
+	path, err := r.report(s, idle, load)
 	if err != nil {
 		return s, err
 	}
@@ -662,53 +808,128 @@ func (r *run) measure(ctx context.Context) (Summary, error) {
 	return s, nil
 }
 
+// setHeadline copies the headline ratios out of the phases and judges the
+// targets; tableBytesPerShop is the hot table's size (unused when hot was
+// skipped).
+func setHeadline(s *Summary, tableBytesPerShop float64) {
+	s.P50RatioUnderLoad, s.P99RatioUnderLoad = s.UnderLoad.P50Ratio, s.UnderLoad.P99Ratio
+	s.P50RatioUnderLoadCI95, s.P99RatioUnderLoadCI95 = s.UnderLoad.P50RatioCI95, s.UnderLoad.P99RatioCI95
+	s.Targets = bench.Targets{
+		"p99_ratio_under_load": P99RatioTarget.Evaluate(s.P99RatioUnderLoad, s.P99RatioUnderLoadCI95),
+		// An exact count: no noise, so the interval is the point.
+		"mismatches": bench.AtMost(0).Evaluate(float64(s.Mismatches), bench.Exact(float64(s.Mismatches))),
+	}
+	idleHot, loadHot := s.Idle.HotPhaseFigures, s.UnderLoad.HotPhaseFigures
+	if idleHot == nil || loadHot == nil {
+		return
+	}
+	s.HotFigures = &HotFigures{
+		P50RatioUnderLoadHot: loadHot.P50RatioHot, P50RatioUnderLoadHotCI95: loadHot.P50RatioHotCI95,
+		P99RatioUnderLoadHot: loadHot.P99RatioHot, P99RatioUnderLoadHotCI95: loadHot.P99RatioHotCI95,
+		P99RatioIdleHot: idleHot.P99RatioHot, P99RatioIdleHotCI95: idleHot.P99RatioHotCI95,
+		HotTableBytesPerShop: tableBytesPerShop,
+	}
+	s.Targets["p99_ratio_under_load_hot"] = P99RatioHotTarget.Evaluate(s.P99RatioUnderLoadHot, s.P99RatioUnderLoadHotCI95)
+	s.Targets["p99_ratio_idle_hot"] = P99RatioIdleHotTarget.Evaluate(s.P99RatioIdleHot, s.P99RatioIdleHotCI95)
+}
+
 // P99RatioTarget is the search target: split's p99 under load at most 0.7
 // of nested's.
 var P99RatioTarget = bench.AtMost(0.7)
 
-func figures(n, sp *bench.LatencyRecorder, miss [2]missed, rates [2]float64, seed uint64) PhaseFigures {
-	ns, ss := n.Summary(), sp.Summary()
-	return PhaseFigures{
+// P99RatioHotTarget: the hot layout's p99 under load at most 0.7 of
+// nested's.
+var P99RatioHotTarget = bench.AtMost(0.7)
+
+// P99RatioIdleHotTarget: idle, the hot layout's p99 is no worse than
+// nested's.
+var P99RatioIdleHotTarget = bench.AtMost(1.0)
+
+// figures are a phase's figures from its per-layout recorders, missed
+// searches and update rates (in the order of r.kinds, nested first).
+func (r *run) figures(recs []*bench.LatencyRecorder, miss []missed, rates []float64, seed uint64) PhaseFigures {
+	slot := func(k layout.Kind) int { return slices.Index(r.kinds, k) }
+	n, sp := slot(layout.Nested), slot(layout.Split)
+	ns, ss := recs[n].Summary(), recs[sp].Summary()
+	f := PhaseFigures{
 		NestedP50Ms: ns.P50Ms, NestedP99Ms: ns.P99Ms, SplitP50Ms: ss.P50Ms, SplitP99Ms: ss.P99Ms,
-		TimeoutsNested: miss[0].timeouts, TimeoutsSplit: miss[1].timeouts,
-		RejectedNested: miss[0].rejected, RejectedSplit: miss[1].rejected,
+		TimeoutsNested: miss[n].timeouts, TimeoutsSplit: miss[sp].timeouts,
+		RejectedNested: miss[n].rejected, RejectedSplit: miss[sp].rejected,
 		P50Ratio: bench.Ratio(ss.P50Ms, ns.P50Ms), P99Ratio: bench.Ratio(ss.P99Ms, ns.P99Ms),
-		NestedUpdatesPerS: round(rates[0]), SplitUpdatesPerS: round(rates[1]),
-		P50RatioCI95: bench.QuantileRatioCI(n, sp, 0.5, seed),
-		P99RatioCI95: bench.QuantileRatioCI(n, sp, 0.99, seed),
+		NestedUpdatesPerS: round(rates[n]), SplitUpdatesPerS: round(rates[sp]),
+		P50RatioCI95: bench.QuantileRatioCI(recs[n], recs[sp], 0.5, seed),
+		P99RatioCI95: bench.QuantileRatioCI(recs[n], recs[sp], 0.99, seed),
 	}
+	if h := slot(layout.Hot); h >= 0 {
+		hs := recs[h].Summary()
+		f.HotPhaseFigures = &HotPhaseFigures{
+			HotP50Ms: hs.P50Ms, HotP99Ms: hs.P99Ms,
+			TimeoutsHot: miss[h].timeouts, RejectedHot: miss[h].rejected,
+			P50RatioHot: bench.Ratio(hs.P50Ms, ns.P50Ms), P99RatioHot: bench.Ratio(hs.P99Ms, ns.P99Ms),
+			P50RatioHotCI95: bench.QuantileRatioCI(recs[n], recs[h], 0.5, seed),
+			P99RatioHotCI95: bench.QuantileRatioCI(recs[n], recs[h], 0.99, seed),
+			HotUpdatesPerS:  round(rates[h]),
+		}
+	}
+	return f
 }
 
 func round(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
 
-func (r *run) report(s Summary, idleN, idleS, loadN, loadS *bench.LatencyRecorder) (string, error) {
-	rep := bench.NewReport("search", "Search latency: split layout vs nested baseline", bench.CommandLine())
-	rep.Add(bench.Section{
-		Title: "Setup",
-		Text: fmt.Sprintf("%d shops (~30 menus each), %d queries per phase, each run on both layouts back to back in alternating order, %d searches in flight at once. "+
-			"Under load, each layout is searched while it alone takes %.0f hot shop updates/s through the production indexer, in alternating rounds, each starting once the merges of the one before have finished (both layouts share one OpenSearch node here; the nested layout's maximum measured in this run was %.0f/s). "+
-			"Searches slower than %.0f ms count as timeouts; searches OpenSearch refused (HTTP 429) as rejections. Equivalent: %v (%d idle pages differed, %d not compared because a layout timed out or was refused).",
-			s.Shops, s.Queries, s.Clients, s.UpdateRate, s.NestedMaxUpdatesPerS, s.DeadlineMs, s.Equivalent, s.Mismatches, s.NotCompared),
-	})
-	idleTable := bench.CompareLatency("nested", idleN, "split", idleS)
-	loadTable := bench.CompareLatency("nested", loadN, "split", loadS)
+func (r *run) report(s Summary, idle, load []*bench.LatencyRecorder) (string, error) {
+	names := make([]string, len(r.kinds))
+	for i, k := range r.kinds {
+		names[i] = string(k)
+	}
+	rep := bench.NewReport("search", "Search latency: "+strings.Join(names, " vs ")+" (nested is the baseline)", bench.CommandLine())
+	setup := fmt.Sprintf("%d shops (~30 menus each), %d queries per phase, each run on %s back to back, the order alternating (%s, then %s), %d searches in flight at once. "+
+		"Under load, each layout is searched while it alone takes %.0f hot shop updates/s through the production indexer, in rounds of alternating order, each turn starting once the merges of the one before have finished (the layouts share one OpenSearch node here; the nested layout's maximum measured in this run was %.0f/s). "+
+		"Searches slower than %.0f ms count as timeouts; searches OpenSearch refused (HTTP 429) as rejections. Equivalent (every layout's idle page equal to nested's): %v (%d idle pages differed, %d not compared because a layout timed out or was refused).",
+		s.Shops, s.Queries, kindList(r.kinds), orderOf(names, 0), orderOf(names, 1), s.Clients, s.UpdateRate, s.NestedMaxUpdatesPerS, s.DeadlineMs, s.Equivalent, s.Mismatches, s.NotCompared)
+	for _, k := range slices.Sorted(maps.Keys(s.Skipped)) {
+		setup += fmt.Sprintf(" The %s layout was skipped: %s.", k, s.Skipped[k])
+	}
+	if s.HotFigures != nil {
+		setup += fmt.Sprintf(" The hot table holds %.1f bytes per shop on a node (the plugin's estimate).", s.HotTableBytesPerShop)
+	}
+	rep.Add(bench.Section{Title: "Setup", Text: setup})
+	idleTable := bench.CompareLatencies(names, idle)
+	loadTable := bench.CompareLatencies(names, load)
 	stepTable := &bench.Table{Header: []string{"layout · step", "searches", "p50 ms", "p99 ms"}}
 	for _, k := range slices.Sorted(maps.Keys(s.IdleSteps)) {
 		f := s.IdleSteps[k]
 		stepTable.Rows = append(stepTable.Rows, []string{k, strconv.FormatInt(f.Count, 10), fmt.Sprintf("%.2f", f.P50Ms), fmt.Sprintf("%.2f", f.P99Ms)})
 	}
 	rep.Add(bench.Section{Title: "Idle, by plan step (explain)", Text: "Client-side time of each request of the plan; a step runs only when the plan needs it.", Table: stepTable})
-	rep.Add(bench.Section{Title: "Idle", Table: &idleTable, Charts: []bench.Chart{bench.LatencyCDF("Idle search latency", []string{"nested", "split"}, []*bench.LatencyRecorder{idleN, idleS})}})
-	rep.Add(bench.Section{Title: "Under hot-update load", Table: &loadTable, Charts: []bench.Chart{bench.LatencyCDF("Search latency under load", []string{"nested", "split"}, []*bench.LatencyRecorder{loadN, loadS})}})
-	rep.Add(bench.IntervalSection([]bench.Figure{
-		{Name: "idle p50 ratio", Point: s.Idle.P50Ratio, CI95: s.Idle.P50RatioCI95},
-		{Name: "idle p99 ratio", Point: s.Idle.P99Ratio, CI95: s.Idle.P99RatioCI95},
-		{Name: "under load p50 ratio", Point: s.UnderLoad.P50Ratio, CI95: s.UnderLoad.P50RatioCI95},
-		{Name: "under load p99 ratio", Point: s.UnderLoad.P99Ratio, CI95: s.UnderLoad.P99RatioCI95},
-	}))
+	rep.Add(bench.Section{Title: "Idle", Table: &idleTable, Charts: []bench.Chart{bench.LatencyCDF("Idle search latency", names, idle)}})
+	rep.Add(bench.Section{Title: "Under hot-update load", Table: &loadTable, Charts: []bench.Chart{bench.LatencyCDF("Search latency under load", names, load)}})
+	figures := []bench.Figure{
+		{Name: "idle p50, split / nested", Point: s.Idle.P50Ratio, CI95: s.Idle.P50RatioCI95},
+		{Name: "idle p99, split / nested", Point: s.Idle.P99Ratio, CI95: s.Idle.P99RatioCI95},
+		{Name: "under load p50, split / nested", Point: s.UnderLoad.P50Ratio, CI95: s.UnderLoad.P50RatioCI95},
+		{Name: "under load p99, split / nested", Point: s.UnderLoad.P99Ratio, CI95: s.UnderLoad.P99RatioCI95},
+	}
+	if idleHot, loadHot := s.Idle.HotPhaseFigures, s.UnderLoad.HotPhaseFigures; idleHot != nil && loadHot != nil {
+		figures = append(figures,
+			bench.Figure{Name: "idle p50, hot / nested", Point: idleHot.P50RatioHot, CI95: idleHot.P50RatioHotCI95},
+			bench.Figure{Name: "idle p99, hot / nested", Point: idleHot.P99RatioHot, CI95: idleHot.P99RatioHotCI95},
+			bench.Figure{Name: "under load p50, hot / nested", Point: loadHot.P50RatioHot, CI95: loadHot.P50RatioHotCI95},
+			bench.Figure{Name: "under load p99, hot / nested", Point: loadHot.P99RatioHot, CI95: loadHot.P99RatioHotCI95},
+		)
+	}
+	rep.Add(bench.IntervalSection(figures))
 	rep.Add(bench.TargetsSection(s.Targets))
 	rep.SetSummary(s)
 	return rep.WriteHTML(r.cfg.Bench.ReportDir)
+}
+
+// orderOf is the order of the layouts in a round, e.g. "nested split hot".
+func orderOf(names []string, round int) string {
+	var out []string
+	for _, i := range bench.RoundOrder(round, len(names)) {
+		out = append(out, names[i])
+	}
+	return strings.Join(out, " ")
 }
 
 // Word weights of the query mix: common dishes dominate, as in a delivery app.

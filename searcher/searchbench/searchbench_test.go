@@ -3,19 +3,25 @@ package searchbench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/baedal/baedal/backend"
 	"github.com/baedal/baedal/bench"
+	"github.com/baedal/baedal/catalog"
 	"github.com/baedal/baedal/internal/osapi"
 	"github.com/baedal/baedal/internal/stacktest"
+	"github.com/baedal/baedal/internal/testenv"
+	"github.com/baedal/baedal/layout"
 	"github.com/baedal/baedal/query"
 	"github.com/baedal/baedal/searcher"
 )
@@ -61,13 +67,181 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 	if !s.Equivalent {
-		t.Errorf("layouts disagreed on %d idle pages", s.Mismatches)
+		t.Errorf("a layout disagreed with nested on %d idle pages", s.Mismatches)
 	}
 	if s.NestedMaxUpdatesPerS <= 0 || s.UnderLoad.NestedUpdatesPerS <= 0 || s.UnderLoad.SplitUpdatesPerS <= 0 {
 		t.Errorf("no updates were applied: %+v", s)
 	}
 	if _, err := os.Stat(s.Report); err != nil {
 		t.Errorf("no report: %v", err)
+	}
+	checkHot(t, st.OpenSearchURLs, parsed, s)
+}
+
+// hotKeys are the hot layout's summary keys the smoke test requires when
+// the hot layout ran (and forbids when it was skipped).
+var hotKeys = []string{"idle.hot_p50_ms", "idle.hot_p99_ms", "idle.timeouts_hot", "idle.rejected_hot",
+	"under_load.hot_p50_ms", "under_load.hot_p99_ms", "under_load.timeouts_hot", "under_load.rejected_hot", "under_load.hot_updates_per_s",
+	"p50_ratio_under_load_hot", "p99_ratio_under_load_hot", "p99_ratio_idle_hot", "hot_table_bytes_per_shop"}
+
+// checkHot asks the cluster, apart from the benchmark, whether every node
+// has the baedal-hot plugin, and checks the summary agrees (hotProblems).
+// In CI the stack has the plugin, so a skipped hot layout fails the test.
+func checkHot(t *testing.T, urls []string, parsed map[string]any, s Summary) {
+	t.Helper()
+	osCfg := backend.Defaults().OpenSearch
+	osCfg.URLs = urls
+	client, err := backend.OpenOpenSearch(osCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing, err := layout.NodesWithoutHotPlugin(context.Background(), osapi.New(client))
+	if err != nil {
+		t.Fatal(err)
+	}
+	why := s.Skipped[string(layout.Hot)]
+	if why != "" && testenv.InCI() {
+		t.Fatalf("the hot layout was skipped in CI, where the stack has the %s plugin: %s", layout.HotPlugin, why)
+	}
+	for _, p := range hotProblems(parsed, s, missing) {
+		t.Error(p)
+	}
+	if why != "" {
+		t.Logf("the hot layout was skipped: %s", why)
+	} else if f := s.IdleSteps["hot hot_menus:query+decision+fetch"]; f.Count == 0 {
+		t.Errorf("no timed idle step of the hot layout: %v", s.IdleSteps)
+	}
+}
+
+// hotProblems checks a summary against the nodes that lack the plugin.
+// Without them, the hot layout must have run, its figures and their
+// intervals be there and ordered, its targets judged; with them, the
+// summary must say hot was skipped and why, and hold none of its figures.
+func hotProblems(parsed map[string]any, s Summary, missing []string) []string {
+	var problems []string
+	why := s.Skipped[string(layout.Hot)]
+	if len(missing) > 0 {
+		if !strings.Contains(why, layout.HotPlugin) || !strings.Contains(why, missing[0]) {
+			problems = append(problems, fmt.Sprintf("the nodes %v lack the %s plugin, but skipped.hot is %q; want the reason naming the plugin and the nodes", missing, layout.HotPlugin, why))
+		}
+		for _, key := range hotKeys {
+			if bench.MissingKeys(parsed, key) == nil {
+				problems = append(problems, "hot was skipped, but the summary has "+key)
+			}
+		}
+		if _, ok := s.Targets["p99_ratio_under_load_hot"]; ok {
+			problems = append(problems, fmt.Sprintf("hot was skipped, but the targets judge it: %v", s.Targets))
+		}
+		return problems
+	}
+	if why != "" {
+		return append(problems, fmt.Sprintf("every node has the %s plugin, but the hot layout was skipped: %s", layout.HotPlugin, why))
+	}
+	if m := bench.MissingKeys(parsed, hotKeys...); len(m) > 0 {
+		return append(problems, fmt.Sprintf("summary lacks %v", m))
+	}
+	for _, p := range bench.IntervalProblems(parsed, "idle.p50_ratio_hot", "idle.p99_ratio_hot", "under_load.p50_ratio_hot", "under_load.p99_ratio_hot",
+		"p50_ratio_under_load_hot", "p99_ratio_under_load_hot", "p99_ratio_idle_hot") {
+		problems = append(problems, "hot intervals: "+p)
+	}
+	if m := bench.MissingKeys(parsed, "targets.p99_ratio_under_load_hot", "targets.p99_ratio_idle_hot"); len(m) > 0 {
+		problems = append(problems, fmt.Sprintf("targets lack %v: %v", m, parsed["targets"]))
+	}
+	if s.UnderLoad.HotUpdatesPerS <= 0 || s.HotTableBytesPerShop <= 0 {
+		problems = append(problems, fmt.Sprintf("hot: %.1f updates/s under load, %.1f table bytes per shop; want both > 0", s.UnderLoad.HotUpdatesPerS, s.HotTableBytesPerShop))
+	}
+	return problems
+}
+
+// TestSummaryOfEveryLayout builds summaries from made-up latencies of the
+// three layouts and of two (hot skipped), and checks them the way the smoke
+// test does against either kind of cluster: the stack the tests run on
+// today lacks the plugin, so the smoke test alone would never check the hot
+// keys.
+func TestSummaryOfEveryLayout(t *testing.T) {
+	// made-up latencies: 2,000 searches around ms milliseconds.
+	made := func(ms float64) *bench.LatencyRecorder {
+		rec := bench.NewLatencyRecorder()
+		for i := range 2000 {
+			rec.Record(time.Duration(ms * (0.5 + float64(i%100)/100) * float64(time.Millisecond)))
+		}
+		return rec
+	}
+	var status hotTableStatus
+	if err := json.Unmarshal([]byte(`{"table": "baedal_hot_shops_v1", "ready": true,
+		"nodes": {"n1": {"ready": true, "shops": 20000, "tombstones": 12, "bytes": 1040000, "rebuilds": 1, "last_rebuild_ms": 840},
+		          "n2": {"ready": true, "shops": 20000, "tombstones": 12, "bytes": 1100000, "rebuilds": 1, "last_rebuild_ms": 790}}}`), &status); err != nil {
+		t.Fatal(err)
+	}
+	if got := status.bytesPerShop(); got != 55 {
+		t.Errorf("bytes per shop %v, want 55 (the larger node's 1,100,000 over 20,000 shops)", got)
+	}
+	for _, c := range []struct {
+		name    string
+		kinds   []layout.Kind
+		skipped map[string]string
+		missing []string
+	}{
+		{"every layout", layout.Kinds(), map[string]string{}, nil},
+		{"hot skipped", []layout.Kind{layout.Nested, layout.Split}, map[string]string{"hot": "the OpenSearch nodes n1 lack the baedal-hot plugin"}, []string{"n1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := &run{kinds: c.kinds, skipped: c.skipped}
+			r.cfg.Bench.ReportDir = t.TempDir()
+			// nested 20 ms, split 30 ms, hot 10 ms; under load nested 40 ms.
+			idle := []*bench.LatencyRecorder{made(20), made(30), made(10)}[:len(c.kinds)]
+			load := []*bench.LatencyRecorder{made(40), made(30), made(10)}[:len(c.kinds)]
+			rates := []float64{300, 300, 300}[:len(c.kinds)]
+			s := Summary{Bench: "search", Skipped: c.skipped, Equivalent: true}
+			s.Idle = r.figures(idle, make([]missed, len(c.kinds)), make([]float64, len(c.kinds)), 1)
+			s.UnderLoad = r.figures(load, make([]missed, len(c.kinds)), rates, 1)
+			setHeadline(&s, status.bytesPerShop())
+			var line bytes.Buffer
+			if err := bench.PrintSummary(&line, s); err != nil {
+				t.Fatal(err)
+			}
+			parsed, err := bench.ParseSummary(line.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range hotProblems(parsed, s, c.missing) {
+				t.Errorf("%s\n%s", p, line.String())
+			}
+			if problems := bench.IntervalProblems(parsed, "idle.p99_ratio", "under_load.p99_ratio", "p99_ratio_under_load"); len(problems) > 0 {
+				t.Errorf("intervals: %q", problems)
+			}
+			path, err := r.report(s, idle, load)
+			if err != nil {
+				t.Fatal(err)
+			}
+			html, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range c.kinds {
+				if !strings.Contains(string(html), "<th>"+string(k)+"</th>") {
+					t.Errorf("the report has no %s column", k)
+				}
+			}
+			if len(c.kinds) == 2 && strings.Contains(string(html), "<th>hot</th>") {
+				t.Errorf("hot was skipped, but the report has a hot column")
+			}
+			if s.P99RatioUnderLoad < 0.7 || s.P99RatioUnderLoad > 0.8 {
+				t.Errorf("p99_ratio_under_load %v, want split/nested = 30/40", s.P99RatioUnderLoad)
+			}
+			if h := s.HotFigures; h != nil && (h.P99RatioUnderLoadHot > 0.3 || h.P99RatioIdleHot > 0.6 ||
+				s.Targets["p99_ratio_under_load_hot"].Verdict != bench.VerdictMet || s.Targets["p99_ratio_idle_hot"].Verdict != bench.VerdictMet) {
+				t.Errorf("hot ratios under load %v (want 10/40), idle %v (want 10/20), targets %+v: want both met", h.P99RatioUnderLoadHot, h.P99RatioIdleHot, s.Targets)
+			}
+			// The checks must also catch a summary that disagrees with the cluster.
+			flipped := []string{"n1"}
+			if c.missing != nil {
+				flipped = nil
+			}
+			if len(hotProblems(parsed, s, flipped)) == 0 {
+				t.Errorf("hotProblems found nothing wrong with %s against missing=%v", c.name, flipped)
+			}
+		})
 	}
 }
 
@@ -155,5 +329,36 @@ func TestMissedCountsTimeoutsAndRejections(t *testing.T) {
 	}
 	if m.timeouts != 1 || m.rejected != 2 {
 		t.Errorf("counted %+v, want 1 timeout and 2 rejections", m)
+	}
+}
+
+// TestSamePageComparesWhatAPersonSees: the same shops in the same order
+// are not enough; a shop field (a hot one the table serves, a cold one), the
+// version, the matched menus or the ETA differing makes the pages differ.
+func TestSamePageComparesWhatAPersonSees(t *testing.T) {
+	eta := 35
+	page := func(edit func(*searcher.ShopHit)) *searcher.Response {
+		h := searcher.ShopHit{Shop: catalog.Shop{ID: 7, Name: "치킨집", DeliveryFee: 2000, Rating: 4.5, Tags: []string{"치킨"}},
+			Version: 3, ETAMinutes: &eta, MatchedMenus: []searcher.MatchedMenu{{ID: 7001}}}
+		if edit != nil {
+			edit(&h)
+		}
+		return &searcher.Response{Total: 1, Shops: []searcher.ShopHit{h}}
+	}
+	if !samePage(page(nil), page(nil)) {
+		t.Fatal("equal pages differ")
+	}
+	for name, edit := range map[string]func(*searcher.ShopHit){
+		"delivery fee": func(h *searcher.ShopHit) { h.DeliveryFee = 3000 },
+		"rating":       func(h *searcher.ShopHit) { h.Rating = 4.4 },
+		"open":         func(h *searcher.ShopHit) { h.Open = true },
+		"name":         func(h *searcher.ShopHit) { h.Name = "피자집" },
+		"version":      func(h *searcher.ShopHit) { h.Version = 4 },
+		"menus":        func(h *searcher.ShopHit) { h.MatchedMenus[0].ID = 7002 },
+		"eta":          func(h *searcher.ShopHit) { other := 36; h.ETAMinutes = &other },
+	} {
+		if samePage(page(nil), page(edit)) {
+			t.Errorf("pages whose shop differs in %s are the same", name)
+		}
 	}
 }

@@ -24,7 +24,9 @@ final class ClasspathPlugins {
         new Spec("parent-join", "org.opensearch.join.ParentJoinModulePlugin", List.of()),
         // Ships a Painless extension: without extendedPlugins its script contexts do not compile.
         new Spec("analysis-common", "org.opensearch.analysis.common.CommonAnalysisModulePlugin", List.of("lang-painless")),
-        new Spec("analysis-nori", "org.opensearch.plugin.analysis.nori.AnalysisNoriPlugin", List.of())
+        new Spec("analysis-nori", "org.opensearch.plugin.analysis.nori.AnalysisNoriPlugin", List.of()),
+        // baedal's own plugin (opensearch/hot-plugin, docs/hot-layout.md); baedal serve checks its name.
+        new Spec("baedal-hot", "dev.baedal.opensearch.hot.HotTablePlugin", List.of())
     );
 
     /** Thrown when a plugin class is not on the classpath. */

@@ -1,0 +1,316 @@
+package dev.baedal.opensearch.hot;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+
+/**
+ * The contract end to end on a real two-node cluster: the shop index with the table setting
+ * behind an alias, a menus index with nested menus (two shards, so the nodes exchange shard
+ * results), updates broadcast to both nodes, the shop and menu filters, the sorts (eta with a
+ * nested filter and search_after), fetched hot fields, REST errors and the not-ready 503.
+ *
+ * <p>Shops (table after the updates): 1 open 30min fee 2000 4.5; 2 open 20min fee 3000 4.8;
+ * 3 closed 10min fee 0 3.9; 4 open 40min fee 1000 4.1; 5 deleted; 6 not in the table.
+ */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class HotPluginIT {
+
+    static TwoNodeCluster c;
+
+    @BeforeAll
+    static void start() throws Exception {
+        Path home = Files.createTempDirectory("baedal-hot-it");
+        c = new TwoNodeCluster(home);
+        TwoNodeCluster.Resp r = c.send(0, "PUT", "/shops_v1", """
+            {"settings": {"number_of_shards": 1, "number_of_replicas": 0, "index.baedal_hot.table": true},
+             "aliases": {"shops": {"is_write_index": true}},
+             "mappings": {"properties": {"id": {"type": "long"}, "version": {"type": "long"},
+               "open": {"type": "boolean"}, "delivery_minutes": {"type": "integer"},
+               "delivery_fee": {"type": "integer"}, "rating": {"type": "double"}, "review_count": {"type": "integer"}}}}""");
+        assertEquals(200, r.status(), r.raw());
+        r = c.send(0, "PUT", "/menus", """
+            {"settings": {"number_of_shards": 2, "number_of_replicas": 0},
+             "mappings": {"properties": {"id": {"type": "long"}, "version": {"type": "long"},
+               "menus": {"type": "nested", "properties": {"name": {"type": "keyword"},
+                 "extra_fee": {"type": "integer"}, "cook_minutes": {"type": "integer"}}}}}}""");
+        assertEquals(200, r.status(), r.raw());
+        // The durable record: shops 1..4 at version 2 (shop 3 is closed).
+        StringBuilder bulk = new StringBuilder();
+        bulk.append(doc("shops_v1", 1, "\"version\":2,\"open\":true,\"delivery_minutes\":30,\"delivery_fee\":2000,\"rating\":4.5,\"review_count\":120"));
+        bulk.append(doc("shops_v1", 2, "\"version\":2,\"open\":true,\"delivery_minutes\":20,\"delivery_fee\":3000,\"rating\":4.8,\"review_count\":80"));
+        bulk.append(doc("shops_v1", 3, "\"version\":2,\"open\":false,\"delivery_minutes\":10,\"delivery_fee\":0,\"rating\":3.9,\"review_count\":5"));
+        bulk.append(doc("shops_v1", 4, "\"version\":2,\"open\":true,\"delivery_minutes\":40,\"delivery_fee\":1000,\"rating\":4.1,\"review_count\":9"));
+        bulk.append(doc("menus", 1, "\"version\":2,\"menus\":[{\"name\":\"a\",\"extra_fee\":0,\"cook_minutes\":10},{\"name\":\"b\",\"extra_fee\":1500,\"cook_minutes\":5}]"));
+        bulk.append(doc("menus", 2, "\"version\":2,\"menus\":[{\"name\":\"c\",\"extra_fee\":0,\"cook_minutes\":15}]"));
+        bulk.append(doc("menus", 3, "\"version\":2,\"menus\":[{\"name\":\"d\",\"extra_fee\":500,\"cook_minutes\":20}]"));
+        bulk.append(doc("menus", 4, "\"version\":2,\"menus\":[{\"name\":\"e\",\"extra_fee\":2500,\"cook_minutes\":1}]"));
+        bulk.append(doc("menus", 5, "\"version\":9,\"menus\":[{\"name\":\"f\",\"extra_fee\":0,\"cook_minutes\":1}]"));
+        bulk.append(doc("menus", 6, "\"version\":1,\"menus\":[{\"name\":\"g\",\"extra_fee\":0,\"cook_minutes\":1}]"));
+        r = c.send(1, "POST", "/_bulk?refresh=true", bulk.toString());
+        assertEquals(200, r.status(), r.raw());
+        assertEquals(false, r.body().get("errors"), r.raw());
+        // The two menus shards sit on different nodes, so shard results (sort values) cross the transport.
+        TwoNodeCluster.waitFor(() -> {
+            String shards = c.get(0, "/_cat/shards/menus?h=node").raw();
+            return shards.contains("a") && shards.contains("b");
+        }, "menus shards on both nodes");
+    }
+
+    static String doc(String index, long id, String fields) {
+        return "{\"index\":{\"_index\":\"" + index + "\",\"_id\":\"" + id + "\"}}\n{\"id\":" + id + "," + fields + "}\n";
+    }
+
+    @AfterAll
+    static void stop() throws Exception {
+        if (c != null) {
+            c.close();
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> map(Object o) {
+        return (Map<String, Object>) o;
+    }
+
+    @SuppressWarnings("unchecked")
+    static List<Object> list(Object o) {
+        return (List<Object>) o;
+    }
+
+    static List<Map<String, Object>> hits(TwoNodeCluster.Resp r) {
+        List<Map<String, Object>> out = new ArrayList<>();
+        for (Object h : list(map(r.body().get("hits")).get("hits"))) {
+            out.add(map(h));
+        }
+        return out;
+    }
+
+    static List<String> ids(TwoNodeCluster.Resp r) {
+        return hits(r).stream().map(h -> (String) h.get("_id")).toList();
+    }
+
+    TwoNodeCluster.Resp search(int node, String body) throws Exception {
+        TwoNodeCluster.Resp r = c.send(node, "POST", "/menus/_search", body);
+        assertEquals(200, r.status(), r.raw());
+        assertEquals(0, map(r.body().get("_shards")).get("failed"), r.raw());
+        return r;
+    }
+
+    @Test
+    @Order(1)
+    void becomesReadyOnEveryNodeAfterTheRebuild() throws Exception {
+        // Created empty, the table is ready after an empty rebuild; the bulk above bypassed it
+        // (baedal posts updates), so a REST rebuild loads the four shops from the index.
+        TwoNodeCluster.waitFor(() -> Boolean.TRUE.equals(c.get(1, "/_baedal/hot/shops/_status").body().get("ready")), "ready");
+        TwoNodeCluster.Resp r = c.send(0, "POST", "/_baedal/hot/shops/_rebuild", null);
+        assertEquals(200, r.status(), r.raw());
+        assertEquals(true, r.body().get("ready"), r.raw());
+        r = c.get(1, "/_baedal/hot/shops/_status");
+        assertEquals("shops_v1", r.body().get("table"));
+        Map<String, Object> nodes = map(r.body().get("nodes"));
+        assertEquals(2, nodes.size(), r.raw());
+        for (Object n : nodes.values()) {
+            assertEquals(4, map(n).get("shops"), r.raw());
+            assertTrue(((Number) map(n).get("rebuilds")).intValue() >= 1, r.raw());
+        }
+    }
+
+    @Test
+    @Order(2)
+    void updatesAreVersionedAndBroadcast() throws Exception {
+        TwoNodeCluster.Resp r = c.send(1, "POST", "/_baedal/hot/shops/_update", """
+            {"shops": [
+              {"id": 1, "version": 2, "open": false, "delivery_minutes": 99, "delivery_fee": 1, "rating": 1, "review_count": 1},
+              {"id": 5, "version": 9, "deleted": true},
+              {"id": 3, "version": 3, "open": false, "delivery_minutes": 10, "delivery_fee": 0, "rating": 3.9, "review_count": 6}
+            ]}""");
+        assertEquals(200, r.status(), r.raw());
+        assertEquals("shops_v1", r.body().get("table"));
+        assertEquals(Map.of("total", 2, "successful", 2, "failed", 0), r.body().get("nodes"));
+        assertEquals(2, r.body().get("applied"));
+        assertEquals(1, r.body().get("stale"));
+        assertEquals(List.of(), r.body().get("failures"));
+        r = c.send(0, "POST", "/_baedal/hot/shops_v1/_update", "{\"shops\":[{\"id\":5,\"version\":8,\"open\":true,"
+            + "\"delivery_minutes\":1,\"delivery_fee\":1,\"rating\":5,\"review_count\":1}]}");
+        assertEquals(0, r.body().get("applied"), r.raw());
+        assertEquals(1, r.body().get("stale"), r.raw());
+        r = c.get(0, "/_baedal/hot/shops/_status");
+        for (Object n : map(r.body().get("nodes")).values()) {
+            assertEquals(4, map(n).get("shops"), r.raw());
+            assertEquals(1, map(n).get("tombstones"), r.raw());
+            assertTrue(((Number) map(n).get("bytes")).longValue() > 0, r.raw());
+        }
+    }
+
+    @Test
+    @Order(3)
+    void shopFilter() throws Exception {
+        for (int node = 0; node < 2; node++) {
+            assertEquals(List.of("1", "2", "4"), ids(search(node,
+                "{\"query\":{\"baedal_hot_shop\":{\"table\":\"shops\",\"open\":true}},\"sort\":[{\"id\":\"asc\"}]}")));
+            assertEquals(List.of("1", "4"), ids(search(node,
+                "{\"query\":{\"baedal_hot_shop\":{\"table\":\"shops\",\"open\":true,\"max_delivery_fee\":2000}},\"sort\":[{\"id\":\"asc\"}]}")));
+            assertEquals(List.of("1", "2"), ids(search(node,
+                "{\"query\":{\"baedal_hot_shop\":{\"table\":\"shops\",\"min_rating\":4.2}},\"sort\":[{\"id\":\"asc\"}]}")));
+            assertEquals(List.of("1", "2", "3", "4"), ids(search(node,
+                "{\"query\":{\"baedal_hot_shop\":{\"table\":\"shops\"}},\"sort\":[{\"id\":\"asc\"}]}")));
+        }
+    }
+
+    static final String MENU_FILTER = "{\"baedal_hot_menu\":{\"table\":\"shops\",\"max_total_fee\":3000}}";
+
+    @Test
+    @Order(4)
+    void menuFilterInsideNested() throws Exception {
+        TwoNodeCluster.Resp r = search(0, "{\"query\":{\"nested\":{\"path\":\"menus\",\"query\":" + MENU_FILTER
+            + ",\"inner_hits\":{}}},\"sort\":[{\"id\":\"asc\"}],\"ext\":{\"baedal_hot\":{\"table\":\"shops\"}}}");
+        assertEquals(List.of("1", "2", "3"), ids(r));
+        // shop 1: only menu a (2000+0); menu b is 2000+1500 > 3000
+        Map<String, Object> inner = map(map(map(hits(r).get(0).get("inner_hits")).get("menus")).get("hits"));
+        assertEquals(1, list(inner.get("hits")).size(), r.raw());
+        Map<String, Object> menuHit = map(list(inner.get("hits")).get(0));
+        assertNull(menuHit.get("fields"), "nested hits get no baedal_hot field: " + r.raw());
+    }
+
+    @Test
+    @Order(5)
+    void sortByHotFieldMissingLast() throws Exception {
+        TwoNodeCluster.Resp r = search(1, "{\"sort\":[{\"baedal_hot\":{\"table\":\"shops\",\"field\":\"delivery_minutes\",\"order\":\"asc\"}},"
+            + "{\"id\":\"asc\"}]}");
+        assertEquals(List.of("3", "2", "1", "4", "5", "6"), ids(r));
+        assertEquals(List.of(10.0, 3), hits(r).get(0).get("sort"));
+        assertEquals(List.of(Double.MAX_VALUE, 5), hits(r).get(4).get("sort"));
+        r = search(0, "{\"sort\":[{\"baedal_hot\":{\"table\":\"shops\",\"field\":\"rating\",\"order\":\"desc\"}},{\"id\":\"asc\"}]}");
+        assertEquals(List.of("2", "1", "4", "3", "5", "6"), ids(r));
+        assertEquals(-Double.MAX_VALUE, ((Number) list(hits(r).get(5).get("sort")).get(0)).doubleValue());
+        r = search(0, "{\"sort\":[{\"baedal_hot\":{\"table\":\"shops\",\"field\":\"delivery_fee\",\"order\":\"desc\"}},{\"id\":\"asc\"}]}");
+        assertEquals(List.of("2", "1", "4", "3", "5", "6"), ids(r));
+    }
+
+    @Test
+    @Order(6)
+    void etaSortWithNestedFilterAndSearchAfter() throws Exception {
+        String sort = "\"sort\":[{\"baedal_hot\":{\"table\":\"shops\",\"field\":\"eta\",\"order\":\"asc\","
+            + "\"nested\":{\"path\":\"menus\",\"filter\":" + MENU_FILTER + "}}},{\"id\":\"asc\"}]";
+        // eta: 3 = 10+20, 2 = 20+15, 1 = 30+10 (menu b does not match), 4 none, 5 deleted, 6 missing
+        TwoNodeCluster.Resp r = search(0, "{" + sort + "}");
+        assertEquals(List.of("3", "2", "1", "4", "5", "6"), ids(r));
+        assertEquals(List.of(30.0, 3), hits(r).get(0).get("sort"));
+        assertEquals(List.of(40.0, 1), hits(r).get(2).get("sort"));
+        r = search(1, "{\"size\":2," + sort + ",\"search_after\":[35.0,2]}");
+        assertEquals(List.of("1", "4"), ids(r));
+        Object last = list(hits(r).get(1).get("sort")).get(0);
+        r = search(1, "{\"size\":2," + sort + ",\"search_after\":[" + last + ",4]}");
+        assertEquals(List.of("5", "6"), ids(r));
+        // the filter and the sort together, as baedal sends them
+        r = search(1, "{\"query\":{\"bool\":{\"filter\":[{\"baedal_hot_shop\":{\"table\":\"shops\",\"open\":true}},"
+            + "{\"nested\":{\"path\":\"menus\",\"query\":" + MENU_FILTER + "}}]}}," + sort + "}");
+        assertEquals(List.of("2", "1"), ids(r));
+    }
+
+    @Test
+    @Order(7)
+    void fetchedHotFields() throws Exception {
+        TwoNodeCluster.Resp r = search(1, "{\"sort\":[{\"id\":\"asc\"}],\"ext\":{\"baedal_hot\":{\"table\":\"shops\"}}}");
+        List<Map<String, Object>> hs = hits(r);
+        assertEquals(Map.of("baedal_hot", List.of(Map.of("version", 2, "open", true, "delivery_minutes", 30,
+            "delivery_fee", 2000, "rating", 4.5, "review_count", 120))), hs.get(0).get("fields"), r.raw());
+        assertEquals(6, map(list(map(hs.get(2).get("fields")).get("baedal_hot")).get(0)).get("review_count"));
+        assertNull(hs.get(4).get("fields"), "deleted shop 5");
+        assertNull(hs.get(5).get("fields"), "shop 6 not in the table");
+    }
+
+    @Test
+    @Order(8)
+    void restErrors() throws Exception {
+        TwoNodeCluster.Resp r = c.send(0, "POST", "/_baedal/hot/nope/_update", "{\"shops\":[]}");
+        assertEquals(404, r.status(), r.raw());
+        r = c.get(0, "/_baedal/hot/menus/_status");
+        assertEquals(404, r.status(), r.raw());
+        r = c.send(0, "POST", "/_baedal/hot/shops/_update", "{\"shops\":[{\"id\":1,\"version\":3}]}");
+        assertEquals(400, r.status(), r.raw());
+        assertTrue(r.raw().contains("shops[0].open"), r.raw());
+        r = c.send(0, "POST", "/_baedal/hot/shops/_update", "{\"shops\":[{\"id\":1,");
+        assertEquals(400, r.status(), r.raw());
+        r = c.send(0, "POST", "/menus/_search", "{\"query\":{\"baedal_hot_shop\":{\"table\":\"nope\"}}}");
+        assertEquals(404, r.status(), r.raw());
+        r = c.send(0, "POST", "/menus/_search", "{\"sort\":[{\"baedal_hot\":{\"table\":\"shops\",\"field\":\"eta\"}}]}");
+        assertEquals(400, r.status(), r.raw());
+    }
+
+    @Test
+    @Order(9)
+    void restRebuildReloadsFromTheIndexKeepingTombstones() throws Exception {
+        TwoNodeCluster.Resp r = c.send(1, "POST", "/_baedal/hot/shops/_rebuild", null);
+        assertEquals(200, r.status(), r.raw());
+        assertEquals(true, r.body().get("ready"), r.raw());
+        for (Object n : map(r.body().get("nodes")).values()) {
+            assertEquals(true, map(n).get("ready"), r.raw());
+            assertEquals(4, map(n).get("shops"), r.raw());
+            assertEquals(1, map(n).get("tombstones"), r.raw());
+        }
+    }
+
+    @Test
+    @Order(10)
+    void sameAnswersWithConcurrentSegmentSearch() throws Exception {
+        // More segments in menus (one refresh each), then every search sliced across threads.
+        for (int id = 7; id <= 9; id++) {
+            TwoNodeCluster.Resp r = c.send(0, "PUT", "/menus/_doc/" + id + "?refresh=true",
+                "{\"id\":" + id + ",\"menus\":[{\"name\":\"x\",\"extra_fee\":0,\"cook_minutes\":1}]}");
+            assertEquals(201, r.status(), r.raw());
+        }
+        TwoNodeCluster.Resp r = c.send(0, "PUT", "/_cluster/settings",
+            "{\"persistent\":{\"search.concurrent_segment_search.mode\":\"all\"}}");
+        assertEquals(200, r.status(), r.raw());
+        try {
+            shopFilter();
+            TwoNodeCluster.Resp s = search(1, "{\"sort\":[{\"baedal_hot\":{\"table\":\"shops\",\"field\":\"eta\",\"order\":\"asc\","
+                + "\"nested\":{\"path\":\"menus\",\"filter\":" + MENU_FILTER + "}}},{\"id\":\"asc\"}]}");
+            assertEquals(List.of("3", "2", "1", "4", "5", "6", "7", "8", "9"), ids(s));
+            s = search(0, "{\"query\":{\"nested\":{\"path\":\"menus\",\"query\":" + MENU_FILTER + "}},\"sort\":[{\"id\":\"asc\"}]}");
+            assertEquals(List.of("1", "2", "3"), ids(s));
+        } finally {
+            c.send(0, "PUT", "/_cluster/settings", "{\"persistent\":{\"search.concurrent_segment_search.mode\":null}}");
+        }
+    }
+
+    @Test
+    @Order(11)
+    void notReadyAnswers503() throws Exception {
+        // A table whose shop index cannot get its primary: the rebuild waits, the table stays not ready.
+        TwoNodeCluster.Resp r = c.send(0, "PUT", "/stuck_v1?wait_for_active_shards=0", """
+            {"settings": {"number_of_shards": 1, "number_of_replicas": 0, "index.baedal_hot.table": true,
+              "index.routing.allocation.require._name": "nowhere"},
+             "mappings": {"properties": {"id": {"type": "long"}}}}""");
+        assertEquals(200, r.status(), r.raw());
+        r = c.get(0, "/_baedal/hot/stuck_v1/_status");
+        assertEquals(false, r.body().get("ready"), r.raw());
+        r = c.send(0, "POST", "/menus/_search", "{\"query\":{\"baedal_hot_shop\":{\"table\":\"stuck_v1\"}}}");
+        assertEquals(503, r.status(), r.raw());
+        r = c.send(1, "POST", "/menus/_search", "{\"sort\":[{\"baedal_hot\":{\"table\":\"stuck_v1\",\"field\":\"rating\"}}]}");
+        assertEquals(503, r.status(), r.raw());
+        r = c.send(1, "POST", "/menus/_search", "{\"ext\":{\"baedal_hot\":{\"table\":\"stuck_v1\"}}}");
+        assertEquals(503, r.status(), r.raw());
+        // Let the primary allocate: the retrying rebuild makes the table ready.
+        r = c.send(0, "PUT", "/stuck_v1/_settings", "{\"index.routing.allocation.require._name\": null}");
+        assertEquals(200, r.status(), r.raw());
+        TwoNodeCluster.waitFor(() -> Boolean.TRUE.equals(c.get(1, "/_baedal/hot/stuck_v1/_status").body().get("ready")), "stuck_v1 ready");
+        search(1, "{\"query\":{\"baedal_hot_shop\":{\"table\":\"stuck_v1\"}}}");
+        assertFalse(ids(search(1, "{\"query\":{\"baedal_hot_shop\":{\"table\":\"shops\"}}}")).isEmpty());
+    }
+}
