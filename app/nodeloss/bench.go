@@ -114,7 +114,7 @@ func (r *Result) Summary(c BenchConfig, command string) BenchSummary {
 	}
 	c0 := r.Cases[0]
 	s.Victim, s.Node, s.SecondsToRejoin, s.SecondsToGreen = c0.Victim, c0.Node, c0.SecondsToRejoin, c0.SecondsToGreen
-	for _, label := range []string{"default", "nested", "split"} {
+	for _, label := range c0.Labels() {
 		var l LayoutSummary
 		if n := c0.Searches[PhaseBefore][label]; n != nil {
 			l.OKBefore, l.P99BeforeMs = n.OK, n.Latency.P99Ms

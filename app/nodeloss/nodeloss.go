@@ -107,6 +107,18 @@ func (c *Counts) String() string {
 	return fmt.Sprintf("200×%d 503×%d 5xx×%d other×%d fallbacks×%d p99 %.0fms", c.OK, c.Refused503, c.Errors500, c.Other, c.Fallbacks, c.Latency.P99Ms)
 }
 
+// Labels returns the search clients of the case, sorted: "default" (no
+// layout named) and each layout the cluster ran.
+func (c *CaseResult) Labels() []string {
+	seen := map[string]bool{}
+	for _, m := range c.Searches {
+		for label := range m {
+			seen[label] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
 // Phases of a case.
 const (
 	PhaseBefore  = "before"  // the load before the kill

@@ -3,6 +3,7 @@ package nodeloss
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,10 +61,14 @@ func TestNodeLoss(t *testing.T) {
 		t.Fatalf("%d cases, want 2", len(res.Cases))
 	}
 	for _, c := range res.Cases {
+		labels := c.Labels()
+		if !slices.Contains(labels, "default") || !slices.Contains(labels, "nested") || !slices.Contains(labels, "split") {
+			t.Errorf("%s: searches on %v, want default, nested, split (and hot with its plugin)", c.Victim, labels)
+		}
 		t.Logf("%s %s: rejoined after %.1f s, green after %.1f s", c.Victim, c.Node, c.SecondsToRejoin, c.SecondsToGreen)
 		for _, phase := range []string{PhaseBefore, PhaseOutage, PhaseRestart, PhaseAfter} {
 			var line []string
-			for _, label := range []string{"default", "nested", "split"} {
+			for _, label := range labels {
 				n := c.Searches[phase][label]
 				if n == nil {
 					line = append(line, label+" none")
@@ -78,7 +83,7 @@ func TestNodeLoss(t *testing.T) {
 		}
 		// The node is down from the kill until it rejoins, in the restart
 		// phase: searches kept being answered, and by the replicas.
-		for _, label := range []string{"default", "nested", "split"} {
+		for _, label := range labels {
 			ok, answered := 0, 0
 			for _, phase := range []string{PhaseOutage, PhaseRestart} {
 				if n := c.Searches[phase][label]; n != nil {
