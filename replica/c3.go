@@ -65,9 +65,16 @@ func c3RankOf(st *replicaState, clients int) float64 {
 // CPU-throttled Redis (it answers in 90 ms bursts, yet executes each
 // command in microseconds) as soon as its backlog is a little shorter than
 // the others'.
+//
+// With Config.Concentrate, the front is the home replica instead (see
+// chooseHome).
 type c3Strategy struct {
 	next int
 	rng  *rand.Rand
+	// Concentrate: the home replica and when it was chosen.
+	home    int
+	homeAt  time.Time
+	hasHome bool
 }
 
 func (*c3Strategy) fillKeys(s *selector, now time.Time) {
@@ -149,6 +156,13 @@ func (c *c3Strategy) chooseFront(s *selector, sorted []int) {
 	}
 	best := 0
 	switch {
+	case s.cfg.Concentrate:
+		home := c.chooseHome(s, sorted[:ranked])
+		for i, r := range sorted[:ranked] {
+			if r == home {
+				best = i
+			}
+		}
 	case !s.cfg.BestOfAll:
 		a, b := c.rng.IntN(ranked), c.rng.IntN(ranked-1)
 		if b >= a {
@@ -171,6 +185,35 @@ func (c *c3Strategy) chooseFront(s *selector, sorted []int) {
 	winner := sorted[best]
 	copy(sorted[1:best+1], sorted[:best])
 	sorted[0] = winner
+}
+
+// chooseHome returns the replica that takes every read with Concentrate:
+// the current home while it is among ranked (not ejected, backed off or a
+// probe) and younger than PingRefresh, else the replica of ranked with the
+// lowest ping EWMA (response-time EWMA when never pinged), which becomes the
+// home.
+func (c *c3Strategy) chooseHome(s *selector, ranked []int) int {
+	now := s.cfg.Now()
+	if c.hasHome && now.Sub(c.homeAt) < s.cfg.PingRefresh {
+		for _, r := range ranked {
+			if r == c.home {
+				return r
+			}
+		}
+	}
+	best, bestLatency := ranked[0], math.Inf(1)
+	for _, r := range ranked {
+		st := &s.replicas[r]
+		latency := st.responseTime.value
+		if st.ping.set {
+			latency = st.ping.value
+		}
+		if latency < bestLatency {
+			best, bestLatency = r, latency
+		}
+	}
+	c.home, c.homeAt, c.hasHome = best, now, true
+	return best
 }
 
 // selected pulls every other replica's stats toward the winner's, as

@@ -114,6 +114,12 @@ func New(replicas int, cfg Config) (Policy, error) {
 		s.strategy = &randomStrategy{rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
 	case PolicyLowestPing:
 		s.strategy = &lowestPingStrategy{latency: make([]float64, replicas)}
+	case PolicyLowestPingTolerance:
+		s.strategy = &lowestPingToleranceStrategy{lowestPingStrategy: lowestPingStrategy{latency: make([]float64, replicas)}}
+	case PolicyPeakEWMA:
+		s.strategy = newPeakEWMA(replicas, cfg)
+	case PolicyLeastRequest:
+		s.strategy = &leastRequestStrategy{rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x2545f4914f6cdd1d))}
 	}
 	return s, nil
 }
@@ -257,6 +263,12 @@ func (s *selector) orderLocked(dst []int) []int {
 	return dst
 }
 
+// observer is a strategy that keeps its own per-replica state from the
+// results of requests.
+type observer interface {
+	observe(s *selector, r int, latency time.Duration, now time.Time)
+}
+
 // frontChooser is a strategy that may move another replica than the
 // lowest-keyed one to the front of a sorted order.
 type frontChooser interface {
@@ -309,6 +321,9 @@ func (s *selector) Done(r int, res Result) {
 		}
 	}
 	st.responseTime.add(latency.Seconds(), alpha)
+	if o, ok := s.strategy.(observer); ok {
+		o.observe(s, r, latency, s.cfg.Now())
+	}
 }
 
 func (s *selector) ObserveServer(r int, serviceTime time.Duration, queueLen float64) {
