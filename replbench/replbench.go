@@ -64,7 +64,7 @@ type Config struct {
 	// Policies to compare; C3 and round-robin are always included.
 	Policies []replica.PolicyName
 	// NoAblations leaves out the variants of our selector (c3-spread,
-	// c3-no-hedge) that show what each of its parts is worth.
+	// c3-no-hedge, c3-hedge-p95) that show what each of its parts is worth.
 	NoAblations bool
 	// HedgeBudget is our selector's hedge budget (0: redisread's default).
 	HedgeBudget float64
@@ -199,7 +199,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.OpenSearchClients, "opensearch-clients", c.OpenSearchClients, "concurrent OpenSearch searchers (0: 16)")
 	fs.DurationVar(&c.OpenSearchRoundDuration, "opensearch-round-duration", c.OpenSearchRoundDuration, "time per ARS side per round (0: the profile's)")
 	fs.IntVar(&c.OpenSearchDegradePercent, "opensearch-degrade-percent", c.OpenSearchDegradePercent, "CPU quota of the degraded OpenSearch node, % of one core (0: 10)")
-	fs.BoolVar(&c.NoAblations, "no-ablations", c.NoAblations, "leave out the variants of C3 (c3-spread, c3-no-hedge)")
+	fs.BoolVar(&c.NoAblations, "no-ablations", c.NoAblations, "leave out the variants of C3 (c3-spread, c3-no-hedge, c3-hedge-p95)")
 	fs.Float64Var(&c.HedgeBudget, "hedge-budget", c.HedgeBudget, "C3's hedge budget, a fraction of reads (0: the Redis client's default; negative: off)")
 	fs.DurationVar(&c.StallFor, "stall-for", c.StallFor, "stalled scenario: how long replica 1 is stopped each time (0: 200ms)")
 	fs.DurationVar(&c.StallEvery, "stall-every", c.StallEvery, "stalled scenario: how often replica 1 is stopped (0: 2s)")
@@ -686,7 +686,7 @@ func runScenario(ctx context.Context, cfg Config, rcfg backend.RedisConfig, pref
 	rep.Add(bench.Section{
 		Title: "Redis timelines, " + name,
 		Text: fmt.Sprintf("Degradation: %s.\n\nC3 / round-robin: throughput %.3f, p50 %.3f, p90 %.3f, p99 %.3f. C3 / the best peer (%s): throughput %.3f, p99 %.3f, p99.9 %.3f. "+
-			"Replica shares are the fraction of reads each policy sent to replicas 1 / 2 / 3 (replica 1 is the one degraded or stalled). c3-spread and c3-no-hedge are C3 without one of its parts.",
+			"Replica shares are the fraction of reads each policy sent to replicas 1 / 2 / 3 (replica 1 is the one degraded or stalled). c3-spread, c3-no-hedge and c3-hedge-p95 are C3 with one of its parts off or changed (spreading by rank, no hedged reads, hedging at the p95 even while the replica answers others).",
 			sc.Degradation, sc.ThroughputRatio, sc.P50Ratio, sc.P90Ratio, sc.P99Ratio, sc.BestPeer, sc.VsBestPeer.ThroughputRatio, sc.VsBestPeer.P99Ratio, sc.VsBestPeer.P999Ratio),
 		Table: &table,
 		Charts: []bench.Chart{

@@ -27,21 +27,24 @@ type contender struct {
 	policy replica.PolicyName
 	// ours marks baedal's selector and its ablations; peers are the rest.
 	ours bool
-	// spread turns C3's concentration off; noHedge turns hedged reads off.
-	spread, noHedge bool
+	// spread turns C3's concentration off; noHedge turns hedged reads off;
+	// hedgeP95 hedges at the p95 even while the replica answers others.
+	spread, noHedge, hedgeP95 bool
 }
 
 // oursName is the side that is baedal's selector as it ships.
 const oursName = "c3"
 
-// contenders returns our selector, its ablations (unless cfg.NoAblations)
+// contenders returns our selector, its ablations (unless cfg.NoAblations:
+// without concentration, without hedging, hedging at the plain p95)
 // and the peers in cfg.Policies.
 func contenders(cfg Config) []contender {
 	list := []contender{{name: oursName, policy: replica.PolicyC3, ours: true}}
 	if !cfg.NoAblations {
 		list = append(list,
 			contender{name: "c3-spread", policy: replica.PolicyC3, ours: true, spread: true},
-			contender{name: "c3-no-hedge", policy: replica.PolicyC3, ours: true, noHedge: true})
+			contender{name: "c3-no-hedge", policy: replica.PolicyC3, ours: true, noHedge: true},
+			contender{name: "c3-hedge-p95", policy: replica.PolicyC3, ours: true, hedgeP95: true})
 	}
 	for _, p := range cfg.Policies {
 		if p != replica.PolicyC3 {
@@ -59,6 +62,7 @@ func (k contender) readConfig(cfg Config, scenario string) redisread.Config {
 	} else if cfg.HedgeBudget != 0 {
 		rc.Hedge.Budget = cfg.HedgeBudget
 	}
+	rc.Hedge.EvenIfAnswering = k.hedgeP95
 	return rc
 }
 

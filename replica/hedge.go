@@ -38,6 +38,13 @@ type HedgeConfig struct {
 	Window, MinSamples int
 	// MinDelay is the least time a read waits before it is hedged.
 	MinDelay time.Duration
+	// EvenIfAnswering hedges a read once it has waited its replica's
+	// quantile, even while that replica keeps answering other reads. By
+	// default a read is hedged only when its replica has also answered
+	// nothing for that long (stopped, throttled, partitioned): on a host
+	// whose CPUs are the bottleneck, a read slower than p95 is usually slow
+	// everywhere, and a second copy of it only adds load.
+	EvenIfAnswering bool
 }
 
 // WithDefaults returns c with zero fields replaced by the defaults.
@@ -94,12 +101,14 @@ type Hedger struct {
 	mu       sync.Mutex
 	replicas []hedgeWindow
 	tokens   float64
+	answered []time.Time // per replica: when it last answered a read
 
 	reads, hedges, hedgeWins, cancelled atomic.Uint64
 }
 
 // hedgeWindow is a ring of one replica's recent latencies and its cached
-// quantile, recomputed every Window/8 new samples.
+// quantile, recomputed every Window/8 new samples (so it may lag the ring
+// by that many).
 type hedgeWindow struct {
 	ring     []time.Duration
 	next     int
@@ -116,17 +125,20 @@ func NewHedger(replicas int, cfg HedgeConfig) (*Hedger, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	h := &Hedger{cfg: cfg, replicas: make([]hedgeWindow, replicas), tokens: cfg.Burst}
+	h := &Hedger{cfg: cfg, replicas: make([]hedgeWindow, replicas), tokens: cfg.Burst, answered: make([]time.Time, replicas)}
 	for r := range h.replicas {
 		h.replicas[r].ring = make([]time.Duration, 0, cfg.Window)
 	}
 	return h, nil
 }
 
-// Observe records a successful read's latency on replica r.
+// Observe records a successful read's latency on replica r, which answered
+// it now.
 func (h *Hedger) Observe(r int, latency time.Duration) {
+	now := time.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.answered[r] = now
 	w := &h.replicas[r]
 	if len(w.ring) < cap(w.ring) {
 		w.ring = append(w.ring, latency)
@@ -152,6 +164,13 @@ func (h *Hedger) Delay(r int) (time.Duration, bool) {
 	defer h.mu.Unlock()
 	w := &h.replicas[r]
 	return max(w.quantile, h.cfg.MinDelay), w.known
+}
+
+// silentFor returns how long replica r has answered nothing, at now.
+func (h *Hedger) silentFor(r int, now time.Time) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return now.Sub(h.answered[r])
 }
 
 // read counts a read and earns its share of a hedge.
@@ -194,8 +213,9 @@ func (h *Hedger) Stats() HedgeStats {
 var ErrNoAnswer = errors.New("replica: no replica answered")
 
 // Hedge runs one read through policy p: on the best replica first; when that
-// has not answered within its recent p95 (Hedger.Delay) and the budget
-// allows, a second time on the next-best replica, and the first answer wins
+// has not answered within its recent p95 (Hedger.Delay), nor answered any
+// other read for as long (unless HedgeConfig.EvenIfAnswering), and the
+// budget allows, a second time on the next-best replica, and the first answer wins
 // while the other attempt's context is cancelled. A server failure
 // (failed(ctx, err) true) moves the read to the next replica not tried yet,
 // as Policy's fallback order. An answer (failed false: nil or an error about
@@ -230,9 +250,10 @@ func Hedge[T any](ctx context.Context, p Policy, h *Hedger, order []int, call fu
 			start := time.Now()
 			v, err := call(actx, r)
 			latency := time.Since(start)
-			f := failed(actx, err)
-			// A loser cut short by its cancel did not fail, and its time
-			// so far is a lower bound of its latency, worth recording.
+			// A loser cut short by its cancel did not fail (nor did a read
+			// whose caller gave up), and its time so far is a lower bound
+			// of its latency, worth recording.
+			f := actx.Err() == nil && failed(actx, err)
 			p.Done(r, Result{Latency: latency, Failed: f})
 			if err == nil && actx.Err() == nil {
 				h.Observe(r, latency)
@@ -248,8 +269,10 @@ func Hedge[T any](ctx context.Context, p Policy, h *Hedger, order []int, call fu
 	launch(order[0], false)
 	var timer *time.Timer
 	var fire <-chan time.Time
+	var delay time.Duration
 	if len(order) > 1 && h.cfg.Budget > 0 {
 		if d, ok := h.Delay(order[0]); ok {
+			delay = d
 			timer = time.NewTimer(d)
 			fire = timer.C
 			defer timer.Stop()
@@ -288,6 +311,13 @@ func Hedge[T any](ctx context.Context, p Policy, h *Hedger, order []int, call fu
 			next++
 		case <-fire:
 			fire = nil
+			if silent := h.silentFor(order[0], time.Now()); !h.cfg.EvenIfAnswering && silent < delay {
+				// The replica still answers others: wait until it has been
+				// silent for the delay, or this read answers.
+				timer.Reset(delay - silent)
+				fire = timer.C
+				continue
+			}
 			if !hedged && next < len(order) && inFlight == 1 && h.allow() {
 				hedged = true
 				p.Start(order[next])
