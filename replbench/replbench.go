@@ -6,10 +6,14 @@
 // local stack), timelines of Users × EntriesPerUser entries loaded into the
 // primary and replicated, then a closed loop of Clients concurrent feed
 // reads (a pipeline of ZREVRANGE 0..19 to 0..49 of the reader's timeline and
-// two ZREVRANGEBYSCORE LIMIT 0 20 of celebrities') through replica/redisread for every
-// policy, interleaved (ABBA) in the same run: (a) all replicas healthy,
-// (b) one replica limited to DegradePercent% of one core by a cgroup-v1 CPU
-// quota on its process.
+// two ZREVRANGEBYSCORE LIMIT 0 20 of celebrities') through replica/redisread for
+// baedal's selector (C3, its ablations) and every peer policy, interleaved
+// (ABBA) in the same run, in four scenarios: (a) all replicas healthy, (b) one
+// replica limited to DegradePercent% of one core by a cgroup-v1 CPU quota on
+// its process, (c) one replica stopped (SIGSTOP) for StallFor every
+// StallEvery, (d) one replica limited as in (b) for the first half of every
+// side's round, then not. Each scenario reports C3 / round-robin and C3 /
+// the best peer (the peer with the most reads/s).
 //
 // OpenSearch part: a 3-node cluster, an index with 3 shards × 2 replicas (a
 // copy of every shard on every node), one node that neither coordinates nor
@@ -18,7 +22,8 @@
 // interleaved.
 //
 // Main invariant: every ratio in the Summary compares two sides measured in
-// the same process and the same rounds (C3 / round-robin, ARS on / off), and
+// the same process and the same rounds (C3 / round-robin, C3 / best peer,
+// ARS on / off), and
 // every degradation this package applies is removed before Run returns.
 package replbench
 
@@ -64,9 +69,11 @@ type Config struct {
 	// Policies to compare; C3 and round-robin are always included.
 	Policies []replica.PolicyName
 	// NoAblations leaves out the variants of our selector (c3-spread,
-	// c3-no-hedge, c3-hedge-p95) that show what each of its parts is worth.
+	// c3-hedge, c3-hedge-p95) that show what each of its parts, and hedged
+	// reads, are worth.
 	NoAblations bool
-	// HedgeBudget is our selector's hedge budget (0: redisread's default).
+	// HedgeBudget is the hedge budget of the hedged variants (0:
+	// replica.DefaultHedgeBudget).
 	HedgeBudget float64
 	// StallFor and StallEvery shape the stalled scenario: replica 1 is
 	// stopped (SIGSTOP) for StallFor every StallEvery.
@@ -199,8 +206,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.OpenSearchClients, "opensearch-clients", c.OpenSearchClients, "concurrent OpenSearch searchers (0: 16)")
 	fs.DurationVar(&c.OpenSearchRoundDuration, "opensearch-round-duration", c.OpenSearchRoundDuration, "time per ARS side per round (0: the profile's)")
 	fs.IntVar(&c.OpenSearchDegradePercent, "opensearch-degrade-percent", c.OpenSearchDegradePercent, "CPU quota of the degraded OpenSearch node, % of one core (0: 10)")
-	fs.BoolVar(&c.NoAblations, "no-ablations", c.NoAblations, "leave out the variants of C3 (c3-spread, c3-no-hedge, c3-hedge-p95)")
-	fs.Float64Var(&c.HedgeBudget, "hedge-budget", c.HedgeBudget, "C3's hedge budget, a fraction of reads (0: the Redis client's default; negative: off)")
+	fs.BoolVar(&c.NoAblations, "no-ablations", c.NoAblations, "leave out the variants of C3 (c3-spread, c3-hedge, c3-hedge-p95)")
+	fs.Float64Var(&c.HedgeBudget, "hedge-budget", c.HedgeBudget, "hedge budget of the hedged C3 variants, a fraction of reads (0: 0.05)")
 	fs.DurationVar(&c.StallFor, "stall-for", c.StallFor, "stalled scenario: how long replica 1 is stopped each time (0: 200ms)")
 	fs.DurationVar(&c.StallEvery, "stall-every", c.StallEvery, "stalled scenario: how often replica 1 is stopped (0: 2s)")
 	fs.StringVar(&c.ReportDir, "report-dir", c.ReportDir, "directory of the HTML report")
@@ -686,7 +693,7 @@ func runScenario(ctx context.Context, cfg Config, rcfg backend.RedisConfig, pref
 	rep.Add(bench.Section{
 		Title: "Redis timelines, " + name,
 		Text: fmt.Sprintf("Degradation: %s.\n\nC3 / round-robin: throughput %.3f, p50 %.3f, p90 %.3f, p99 %.3f. C3 / the best peer (%s): throughput %.3f, p99 %.3f, p99.9 %.3f. "+
-			"Replica shares are the fraction of reads each policy sent to replicas 1 / 2 / 3 (replica 1 is the one degraded or stalled). c3-spread, c3-no-hedge and c3-hedge-p95 are C3 with one of its parts off or changed (spreading by rank, no hedged reads, hedging at the p95 even while the replica answers others).",
+			"Replica shares are the fraction of reads each policy sent to replicas 1 / 2 / 3 (replica 1 is the one degraded or stalled). c3-spread, c3-hedge and c3-hedge-p95 are C3 variants: spreading reads by rank instead of concentrating them, with hedged reads (a read late past its replica's p95 while that replica answers nothing is sent to the next-best; at most 5%% of reads), hedging at the p95 even while the replica answers others.",
 			sc.Degradation, sc.ThroughputRatio, sc.P50Ratio, sc.P90Ratio, sc.P99Ratio, sc.BestPeer, sc.VsBestPeer.ThroughputRatio, sc.VsBestPeer.P99Ratio, sc.VsBestPeer.P999Ratio),
 		Table: &table,
 		Charts: []bench.Chart{

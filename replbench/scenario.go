@@ -27,28 +27,28 @@ type contender struct {
 	policy replica.PolicyName
 	// ours marks baedal's selector and its ablations; peers are the rest.
 	ours bool
-	// spread turns C3's concentration off; noHedge turns hedged reads off;
+	// spread turns C3's concentration off; hedge turns hedged reads on;
 	// hedgeP95 hedges at the p95 even while the replica answers others.
-	spread, noHedge, hedgeP95 bool
+	spread, hedge, hedgeP95 bool
 }
 
 // oursName is the side that is baedal's selector as it ships.
 const oursName = "c3"
 
-// contenders returns our selector, its ablations (unless cfg.NoAblations:
-// without concentration, without hedging, hedging at the plain p95)
+// contenders returns our selector, its variants (unless cfg.NoAblations:
+// without concentration, with hedged reads, hedging at the plain p95)
 // and the peers in cfg.Policies.
 func contenders(cfg Config) []contender {
 	list := []contender{{name: oursName, policy: replica.PolicyC3, ours: true}}
 	if !cfg.NoAblations {
 		list = append(list,
 			contender{name: "c3-spread", policy: replica.PolicyC3, ours: true, spread: true},
-			contender{name: "c3-no-hedge", policy: replica.PolicyC3, ours: true, noHedge: true},
-			contender{name: "c3-hedge-p95", policy: replica.PolicyC3, ours: true, hedgeP95: true})
+			contender{name: "c3-hedge", policy: replica.PolicyC3, ours: true, hedge: true},
+			contender{name: "c3-hedge-p95", policy: replica.PolicyC3, ours: true, hedge: true, hedgeP95: true})
 	}
 	for _, p := range cfg.Policies {
 		if p != replica.PolicyC3 {
-			list = append(list, contender{name: string(p), policy: p, noHedge: true})
+			list = append(list, contender{name: string(p), policy: p})
 		}
 	}
 	return list
@@ -57,10 +57,12 @@ func contenders(cfg Config) []contender {
 // readConfig is the redisread configuration of one contender.
 func (k contender) readConfig(cfg Config, scenario string) redisread.Config {
 	rc := redisread.Config{Policy: tuned(cfg.Tuning, k.policy, cfg.Seed), Path: scenario + "-" + k.name, Spread: k.spread}
-	if k.noHedge || k.policy != replica.PolicyC3 {
-		rc.Hedge.Budget = -1
-	} else if cfg.HedgeBudget != 0 {
-		rc.Hedge.Budget = cfg.HedgeBudget
+	rc.Hedge.Budget = -1
+	if k.hedge {
+		rc.Hedge.Budget = replica.DefaultHedgeBudget
+		if cfg.HedgeBudget != 0 {
+			rc.Hedge.Budget = cfg.HedgeBudget
+		}
 	}
 	rc.Hedge.EvenIfAnswering = k.hedgeP95
 	return rc

@@ -191,7 +191,11 @@ func (c *c3Strategy) chooseFront(s *selector, sorted []int) {
 // the current home while it is among ranked (not ejected, backed off or a
 // probe) and younger than PingRefresh, else the replica of ranked with the
 // lowest ping EWMA (response-time EWMA when never pinged), which becomes the
-// home.
+// home. A replica ejected recently (its ejection series is still running:
+// less than 10 × EjectTime since its last ejection ended) is chosen only
+// when every ranked replica was: a CPU-throttled Redis answers PINGs fast
+// while idle, and as home it would hold every read in flight for up to a
+// throttling period before it is ejected again.
 func (c *c3Strategy) chooseHome(s *selector, ranked []int) int {
 	now := s.cfg.Now()
 	if c.hasHome && now.Sub(c.homeAt) < s.cfg.PingRefresh {
@@ -201,15 +205,16 @@ func (c *c3Strategy) chooseHome(s *selector, ranked []int) int {
 			}
 		}
 	}
-	best, bestLatency := ranked[0], math.Inf(1)
+	best, bestLatency, bestRecent := ranked[0], math.Inf(1), true
 	for _, r := range ranked {
 		st := &s.replicas[r]
 		latency := st.responseTime.value
 		if st.ping.set {
 			latency = st.ping.value
 		}
-		if latency < bestLatency {
-			best, bestLatency = r, latency
+		recent := st.ejections > 0 && now.Sub(st.lastEjectionEnd) <= 10*s.cfg.EjectTime
+		if (bestRecent && !recent) || (recent == bestRecent && latency < bestLatency) {
+			best, bestLatency, bestRecent = r, latency, recent
 		}
 	}
 	c.home, c.homeAt, c.hasHome = best, now, true

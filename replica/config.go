@@ -159,8 +159,9 @@ type Config struct {
 	// Concentrate makes C3 send every read to one home replica, as
 	// lowest-ping does, instead of spreading reads by Ψ: the home is the
 	// replica with the lowest ping (else response-time) EWMA among those
-	// neither ejected nor backed off, chosen again every PingRefresh and at
-	// once when the home is ejected or fails. The rest of the order is by Ψ.
+	// neither ejected nor backed off, preferring those not ejected within
+	// the last 10 × EjectTime, chosen again every PingRefresh and at once
+	// when the home is ejected or fails. The rest of the order is by Ψ.
 	// One Redis server that takes every read batches them into fewer event
 	// loop turns, so on a host where clients and servers share the cores it
 	// serves more reads than three servers sharing them; SlowFactor ejection

@@ -158,4 +158,23 @@ func TestC3ConcentrateKeepsOneHomeAndLeavesAStalledOne(t *testing.T) {
 	if r2 := p.Pick(); r2 != r {
 		t.Fatalf("the new home is %d, then %d: want one home", r, r2)
 	}
+	// Every read ends; the ejection (1 s) ends. Replica 1 still has the
+	// lowest ping but was ejected recently: it does not become home again
+	// until 10 × EjectTime after its ejection ended.
+	s := p.(*selector)
+	for r := range 3 {
+		for s.replicas[r].outstanding > 0 {
+			p.Done(r, ok(2*time.Millisecond))
+		}
+	}
+	clock.Advance(2 * time.Second)
+	if r := p.Pick(); r == 1 {
+		t.Fatalf("a replica ejected 1 s ago became home again")
+	} else {
+		p.Done(r, ok(2*time.Millisecond))
+	}
+	clock.Advance(10 * time.Second)
+	if r := p.Pick(); r != 1 {
+		t.Fatalf("11 s after its ejection ended the lowest-ping replica 1 is not home (got %d)", r)
+	}
 }

@@ -25,11 +25,18 @@
 //     n = goroutines would count each of them that many times over.
 //   - ping (for the lowest-ping baseline only): the same PING's round trip.
 //
+// C3 here concentrates reads on one home replica (replica.Config.Concentrate,
+// unless Config.Spread), and Read can hedge a read whose replica has gone
+// silent (replica.Hedge, Config.Hedge, off by default); see BENCHMARKS.md S3
+// for what each is worth.
+//
 // Main invariant: Do runs fn on exactly one server at a time, best replica
 // first, and moves to the next-best (finally the primary) only when the
 // server failed (connection, timeout, LOADING/MASTERDOWN/BUSY): an
-// application error or redis.Nil is an answer and is returned as is. Every
-// attempt is reported to the policy, so its outstanding counts stay exact.
+// application error or redis.Nil is an answer and is returned as is. Read
+// does the same but may run fn on a second replica while the first is still
+// running (a hedge); the first answer wins. Every attempt is reported to the
+// policy, so its outstanding counts stay exact.
 package redisread
 
 import (
@@ -89,8 +96,10 @@ type Config struct {
 	Path string
 	// Hedge tunes the hedged reads of Read (not Do): a read that has not
 	// answered within its replica's recent p95 is sent again to the
-	// next-best replica, within a budget of DefaultHedgeBudget of reads.
-	// Hedge.Budget negative turns hedging off.
+	// next-best replica, within a budget. Off unless Hedge.Budget is set
+	// (positive): each read then runs in a goroutine of its own, and on
+	// the benchmark that cost more reads/s than the hedges saved (see
+	// BENCHMARKS.md S3).
 	Hedge replica.HedgeConfig
 }
 
@@ -107,6 +116,9 @@ func (c Config) WithDefaults() Config {
 		c.Policy.Concentrate = c.Policy.Concentrate || !c.Spread
 	}
 	c.Policy = c.Policy.WithDefaults()
+	if c.Hedge.Budget == 0 {
+		c.Hedge.Budget = -1
+	}
 	c.Hedge = c.Hedge.WithDefaults()
 	if c.SampleInterval == 0 {
 		c.SampleInterval = DefaultSampleInterval
@@ -135,7 +147,7 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 	fs.DurationVar(&c.SampleTimeout, prefix+"sample-timeout", c.SampleTimeout, "timeout of one sample of one replica")
 	fs.BoolVar(&c.NoPrimaryFallback, prefix+"no-primary-fallback", c.NoPrimaryFallback, "do not read from the primary when every replica failed")
 	fs.BoolVar(&c.Spread, prefix+"spread", c.Spread, "C3: spread reads by rank instead of concentrating them on one home replica")
-	fs.Float64Var(&c.Hedge.Budget, prefix+"hedge-budget", c.Hedge.Budget, "hedged reads: at most this fraction of reads is sent a second time (negative: off)")
+	fs.Float64Var(&c.Hedge.Budget, prefix+"hedge-budget", c.Hedge.Budget, "hedged reads of Read: at most this fraction of reads is sent a second time (0 or negative: off)")
 	fs.Float64Var(&c.Hedge.Quantile, prefix+"hedge-quantile", c.Hedge.Quantile, "hedged reads: hedge after this quantile of the replica's recent latencies")
 }
 
