@@ -146,8 +146,8 @@ func TestBenchmarkSmoke(t *testing.T) {
 		if sc.s.BestPeer != "round-robin" { // the only peer in this run
 			t.Errorf("%s: best peer %q, want round-robin", sc.name, sc.s.BestPeer)
 		}
-		if _, ok := sc.s.Policies["c3-hedge"]; !ok {
-			t.Errorf("%s: no c3-hedge ablation in %v", sc.name, sc.s.Policies)
+		if _, ok := sc.s.Policies["c3-psi"]; !ok {
+			t.Errorf("%s: no c3-psi variant in %v", sc.name, sc.s.Policies)
 		}
 	}
 	if !strings.Contains(sum.Stalled.Degradation, "SIGSTOP") || strings.Contains(sum.Stalled.Degradation, "; 0 stalls") {

@@ -25,26 +25,26 @@ const (
 type contender struct {
 	name   string
 	policy replica.PolicyName
-	// ours marks baedal's selector and its ablations; peers are the rest.
+	// ours marks baedal's selector and its variants; peers are the rest.
 	ours bool
-	// spread turns C3's concentration off; hedge turns hedged reads on;
-	// hedgeP95 hedges at the p95 even while the replica answers others.
-	spread, hedge, hedgeP95 bool
+	// psi ranks C3 by Ψ instead of peak-EWMA cost; concentrate sends every
+	// read to one home replica; hedge turns hedged reads on.
+	psi, concentrate, hedge bool
 }
 
 // oursName is the side that is baedal's selector as it ships.
 const oursName = "c3"
 
 // contenders returns our selector, its variants (unless cfg.NoAblations:
-// without concentration, with hedged reads, hedging at the plain p95)
+// ranked by Ψ, concentrating reads on one home replica, with hedged reads)
 // and the peers in cfg.Policies.
 func contenders(cfg Config) []contender {
 	list := []contender{{name: oursName, policy: replica.PolicyC3, ours: true}}
 	if !cfg.NoAblations {
 		list = append(list,
-			contender{name: "c3-spread", policy: replica.PolicyC3, ours: true, spread: true},
-			contender{name: "c3-hedge", policy: replica.PolicyC3, ours: true, hedge: true},
-			contender{name: "c3-hedge-p95", policy: replica.PolicyC3, ours: true, hedge: true, hedgeP95: true})
+			contender{name: "c3-psi", policy: replica.PolicyC3, ours: true, psi: true},
+			contender{name: "c3-concentrate", policy: replica.PolicyC3, ours: true, concentrate: true},
+			contender{name: "c3-hedge", policy: replica.PolicyC3, ours: true, hedge: true})
 	}
 	for _, p := range cfg.Policies {
 		if p != replica.PolicyC3 {
@@ -56,7 +56,8 @@ func contenders(cfg Config) []contender {
 
 // readConfig is the redisread configuration of one contender.
 func (k contender) readConfig(cfg Config, scenario string) redisread.Config {
-	rc := redisread.Config{Policy: tuned(cfg.Tuning, k.policy, cfg.Seed), Path: scenario + "-" + k.name, Spread: k.spread}
+	rc := redisread.Config{Policy: tuned(cfg.Tuning, k.policy, cfg.Seed), Path: scenario + "-" + k.name, PsiRank: k.psi}
+	rc.Policy.Concentrate = rc.Policy.Concentrate || k.concentrate
 	rc.Hedge.Budget = -1
 	if k.hedge {
 		rc.Hedge.Budget = replica.DefaultHedgeBudget
@@ -64,7 +65,6 @@ func (k contender) readConfig(cfg Config, scenario string) redisread.Config {
 			rc.Hedge.Budget = cfg.HedgeBudget
 		}
 	}
-	rc.Hedge.EvenIfAnswering = k.hedgeP95
 	return rc
 }
 

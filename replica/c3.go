@@ -66,8 +66,10 @@ func c3RankOf(st *replicaState, clients int) float64 {
 // command in microseconds) as soon as its backlog is a little shorter than
 // the others'.
 //
-// With Config.Concentrate, the front is the home replica instead (see
-// chooseHome).
+// With Config.PeakCost, the rank is peak-EWMA latency × (outstanding+1)
+// (see peakEWMAStrategy) instead of Ψ; probes, ejection and the choice of
+// the winner stay. With Config.Concentrate, the front is the home replica
+// instead (see chooseHome).
 type c3Strategy struct {
 	next int
 	rng  *rand.Rand
@@ -75,19 +77,35 @@ type c3Strategy struct {
 	home    int
 	homeAt  time.Time
 	hasHome bool
+	// peak is the peak-EWMA state with Config.PeakCost, else nil.
+	peak *peakEWMAStrategy
 }
 
-func (*c3Strategy) fillKeys(s *selector, now time.Time) {
+// observe feeds PeakCost's peak-EWMA estimates.
+func (c *c3Strategy) observe(s *selector, r int, latency time.Duration, now time.Time) {
+	if c.peak != nil {
+		c.peak.observe(s, r, latency, now)
+	}
+}
+
+func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 	if s.cfg.SlowFactor > 0 {
 		ejectOutliers(s, now)
+	}
+	rank := func(r int, st *replicaState) float64 { return c3RankOf(st, s.cfg.Clients) }
+	if c.peak != nil {
+		rank = func(r int, st *replicaState) float64 {
+			c.peak.update(s, r, 0, now)
+			return c.peak.rtt[r] * float64(st.outstanding+1)
+		}
 	}
 	for r := range s.replicas {
 		st := &s.replicas[r]
 		switch {
 		case st.hasStats() && now.Before(st.ejectedUntil):
-			s.keys[r] = sortKey{tier: tierSlow, value: c3RankOf(st, s.cfg.Clients)}
+			s.keys[r] = sortKey{tier: tierSlow, value: rank(r, st)}
 		case st.hasStats():
-			s.keys[r] = sortKey{tier: tierRanked, value: c3RankOf(st, s.cfg.Clients)}
+			s.keys[r] = sortKey{tier: tierRanked, value: rank(r, st)}
 		case st.outstanding < s.cfg.ProbeLimit:
 			s.keys[r] = sortKey{tier: tierProbe, value: float64(st.outstanding)}
 		default:

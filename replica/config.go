@@ -167,6 +167,13 @@ type Config struct {
 	// serves more reads than three servers sharing them; SlowFactor ejection
 	// is what keeps a slow or stalled home from holding the reads.
 	Concentrate bool
+	// PeakCost makes C3 rank replicas by peak-EWMA latency × (outstanding
+	// + 1), the cost of the peak-ewma policy (DecayTime, PeakRTT), instead
+	// of Ψ, keeping C3's probes, outlier ejection (SlowFactor) and choice
+	// of the winner. Ψ's queue term rests on the server's CPU time per
+	// command, which says nothing of a Redis that waits for its CPU
+	// share; the peak of the client-seen latency does.
+	PeakCost bool
 	// PingTolerance is lowest-ping-tolerance's band: replicas whose latency
 	// is at most this much over the lowest are candidates.
 	PingTolerance time.Duration
@@ -307,6 +314,7 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 	fs.DurationVar(&c.EjectTime, prefix+"eject-time", d.EjectTime, "C3: how long a replica found slow (slow-factor) ranks last; doubles on repeats")
 	fs.DurationVar(&c.MaxEjectTime, prefix+"max-eject-time", d.MaxEjectTime, "C3: cap of the ejection time")
 	fs.BoolVar(&c.Concentrate, prefix+"concentrate", d.Concentrate, "C3: send every read to one home replica (lowest ping, not ejected) instead of spreading by rank")
+	fs.BoolVar(&c.PeakCost, prefix+"peak-cost", d.PeakCost, "C3: rank by peak-EWMA latency × (outstanding+1) instead of Ψ")
 	fs.DurationVar(&c.PingTolerance, prefix+"ping-tolerance", d.PingTolerance, "lowest-ping-tolerance: replicas within this much of the lowest latency rotate")
 	fs.DurationVar(&c.DecayTime, prefix+"decay-time", d.DecayTime, "peak-ewma: decay constant of the latency estimate")
 	fs.DurationVar(&c.PeakRTT, prefix+"peak-rtt", d.PeakRTT, "peak-ewma: latency estimate of a replica not measured yet")

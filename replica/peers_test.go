@@ -178,3 +178,27 @@ func TestC3ConcentrateKeepsOneHomeAndLeavesAStalledOne(t *testing.T) {
 		t.Fatalf("11 s after its ejection ended the lowest-ping replica 1 is not home (got %d)", r)
 	}
 }
+
+func TestC3PeakCostRanksByPeakLatencyTimesLoadAndStillEjects(t *testing.T) {
+	clock := newFakeClock()
+	p := newTestPolicy(t, 3, Config{Policy: PolicyC3, PeakCost: true, SlowFactor: 10, Now: clock.Now})
+	complete(p, 0, ok(10*time.Millisecond))
+	complete(p, 1, ok(4*time.Millisecond))
+	complete(p, 2, ok(4*time.Millisecond))
+	// Replica 2 stops answering: 150 ms without a reply, over 10 × the
+	// lowest latency (4 ms), so it is ejected. Replica 1 has 3 in flight:
+	// cost 4 ms × 4 = 16 ms > replica 0's 10 ms.
+	p.Start(2)
+	clock.Advance(150 * time.Millisecond)
+	for range 3 {
+		p.Start(1)
+	}
+	order := p.Select(nil)
+	p.Done(order[0], ok(time.Millisecond))
+	if order[0] != 0 || order[2] != 2 {
+		t.Fatalf("order %v, want replica 0 first (lowest peak × (outstanding+1)) and the silent replica 2 last", order)
+	}
+	if s := statsOf(p, 2); !s.EjectedUntil.After(clock.Now()) {
+		t.Fatalf("silent replica 2 not ejected: %+v", s)
+	}
+}

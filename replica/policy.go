@@ -107,7 +107,11 @@ func New(replicas int, cfg Config) (Policy, error) {
 	}
 	switch cfg.Policy {
 	case PolicyC3:
-		s.strategy = &c3Strategy{rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x243f6a8885a308d3))}
+		c3 := &c3Strategy{rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x243f6a8885a308d3))}
+		if cfg.PeakCost {
+			c3.peak = newPeakEWMA(replicas, cfg)
+		}
+		s.strategy = c3
 	case PolicyRoundRobin:
 		s.strategy = &roundRobinStrategy{}
 	case PolicyRandom:

@@ -25,8 +25,9 @@
 //     n = goroutines would count each of them that many times over.
 //   - ping (for the lowest-ping baseline only): the same PING's round trip.
 //
-// C3 here concentrates reads on one home replica (replica.Config.Concentrate,
-// unless Config.Spread), and Read can hedge a read whose replica has gone
+// C3 here ranks by peak-EWMA latency × (outstanding+1) (replica.Config.
+// PeakCost, unless Config.PsiRank) and ejects slow or silent replicas, and
+// Read can hedge a read whose replica has gone
 // silent (replica.Hedge, Config.Hedge, off by default); see BENCHMARKS.md S3
 // for what each is worth.
 //
@@ -88,10 +89,9 @@ type Config struct {
 	// NoPrimaryFallback stops Do from trying the primary when every replica
 	// failed.
 	NoPrimaryFallback bool
-	// Spread keeps C3 spreading reads by rank (two random choices) instead of
-	// concentrating them on one home replica (replica.Config.Concentrate,
-	// this client's default).
-	Spread bool
+	// PsiRank keeps C3 ranking by Ψ instead of by peak-EWMA latency ×
+	// (outstanding+1) (replica.Config.PeakCost, this client's default).
+	PsiRank bool
 	// Path names this read path in metrics and logs, e.g. "feed".
 	Path string
 	// Hedge tunes the hedged reads of Read (not Do): a read that has not
@@ -111,9 +111,9 @@ func (c Config) WithDefaults() Config {
 	if c.Policy.SlowFactor == 0 {
 		c.Policy.SlowFactor = DefaultSlowFactor
 	}
-	if c.Policy.Policy == "" || c.Policy.Policy == replica.PolicyC3 {
-		// See replica.Config.Concentrate and BENCHMARKS.md S3.
-		c.Policy.Concentrate = c.Policy.Concentrate || !c.Spread
+	if (c.Policy.Policy == "" || c.Policy.Policy == replica.PolicyC3) && !c.PsiRank {
+		// See replica.Config.PeakCost and BENCHMARKS.md S3.
+		c.Policy.PeakCost = true
 	}
 	c.Policy = c.Policy.WithDefaults()
 	if c.Hedge.Budget == 0 {
@@ -146,7 +146,7 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 	fs.DurationVar(&c.SampleInterval, prefix+"sample-interval", c.SampleInterval, "how often to sample INFO commandstats and PING on each replica (negative: off)")
 	fs.DurationVar(&c.SampleTimeout, prefix+"sample-timeout", c.SampleTimeout, "timeout of one sample of one replica")
 	fs.BoolVar(&c.NoPrimaryFallback, prefix+"no-primary-fallback", c.NoPrimaryFallback, "do not read from the primary when every replica failed")
-	fs.BoolVar(&c.Spread, prefix+"spread", c.Spread, "C3: spread reads by rank instead of concentrating them on one home replica")
+	fs.BoolVar(&c.PsiRank, prefix+"psi-rank", c.PsiRank, "C3: rank by Ψ instead of peak-EWMA latency × (outstanding+1)")
 	fs.Float64Var(&c.Hedge.Budget, prefix+"hedge-budget", c.Hedge.Budget, "hedged reads of Read: at most this fraction of reads is sent a second time (0 or negative: off)")
 	fs.Float64Var(&c.Hedge.Quantile, prefix+"hedge-quantile", c.Hedge.Quantile, "hedged reads: hedge after this quantile of the replica's recent latencies")
 }
