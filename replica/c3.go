@@ -57,8 +57,8 @@ func c3RankOf(st *replicaState, clients int) float64 {
 //
 // With Config.SlowFactor set, a replica is an outlier when its latency
 // signal, the larger of its response-time EWMA R and how long it has had
-// requests in flight without completing any, is over SlowFactor times the
-// lowest signal. An outlier is ejected: it ranks after every other replica
+// requests in flight without completing any while another replica still
+// completed some, is over SlowFactor times the lowest signal. An outlier is ejected: it ranks after every other replica
 // for EjectTime, doubling on repeats (see Config). Ψ alone does not do
 // this: its queue term q̂³·S grows with this client's outstanding requests
 // and S is the server's CPU time per command, so Ψ keeps feeding a
@@ -138,10 +138,33 @@ func ejectOutliers(s *selector, now time.Time) {
 			// The ejection ended: judge the replica on fresh samples.
 			st.ejectedUntil = time.Time{}
 			st.responseTime.value = lowestR
-		case max(st.responseTime.value, st.stalled(now)) > limit:
+		case max(st.responseTime.value, silentWhileOthersAnswer(s, r, now)) > limit:
 			eject(s, st, now)
 		}
 	}
+}
+
+// silentWhileOthersAnswer is how long replica r, with requests outstanding,
+// has answered nothing while another replica still answered: its stall up
+// to the last reply of any other replica. A stall of the whole host (on a
+// loaded machine no process is scheduled for tens of milliseconds) stops
+// every reply, so it ejects no one; a stopped or throttled server stalls
+// alone.
+func silentWhileOthersAnswer(s *selector, r int, now time.Time) float64 {
+	st := &s.replicas[r]
+	if st.outstanding == 0 {
+		return 0
+	}
+	var othersLast time.Time
+	for o := range s.replicas {
+		if o != r && s.replicas[o].lastDone.After(othersLast) {
+			othersLast = s.replicas[o].lastDone
+		}
+	}
+	if othersLast.After(now) {
+		othersLast = now
+	}
+	return max(othersLast.Sub(st.waitingSince).Seconds(), 0)
 }
 
 // eject ranks st last for EjectTime, doubled for each ejection since the

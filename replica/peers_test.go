@@ -145,9 +145,11 @@ func TestC3ConcentrateKeepsOneHomeAndLeavesAStalledOne(t *testing.T) {
 			t.Fatalf("read %d went to %d, want every read on the home replica 1", i, r)
 		}
 	}
-	// The home answers nothing for 50 ms, 25× the others' response time:
-	// it is ejected and the next read goes elsewhere.
+	// The home answers nothing for 50 ms, 25× the others' response time,
+	// while replica 0 still answers: it is ejected and the next read goes
+	// elsewhere.
 	clock.Advance(50 * time.Millisecond)
+	complete(p, 0, ok(2*time.Millisecond))
 	r := p.Pick()
 	if r == 1 {
 		t.Fatalf("after a 50 ms stall the read still went to the home replica 1")
@@ -190,6 +192,7 @@ func TestC3PeakCostRanksByPeakLatencyTimesLoadAndStillEjects(t *testing.T) {
 	// cost 4 ms × 4 = 16 ms > replica 0's 10 ms.
 	p.Start(2)
 	clock.Advance(150 * time.Millisecond)
+	complete(p, 0, ok(10*time.Millisecond)) // the others still answer
 	for range 3 {
 		p.Start(1)
 	}
@@ -200,5 +203,24 @@ func TestC3PeakCostRanksByPeakLatencyTimesLoadAndStillEjects(t *testing.T) {
 	}
 	if s := statsOf(p, 2); !s.EjectedUntil.After(clock.Now()) {
 		t.Fatalf("silent replica 2 not ejected: %+v", s)
+	}
+}
+
+func TestC3DoesNotEjectWhenTheWholeHostStalls(t *testing.T) {
+	clock := newFakeClock()
+	p := newTestPolicy(t, 3, Config{Policy: PolicyC3, PeakCost: true, SlowFactor: 10, Now: clock.Now})
+	for r := range 3 {
+		complete(p, r, ok(2*time.Millisecond))
+	}
+	// Replica 2 has a read in flight and, like every replica, answers
+	// nothing for 300 ms: this process was not scheduled, no server is
+	// to blame.
+	p.Start(2)
+	clock.Advance(300 * time.Millisecond)
+	p.Done(p.Pick(), ok(time.Millisecond))
+	for r, s := range p.Snapshot(nil) {
+		if !s.EjectedUntil.IsZero() {
+			t.Fatalf("replica %d ejected after a stall of the whole host: %+v", r, s)
+		}
 	}
 }

@@ -154,6 +154,8 @@ type replicaState struct {
 	// one while idle: with requests outstanding, now − waitingSince is how
 	// long it has answered nothing (see stalled).
 	waitingSince time.Time
+	// lastDone is when the replica last completed a request.
+	lastDone time.Time
 	// C3 outlier ejection (Config.SlowFactor): ranked last until
 	// ejectedUntil; ejections counts those since the replica last served
 	// 10 × EjectTime after an ejection (lastEjectionEnd) without one.
@@ -303,6 +305,7 @@ func (s *selector) Done(r int, res Result) {
 		st.outstanding--
 	}
 	st.waitingSince = s.cfg.Now()
+	st.lastDone = st.waitingSince
 	latency := max(res.Latency, 0)
 	if res.Failed {
 		latency = max(latency, s.cfg.ErrorPenalty)
