@@ -436,7 +436,7 @@ func runRedis(ctx context.Context, cfg Config, st *localstack.State, out io.Writ
 	}
 	stalls := 0
 	sum.Stalled, err = runScenario(ctx, cfg, rcfg, prefix, scenarioStalled,
-		fmt.Sprintf("replica 1 (%s, pid %d) stopped (SIGSTOP) for %s every %s, the first %s into each round", rcfg.ReplicaAddrs[0], pid, cfg.StallFor, cfg.StallEvery, cfg.StallEvery/5),
+		fmt.Sprintf("replica 1 (%s, pid %d) stopped (SIGSTOP) for %s every %s, the first %s into each round", rcfg.ReplicaAddrs[0], pid, cfg.StallFor, cfg.StallEvery, min(cfg.StallEvery/5, cfg.RoundDuration/4)),
 		nil, stallCondition(pid, cfg.StallFor, cfg.StallEvery, &stalls), rep, out)
 	if err != nil {
 		return sum, rep, err

@@ -74,8 +74,8 @@ func (k contender) readConfig(cfg Config, scenario string) redisread.Config {
 type condition func(ctx context.Context, roundDuration time.Duration) (end func() error, err error)
 
 // stallCondition stops process pid with SIGSTOP for stall every period, the
-// first time at period/5 into the round, and resumes it with SIGCONT: a GC
-// pause or a fork.
+// first time at period/5 into the round (a quarter of the round when that is
+// shorter), and resumes it with SIGCONT: a GC pause or a fork.
 func stallCondition(pid int, stall, period time.Duration, stalls *int) condition {
 	return func(ctx context.Context, roundDuration time.Duration) (func() error, error) {
 		ctx, cancel := context.WithCancel(ctx)
@@ -85,7 +85,7 @@ func stallCondition(pid int, stall, period time.Duration, stalls *int) condition
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			next := time.Now().Add(period / 5)
+			next := time.Now().Add(min(period/5, roundDuration/4))
 			for {
 				select {
 				case <-ctx.Done():
