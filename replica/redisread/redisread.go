@@ -27,9 +27,9 @@
 //
 // C3 here ranks by peak-EWMA latency × (outstanding+1) (replica.Config.
 // PeakCost, unless Config.PsiRank) and ejects slow or silent replicas, and
-// Read can hedge a read whose replica has gone
-// silent (replica.Hedge, Config.Hedge, off by default); see BENCHMARKS.md S3
-// for what each is worth.
+// Read can hedge a read whose replica has gone silent (replica.Hedge,
+// Config.Hedge, off by default); see BENCHMARKS.md S3 for what each is
+// worth.
 //
 // Main invariant: Do runs fn on exactly one server at a time, best replica
 // first, and moves to the next-best (finally the primary) only when the
