@@ -6,10 +6,14 @@
 // local stack), timelines of Users × EntriesPerUser entries loaded into the
 // primary and replicated, then a closed loop of Clients concurrent feed
 // reads (a pipeline of ZREVRANGE 0..19 to 0..49 of the reader's timeline and
-// two ZREVRANGEBYSCORE LIMIT 0 20 of celebrities') through replica/redisread for every
-// policy, interleaved (ABBA) in the same run: (a) all replicas healthy,
-// (b) one replica limited to DegradePercent% of one core by a cgroup-v1 CPU
-// quota on its process.
+// two ZREVRANGEBYSCORE LIMIT 0 20 of celebrities') through replica/redisread for
+// baedal's selector (C3, its ablations) and every peer policy, interleaved
+// (ABBA) in the same run, in four scenarios: (a) all replicas healthy, (b) one
+// replica limited to DegradePercent% of one core by a cgroup-v1 CPU quota on
+// its process, (c) one replica stopped (SIGSTOP) for StallFor every
+// StallEvery, (d) one replica limited as in (b) for the first half of every
+// side's round, then not. Each scenario reports C3 / round-robin and C3 /
+// the best peer (the peer with the most reads/s).
 //
 // OpenSearch part: a 3-node cluster, an index with 3 shards × 2 replicas (a
 // copy of every shard on every node), one node that neither coordinates nor
@@ -18,7 +22,8 @@
 // interleaved.
 //
 // Main invariant: every ratio in the Summary compares two sides measured in
-// the same process and the same rounds (C3 / round-robin, ARS on / off), and
+// the same process and the same rounds (C3 / round-robin, C3 / best peer,
+// ARS on / off), and
 // every degradation this package applies is removed before Run returns.
 package replbench
 
@@ -28,6 +33,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -62,6 +68,16 @@ type Config struct {
 	DegradePercent int
 	// Policies to compare; C3 and round-robin are always included.
 	Policies []replica.PolicyName
+	// NoAblations leaves out the variants of our selector (c3-psi,
+	// c3-concentrate, c3-hedge) that show what its parts, and the ideas it
+	// does not use by default, are worth.
+	NoAblations bool
+	// HedgeBudget is the hedge budget of the hedged variants (0:
+	// replica.DefaultHedgeBudget).
+	HedgeBudget float64
+	// StallFor and StallEvery shape the stalled scenario: replica 1 is
+	// stopped (SIGSTOP) for StallFor every StallEvery.
+	StallFor, StallEvery time.Duration
 	// SkipOpenSearch leaves out the OpenSearch ARS part.
 	SkipOpenSearch bool
 	// OpenSearchDocs, OpenSearchClients, OpenSearchRoundDuration and
@@ -106,6 +122,8 @@ func (c Config) WithDefaults() Config {
 	setInt(&c.OpenSearchClients, 16, 16)
 	setDur(&c.OpenSearchRoundDuration, 5*time.Second, 15*time.Second)
 	setInt(&c.OpenSearchDegradePercent, 10, 10)
+	setDur(&c.StallFor, 200*time.Millisecond, 200*time.Millisecond)
+	setDur(&c.StallEvery, 2*time.Second, 2*time.Second)
 	if len(c.Policies) == 0 {
 		c.Policies = append([]replica.PolicyName(nil), replica.PolicyNames...)
 	}
@@ -156,6 +174,12 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: got %d, allowed: 1..100 (%% of one core)", p.name, p.v))
 		}
 	}
+	if c.StallFor <= 0 || c.StallFor >= c.StallEvery {
+		errs = append(errs, fmt.Errorf("stall-for: got %s, allowed: more than 0 and less than stall-every (%s)", c.StallFor, c.StallEvery))
+	}
+	if math.IsNaN(c.HedgeBudget) || c.HedgeBudget > 1 {
+		errs = append(errs, fmt.Errorf("hedge-budget: got %v, allowed: negative (off), 0 (default) or up to 1", c.HedgeBudget))
+	}
 	for _, name := range c.Policies {
 		if _, err := replica.ParsePolicyName(string(name)); err != nil {
 			errs = append(errs, fmt.Errorf("policies: %w", err))
@@ -182,6 +206,10 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.OpenSearchClients, "opensearch-clients", c.OpenSearchClients, "concurrent OpenSearch searchers (0: 16)")
 	fs.DurationVar(&c.OpenSearchRoundDuration, "opensearch-round-duration", c.OpenSearchRoundDuration, "time per ARS side per round (0: the profile's)")
 	fs.IntVar(&c.OpenSearchDegradePercent, "opensearch-degrade-percent", c.OpenSearchDegradePercent, "CPU quota of the degraded OpenSearch node, % of one core (0: 10)")
+	fs.BoolVar(&c.NoAblations, "no-ablations", c.NoAblations, "leave out the variants of C3 (c3-psi, c3-concentrate, c3-hedge)")
+	fs.Float64Var(&c.HedgeBudget, "hedge-budget", c.HedgeBudget, "hedge budget of the hedged C3 variants, a fraction of reads (0: 0.05)")
+	fs.DurationVar(&c.StallFor, "stall-for", c.StallFor, "stalled scenario: how long replica 1 is stopped each time (0: 200ms)")
+	fs.DurationVar(&c.StallEvery, "stall-every", c.StallEvery, "stalled scenario: how often replica 1 is stopped (0: 2s)")
 	fs.StringVar(&c.ReportDir, "report-dir", c.ReportDir, "directory of the HTML report")
 	d := c.Tuning.WithDefaults()
 	fs.Float64Var(&c.Tuning.Tolerance, "c3-tolerance", d.Tolerance, "C3 with --c3-best-of-all: ranks within this fraction of the best rotate (negative: strict argmin)")
@@ -235,6 +263,8 @@ type Ratios struct {
 	P90RatioCI95          bench.Interval    `json:"p90_ratio_ci95"`
 	P99Ratio              float64           `json:"p99_ratio"`
 	P99RatioCI95          bench.Interval    `json:"p99_ratio_ci95"`
+	P999Ratio             float64           `json:"p999_ratio"`
+	P999RatioCI95         bench.Interval    `json:"p999_ratio_ci95"`
 }
 
 func ratios(ours, base bench.LoadResult, seed uint64) Ratios {
@@ -248,6 +278,8 @@ func ratios(ours, base bench.LoadResult, seed uint64) Ratios {
 		P90RatioCI95:          bench.QuantileRatioCI(base.Latency, ours.Latency, 0.9, seed),
 		P99Ratio:              bench.Ratio(o.P99Ms, b.P99Ms),
 		P99RatioCI95:          bench.QuantileRatioCI(base.Latency, ours.Latency, 0.99, seed),
+		P999Ratio:             bench.Ratio(o.P999Ms, b.P999Ms),
+		P999RatioCI95:         bench.QuantileRatioCI(base.Latency, ours.Latency, 0.999, seed),
 	}
 	r.ThroughputRatioCI95 = r.ThroughputRatioRounds.IntervalAround(r.ThroughputRatio)
 	return r
@@ -260,6 +292,7 @@ func (r Ratios) figures(prefix string) []bench.Figure {
 		{Name: prefix + " p50", Point: r.P50Ratio, CI95: r.P50RatioCI95},
 		{Name: prefix + " p90", Point: r.P90Ratio, CI95: r.P90RatioCI95},
 		{Name: prefix + " p99", Point: r.P99Ratio, CI95: r.P99RatioCI95},
+		{Name: prefix + " p99.9", Point: r.P999Ratio, CI95: r.P999RatioCI95},
 	}
 }
 
@@ -268,14 +301,18 @@ type PolicyResult struct {
 	bench.LoadSummary
 	// Shares is the fraction of reads each replica served (replica order).
 	Shares []float64 `json:"replica_shares"`
+	// Hedges counts hedged reads (our selector only).
+	Hedges *replica.HedgeStats `json:"hedges,omitempty"`
 }
 
-// Scenario is the Redis comparison in one condition; the ratios are C3 /
-// round-robin.
+// Scenario is the Redis comparison in one condition; the embedded ratios
+// are C3 / round-robin, VsBestPeer C3 / the peer with the most reads/s.
 type Scenario struct {
 	Ratios
 	Degradation string                  `json:"degradation"`
 	Policies    map[string]PolicyResult `json:"policies"`
+	BestPeer    string                  `json:"best_peer"`
+	VsBestPeer  Ratios                  `json:"vs_best_peer"`
 }
 
 // ARSResult is the OpenSearch comparison; the ratios are ARS on / ARS off.
@@ -297,6 +334,8 @@ type Summary struct {
 	Profile       string    `json:"profile"`
 	Healthy       Scenario  `json:"healthy"`
 	Degraded      Scenario  `json:"degraded"`
+	Stalled       Scenario  `json:"stalled"`
+	Recovering    Scenario  `json:"recovering"`
 	OpenSearchARS ARSResult `json:"opensearch_ars"`
 	Clients       int       `json:"clients"`
 	Timelines     int       `json:"timelines"`
@@ -313,9 +352,6 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		return Summary{}, err
 	}
 	cfg = cfg.WithDefaults()
-	if !containsPolicy(cfg.Policies, replica.PolicyC3) {
-		cfg.Policies = append([]replica.PolicyName{replica.PolicyC3}, cfg.Policies...)
-	}
 	if !containsPolicy(cfg.Policies, replica.PolicyRoundRobin) {
 		cfg.Policies = append(cfg.Policies, replica.PolicyRoundRobin)
 	}
@@ -378,11 +414,11 @@ func runRedis(ctx context.Context, cfg Config, st *localstack.State, out io.Writ
 	rcfg.Addr, rcfg.ReplicaAddrs = st.RedisAddr, st.RedisReplicaAddrs[:3]
 	rcfg.PoolSize = cfg.Clients + 16
 
-	sum.Healthy, err = runScenario(ctx, cfg, rcfg, prefix, "healthy", nil, rep, out)
+	pid, err := componentPID(st, "redis-replica-1")
 	if err != nil {
 		return sum, rep, err
 	}
-	pid, err := componentPID(st, "redis-replica-1")
+	sum.Healthy, err = runScenario(ctx, cfg, rcfg, prefix, scenarioHealthy, "none", nil, nil, rep, out)
 	if err != nil {
 		return sum, rep, err
 	}
@@ -390,10 +426,25 @@ func runRedis(ctx context.Context, cfg Config, st *localstack.State, out io.Writ
 	if err != nil {
 		return sum, rep, err
 	}
-	sum.Degraded, err = runScenario(ctx, cfg, rcfg, prefix, "degraded", limit, rep, out)
+	sum.Degraded, err = runScenario(ctx, cfg, rcfg, prefix, scenarioDegraded,
+		fmt.Sprintf("replica 1 (%s, pid %d) limited to %d%% of one core (cgroup-v1 cpu quota)", rcfg.ReplicaAddrs[0], pid, cfg.DegradePercent), limit, nil, rep, out)
 	if rerr := limit.Remove(); rerr != nil && err == nil {
 		err = rerr
 	}
+	if err != nil {
+		return sum, rep, err
+	}
+	stalls := 0
+	sum.Stalled, err = runScenario(ctx, cfg, rcfg, prefix, scenarioStalled,
+		fmt.Sprintf("replica 1 (%s, pid %d) stopped (SIGSTOP) for %s every %s, the first %s into each round", rcfg.ReplicaAddrs[0], pid, cfg.StallFor, cfg.StallEvery, min(cfg.StallEvery/5, cfg.RoundDuration/4)),
+		nil, stallCondition(pid, cfg.StallFor, cfg.StallEvery, &stalls), rep, out)
+	if err != nil {
+		return sum, rep, err
+	}
+	sum.Stalled.Degradation += fmt.Sprintf("; %d stalls in all", stalls)
+	sum.Recovering, err = runScenario(ctx, cfg, rcfg, prefix, scenarioRecovering,
+		fmt.Sprintf("replica 1 (%s, pid %d) limited to %d%% of one core for the first half of each round, then not", rcfg.ReplicaAddrs[0], pid, cfg.DegradePercent),
+		nil, recoverCondition(pid, cfg.DegradePercent), rep, out)
 	if err != nil {
 		return sum, rep, err
 	}
@@ -402,7 +453,11 @@ func runRedis(ctx context.Context, cfg Config, st *localstack.State, out io.Writ
 
 // writeReport adds the targets, writes the HTML report and returns its path.
 func writeReport(rep *bench.Report, sum Summary, dir string) (string, error) {
-	figures := append(sum.Healthy.figures("healthy"), sum.Degraded.figures("degraded")...)
+	var figures []bench.Figure
+	for _, sc := range sum.scenarios() {
+		figures = append(figures, sc.s.figures(sc.name+" vs round-robin")...)
+		figures = append(figures, sc.s.VsBestPeer.figures(sc.name+" vs "+sc.s.BestPeer)...)
+	}
 	if sum.OpenSearchARS.Skipped == "" {
 		figures = append(figures, sum.OpenSearchARS.figures("ARS")...)
 	}
@@ -422,13 +477,25 @@ func containsPolicy(list []replica.PolicyName, p replica.PolicyName) bool {
 	return false
 }
 
-// targets judges C3 / round-robin on the ratios' intervals: with a replica
-// degraded, throughput at least 2.5 times and p99 at most 0.3 times
-// round-robin's; all healthy, no loss (throughput at least 0.97, every
-// latency percentile at most 1.03).
+// namedScenario is a scenario with its key.
+type namedScenario struct {
+	name string
+	s    Scenario
+}
+
+func (s Summary) scenarios() []namedScenario {
+	return []namedScenario{{scenarioHealthy, s.Healthy}, {scenarioDegraded, s.Degraded}, {scenarioStalled, s.Stalled}, {scenarioRecovering, s.Recovering}}
+}
+
+// targets judges the ratios on their intervals. C3 / the best peer, in every
+// scenario: throughput at least 1.0 and p99 at most 1.0; with a replica
+// degraded, p99.9 at most 0.5. C3 / round-robin: with a replica degraded,
+// throughput at least 2.5 times and p99 at most 0.3 times round-robin's;
+// all healthy, no loss (throughput at least 0.97, every latency percentile
+// at most 1.03).
 func targets(s Summary) bench.Targets {
 	d, h := s.Degraded, s.Healthy
-	return bench.Targets{
+	t := bench.Targets{
 		"degraded.throughput_ratio": bench.AtLeast(2.5).Evaluate(d.ThroughputRatio, d.ThroughputRatioCI95),
 		"degraded.p99_ratio":        bench.AtMost(0.3).Evaluate(d.P99Ratio, d.P99RatioCI95),
 		"healthy.throughput_ratio":  bench.AtLeast(0.97).Evaluate(h.ThroughputRatio, h.ThroughputRatioCI95),
@@ -436,6 +503,13 @@ func targets(s Summary) bench.Targets {
 		"healthy.p90_ratio":         bench.AtMost(1.03).Evaluate(h.P90Ratio, h.P90RatioCI95),
 		"healthy.p99_ratio":         bench.AtMost(1.03).Evaluate(h.P99Ratio, h.P99RatioCI95),
 	}
+	for _, sc := range s.scenarios() {
+		v := sc.s.VsBestPeer
+		t[sc.name+".vs_best_peer.throughput_ratio"] = bench.AtLeast(1.0).Evaluate(v.ThroughputRatio, v.ThroughputRatioCI95)
+		t[sc.name+".vs_best_peer.p99_ratio"] = bench.AtMost(1.0).Evaluate(v.P99Ratio, v.P99RatioCI95)
+	}
+	t["degraded.vs_best_peer.p999_ratio"] = bench.AtMost(0.5).Evaluate(d.VsBestPeer.P999Ratio, d.VsBestPeer.P999RatioCI95)
+	return t
 }
 
 func targetsText(s Summary) string {
@@ -526,16 +600,14 @@ func loadTimelines(ctx context.Context, st *localstack.State, prefix string, cfg
 	return nil
 }
 
-// runScenario runs every policy interleaved against the replicas and adds
-// a report section. limit, when not nil, is the degradation in force on
-// replica 0.
-func runScenario(ctx context.Context, cfg Config, rcfg backend.RedisConfig, prefix, name string, limit *CPULimit, rep *bench.Report, out io.Writer) (Scenario, error) {
-	sc := Scenario{Degradation: "none", Policies: map[string]PolicyResult{}}
-	if limit != nil {
-		sc.Degradation = fmt.Sprintf("replica 1 (%s, pid %d) limited to %d%% of one core (cgroup-v1 cpu quota)", rcfg.ReplicaAddrs[0], limit.PID, limit.Percent)
-	}
-	clients := make([]*redisread.ReadClient, len(cfg.Policies))
-	results := make([]bench.LoadResult, len(cfg.Policies))
+// runScenario runs every contender interleaved against the replicas and
+// adds a report section. limit, when not nil, is a degradation in force for
+// the whole scenario; cond, when not nil, is applied to each side's round.
+func runScenario(ctx context.Context, cfg Config, rcfg backend.RedisConfig, prefix, name, degradation string, limit *CPULimit, cond condition, rep *bench.Report, out io.Writer) (Scenario, error) {
+	sc := Scenario{Degradation: degradation, Policies: map[string]PolicyResult{}}
+	list := contenders(cfg)
+	clients := make([]*redisread.ReadClient, len(list))
+	results := make([]bench.LoadResult, len(list))
 	defer func() {
 		for _, c := range clients {
 			if c != nil {
@@ -544,17 +616,24 @@ func runScenario(ctx context.Context, cfg Config, rcfg backend.RedisConfig, pref
 		}
 	}()
 	var sides []bench.Side
-	for i, policy := range cfg.Policies {
-		c, err := redisread.Open(rcfg, redisread.Config{Policy: tuned(cfg.Tuning, policy, cfg.Seed), Path: name + "-" + string(policy)}, nil, nil)
+	for i, k := range list {
+		c, err := redisread.Open(rcfg, k.readConfig(cfg, name), nil, nil)
 		if err != nil {
 			return sc, err
 		}
 		clients[i] = c
-		sides = append(sides, bench.Side{Name: string(policy), Run: func(round int) error {
-			fmt.Fprintf(out, "%s: round %d: %s\n", name, round+1, policy)
+		sides = append(sides, bench.Side{Name: k.name, Run: func(round int) error {
+			fmt.Fprintf(out, "%s: round %d: %s\n", name, round+1, k.name)
+			end := func() error { return nil }
+			if cond != nil {
+				var err error
+				if end, err = cond(ctx, cfg.RoundDuration); err != nil {
+					return err
+				}
+			}
 			r := bench.RunClosedLoop(ctx, cfg.Clients, cfg.RoundDuration, timelineReader(c, prefix, cfg, round))
 			results[i].Merge(r)
-			return ctx.Err()
+			return errors.Join(end(), ctx.Err())
 		}})
 	}
 	var throttledBefore uint64
@@ -570,12 +649,12 @@ func runScenario(ctx context.Context, cfg Config, rcfg backend.RedisConfig, pref
 			sc.Degradation += fmt.Sprintf("; the kernel throttled it for %.1f s in total", float64(after-throttledBefore)/1e9)
 		}
 	}
-	var c3, rr bench.LoadResult
-	table := bench.Table{Header: []string{"policy", "throughput (ops/s)", "errors", "p50 (ms)", "p90 (ms)", "p99 (ms)", "p99.9 (ms)", "replica shares"}}
+	var ours, rr, best bench.LoadResult
+	table := bench.Table{Header: []string{"policy", "throughput (ops/s)", "errors", "p50 (ms)", "p90 (ms)", "p99 (ms)", "p99.9 (ms)", "replica shares", "hedges"}}
 	var names []string
 	var recorders []*bench.LatencyRecorder
 	var bars []bench.Series
-	for i, policy := range cfg.Policies {
+	for i, k := range list {
 		res := results[i]
 		status := clients[i].Status()
 		shares := make([]float64, len(status.Replicas))
@@ -584,33 +663,45 @@ func runScenario(ctx context.Context, cfg Config, rcfg backend.RedisConfig, pref
 			shares[j] = round3(r.Share)
 			shareText = append(shareText, fmt.Sprintf("%.0f%%", r.Share*100))
 		}
-		sc.Policies[string(policy)] = PolicyResult{LoadSummary: res.Summary(), Shares: shares}
+		sc.Policies[k.name] = PolicyResult{LoadSummary: res.Summary(), Shares: shares, Hedges: status.Hedges}
+		hedges := "—"
+		if h := status.Hedges; h != nil && h.Reads > 0 {
+			hedges = fmt.Sprintf("%.2f%% (%d won)", 100*float64(h.Hedges)/float64(h.Reads), h.HedgeWins)
+		}
 		s := res.Latency.Summary()
-		table.Rows = append(table.Rows, []string{string(policy), fmt.Sprintf("%.0f", res.Throughput()), strconv.FormatInt(res.Errors, 10),
-			fmt.Sprintf("%.3f", s.P50Ms), fmt.Sprintf("%.3f", s.P90Ms), fmt.Sprintf("%.3f", s.P99Ms), fmt.Sprintf("%.3f", s.P999Ms), strings.Join(shareText, " / ")})
-		names = append(names, string(policy))
+		table.Rows = append(table.Rows, []string{k.name, fmt.Sprintf("%.0f", res.Throughput()), strconv.FormatInt(res.Errors, 10),
+			fmt.Sprintf("%.3f", s.P50Ms), fmt.Sprintf("%.3f", s.P90Ms), fmt.Sprintf("%.3f", s.P99Ms), fmt.Sprintf("%.3f", s.P999Ms), strings.Join(shareText, " / "), hedges})
+		names = append(names, k.name)
 		recorders = append(recorders, res.Latency)
-		bars = append(bars, bench.Series{Name: string(policy), X: []float64{float64(i)}, Y: []float64{res.Throughput()}, Labels: []string{string(policy)}})
-		switch policy {
-		case replica.PolicyC3:
-			c3 = res
-		case replica.PolicyRoundRobin:
-			rr = res
+		bars = append(bars, bench.Series{Name: k.name, X: []float64{float64(i)}, Y: []float64{res.Throughput()}, Labels: []string{k.name}})
+		switch {
+		case k.name == oursName:
+			ours = res
+		case k.ours:
+		default:
+			if k.policy == replica.PolicyRoundRobin {
+				rr = res
+			}
+			if sc.BestPeer == "" || res.Throughput() > best.Throughput() {
+				sc.BestPeer, best = k.name, res
+			}
 		}
 	}
-	sc.Ratios = ratios(c3, rr, cfg.Seed)
-	cmp := bench.CompareLoad("round-robin", rr, "c3", c3)
+	sc.Ratios = ratios(ours, rr, cfg.Seed)
+	sc.VsBestPeer = ratios(ours, best, cfg.Seed)
+	cmp := bench.CompareLoad(sc.BestPeer, best, oursName, ours)
 	rep.Add(bench.Section{
 		Title: "Redis timelines, " + name,
-		Text: fmt.Sprintf("Degradation: %s.\n\nC3 / round-robin: throughput %.3f, p50 %.3f, p90 %.3f, p99 %.3f. Replica shares are the fraction of reads each policy sent to replicas 1 / 2 / 3 (replica 1 is the degraded one in the degraded scenario).",
-			sc.Degradation, sc.ThroughputRatio, sc.P50Ratio, sc.P90Ratio, sc.P99Ratio),
+		Text: fmt.Sprintf("Degradation: %s.\n\nC3 / round-robin: throughput %.3f, p50 %.3f, p90 %.3f, p99 %.3f. C3 / the best peer (%s): throughput %.3f, p99 %.3f, p99.9 %.3f. "+
+			"Replica shares are the fraction of reads each policy sent to replicas 1 / 2 / 3 (replica 1 is the one degraded or stalled). c3-psi, c3-concentrate and c3-hedge are C3 variants: ranked by Ψ instead of peak-EWMA latency × (in-flight+1); every read sent to one home replica (lowest ping, not ejected); with hedged reads (a read late past its replica's p95 while that replica answers nothing is sent to the next-best; at most 5%% of reads).",
+			sc.Degradation, sc.ThroughputRatio, sc.P50Ratio, sc.P90Ratio, sc.P99Ratio, sc.BestPeer, sc.VsBestPeer.ThroughputRatio, sc.VsBestPeer.P99Ratio, sc.VsBestPeer.P999Ratio),
 		Table: &table,
 		Charts: []bench.Chart{
 			bench.LatencyCDF("Timeline read latency, "+name, names, recorders),
 			{Title: "Throughput, " + name, Kind: bench.BarChart, YLabel: "reads/s", Series: bars},
 		},
 	})
-	rep.Add(bench.Section{Title: "C3 vs round-robin, " + name, Table: &cmp})
+	rep.Add(bench.Section{Title: "C3 vs the best peer, " + name, Table: &cmp})
 	return sc, nil
 }
 
@@ -633,27 +724,34 @@ func timelineReader(c *redisread.ReadClient, prefix string, cfg Config, round in
 		home := prefix + strconv.Itoa(rng.IntN(cfg.Users))
 		limit := 20 + rng.IntN(31)
 		pulled := [2]string{prefix + strconv.Itoa(rng.IntN(celebs)), prefix + strconv.Itoa(rng.IntN(celebs))}
-		return c.Do(ctx, func(ctx context.Context, rdb *redis.Client) error {
-			pipe := rdb.Pipeline()
-			own := pipe.ZRevRange(ctx, home, 0, int64(limit-1))
-			var pulls [2]*redis.StringSliceCmd
-			for i, key := range pulled {
-				pulls[i] = pipe.ZRevRangeByScore(ctx, key, &redis.ZRangeBy{Min: "-inf", Max: "+inf", Count: 20})
-			}
-			if _, err := pipe.Exec(ctx); err != nil {
-				return err
-			}
-			if n := len(own.Val()); n != limit {
-				return fmt.Errorf("timeline %s on %s: got %d entries, want %d", home, rdb.Options().Addr, n, limit)
-			}
-			for i, p := range pulls {
-				if n := len(p.Val()); n != 20 {
-					return fmt.Errorf("timeline %s on %s: got %d entries, want 20", pulled[i], rdb.Options().Addr, n)
-				}
-			}
-			return nil
+		_, err := redisread.Read(ctx, c, func(ctx context.Context, rdb *redis.Client) (struct{}, error) {
+			return struct{}{}, readFeed(ctx, rdb, home, limit, pulled)
 		})
+		return err
 	}
+}
+
+// readFeed is one feed read on one server; it keeps everything it reads in
+// its own variables, so a hedged read may run it twice at once.
+func readFeed(ctx context.Context, rdb *redis.Client, home string, limit int, pulled [2]string) error {
+	pipe := rdb.Pipeline()
+	own := pipe.ZRevRange(ctx, home, 0, int64(limit-1))
+	var pulls [2]*redis.StringSliceCmd
+	for i, key := range pulled {
+		pulls[i] = pipe.ZRevRangeByScore(ctx, key, &redis.ZRangeBy{Min: "-inf", Max: "+inf", Count: 20})
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	if n := len(own.Val()); n != limit {
+		return fmt.Errorf("timeline %s on %s: got %d entries, want %d", home, rdb.Options().Addr, n, limit)
+	}
+	for i, p := range pulls {
+		if n := len(p.Val()); n != 20 {
+			return fmt.Errorf("timeline %s on %s: got %d entries, want 20", pulled[i], rdb.Options().Addr, n)
+		}
+	}
+	return nil
 }
 
 func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }

@@ -27,7 +27,8 @@ func TestConfigValidateNamesTheFlag(t *testing.T) {
 		{Config{EntriesPerUser: 10}, "entries-per-user: got 10"},
 		{Config{DegradePercent: 150}, "degrade-percent: got 150, allowed: 1..100"},
 		{Config{RoundDuration: time.Millisecond}, "round-duration: got 1ms, allowed: 100ms..10m"},
-		{Config{Policies: []replica.PolicyName{"fastest"}}, "allowed: c3, round-robin, random, lowest-ping"},
+		{Config{Policies: []replica.PolicyName{"fastest"}}, "allowed: c3, round-robin, random, lowest-ping, lowest-ping-tolerance, peak-ewma, least-request"},
+		{Config{StallFor: 3 * time.Second}, "stall-for: got 3s, allowed: more than 0 and less than stall-every (2s)"},
 	}
 	for _, c := range cases {
 		err := c.cfg.Validate()
@@ -123,26 +124,40 @@ func TestBenchmarkSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var keys []string
-	for _, part := range []string{"healthy", "degraded", "opensearch_ars"} {
-		for _, k := range []string{"throughput_ratio", "p50_ratio", "p90_ratio", "p99_ratio"} {
-			keys = append(keys, part+"."+k)
+	var ratioKeys []string
+	for _, part := range []string{"healthy", "degraded", "stalled", "recovering", "opensearch_ars",
+		"healthy.vs_best_peer", "degraded.vs_best_peer", "stalled.vs_best_peer", "recovering.vs_best_peer"} {
+		for _, k := range []string{"throughput_ratio", "p50_ratio", "p90_ratio", "p99_ratio", "p999_ratio"} {
+			ratioKeys = append(ratioKeys, part+"."+k)
 		}
 	}
-	keys = append(keys, "bench", "degraded.policies.c3.latency.p99_ms", "degraded.policies.round-robin.replica_shares", "opensearch_ars.ars_on.latency.p99_ms")
+	keys := append([]string{"bench", "degraded.policies.c3.latency.p99_ms", "degraded.policies.round-robin.replica_shares",
+		"stalled.policies.c3-hedge.hedges.hedges", "stalled.best_peer", "opensearch_ars.ars_on.latency.p99_ms"}, ratioKeys...)
 	if missing := bench.MissingKeys(parsed, keys...); len(missing) > 0 {
 		t.Fatalf("summary lacks %v:\n%s", missing, out.String())
 	}
-	if problems := bench.IntervalProblems(parsed, keys[:12]...); len(problems) > 0 { // the 12 ratios
+	if problems := bench.IntervalProblems(parsed, ratioKeys...); len(problems) > 0 {
 		t.Errorf("intervals: %q", problems)
 	}
-	if len(sum.Targets) != 6 {
-		t.Errorf("targets %v, want 6", sum.Targets)
+	if len(sum.Targets) != 15 {
+		t.Errorf("targets %v, want 15 (6 against round-robin, 9 against the best peer)", sum.Targets)
+	}
+	for _, sc := range sum.scenarios() {
+		if sc.s.BestPeer != "round-robin" { // the only peer in this run
+			t.Errorf("%s: best peer %q, want round-robin", sc.name, sc.s.BestPeer)
+		}
+		if _, ok := sc.s.Policies["c3-psi"]; !ok {
+			t.Errorf("%s: no c3-psi variant in %v", sc.name, sc.s.Policies)
+		}
+	}
+	if !strings.Contains(sum.Stalled.Degradation, "SIGSTOP") || strings.Contains(sum.Stalled.Degradation, "; 0 stalls") {
+		t.Errorf("stalled degradation %q, want SIGSTOP stalls applied", sum.Stalled.Degradation)
 	}
 	if parsed["bench"] != "replicas" {
 		t.Fatalf("bench = %v, want replicas", parsed["bench"])
 	}
-	for name, r := range map[string]Ratios{"healthy": sum.Healthy.Ratios, "degraded": sum.Degraded.Ratios, "opensearch_ars": sum.OpenSearchARS.Ratios} {
+	for name, r := range map[string]Ratios{"healthy": sum.Healthy.Ratios, "degraded": sum.Degraded.Ratios, "stalled": sum.Stalled.Ratios,
+		"recovering": sum.Recovering.Ratios, "opensearch_ars": sum.OpenSearchARS.Ratios} {
 		if r.ThroughputRatio <= 0 || r.P99Ratio <= 0 {
 			t.Errorf("%s ratios %+v: a side measured nothing", name, r)
 		}

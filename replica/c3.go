@@ -57,30 +57,55 @@ func c3RankOf(st *replicaState, clients int) float64 {
 //
 // With Config.SlowFactor set, a replica is an outlier when its latency
 // signal, the larger of its response-time EWMA R and how long it has had
-// requests in flight without completing any, is over SlowFactor times the
-// lowest signal. An outlier is ejected: it ranks after every other replica
+// requests in flight without completing any while another replica still
+// completed some, is over SlowFactor times the lowest signal. An outlier is ejected: it ranks after every other replica
 // for EjectTime, doubling on repeats (see Config). Ψ alone does not do
 // this: its queue term q̂³·S grows with this client's outstanding requests
 // and S is the server's CPU time per command, so Ψ keeps feeding a
 // CPU-throttled Redis (it answers in 90 ms bursts, yet executes each
 // command in microseconds) as soon as its backlog is a little shorter than
 // the others'.
+//
+// With Config.PeakCost, the rank is peak-EWMA latency × (outstanding+1)
+// (see peakEWMAStrategy) instead of Ψ; probes, ejection and the choice of
+// the winner stay. With Config.Concentrate, the front is the home replica
+// instead (see chooseHome).
 type c3Strategy struct {
 	next int
 	rng  *rand.Rand
+	// Concentrate: the home replica and when it was chosen.
+	home    int
+	homeAt  time.Time
+	hasHome bool
+	// peak is the peak-EWMA state with Config.PeakCost, else nil.
+	peak *peakEWMAStrategy
 }
 
-func (*c3Strategy) fillKeys(s *selector, now time.Time) {
+// observe feeds PeakCost's peak-EWMA estimates.
+func (c *c3Strategy) observe(s *selector, r int, latency time.Duration, now time.Time) {
+	if c.peak != nil {
+		c.peak.observe(s, r, latency, now)
+	}
+}
+
+func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 	if s.cfg.SlowFactor > 0 {
 		ejectOutliers(s, now)
+	}
+	rank := func(r int, st *replicaState) float64 { return c3RankOf(st, s.cfg.Clients) }
+	if c.peak != nil {
+		rank = func(r int, st *replicaState) float64 {
+			c.peak.update(s, r, 0, now)
+			return c.peak.rtt[r] * float64(st.outstanding+1)
+		}
 	}
 	for r := range s.replicas {
 		st := &s.replicas[r]
 		switch {
 		case st.hasStats() && now.Before(st.ejectedUntil):
-			s.keys[r] = sortKey{tier: tierSlow, value: c3RankOf(st, s.cfg.Clients)}
+			s.keys[r] = sortKey{tier: tierSlow, value: rank(r, st)}
 		case st.hasStats():
-			s.keys[r] = sortKey{tier: tierRanked, value: c3RankOf(st, s.cfg.Clients)}
+			s.keys[r] = sortKey{tier: tierRanked, value: rank(r, st)}
 		case st.outstanding < s.cfg.ProbeLimit:
 			s.keys[r] = sortKey{tier: tierProbe, value: float64(st.outstanding)}
 		default:
@@ -113,10 +138,33 @@ func ejectOutliers(s *selector, now time.Time) {
 			// The ejection ended: judge the replica on fresh samples.
 			st.ejectedUntil = time.Time{}
 			st.responseTime.value = lowestR
-		case max(st.responseTime.value, st.stalled(now)) > limit:
+		case max(st.responseTime.value, silentWhileOthersAnswer(s, r, now)) > limit:
 			eject(s, st, now)
 		}
 	}
+}
+
+// silentWhileOthersAnswer is how long replica r, with requests outstanding,
+// has answered nothing while another replica still answered: its stall up
+// to the last reply of any other replica. A stall of the whole host (on a
+// loaded machine no process is scheduled for tens of milliseconds) stops
+// every reply, so it ejects no one; a stopped or throttled server stalls
+// alone.
+func silentWhileOthersAnswer(s *selector, r int, now time.Time) float64 {
+	st := &s.replicas[r]
+	if st.outstanding == 0 {
+		return 0
+	}
+	var othersLast time.Time
+	for o := range s.replicas {
+		if o != r && s.replicas[o].lastDone.After(othersLast) {
+			othersLast = s.replicas[o].lastDone
+		}
+	}
+	if othersLast.After(now) {
+		othersLast = now
+	}
+	return max(othersLast.Sub(st.waitingSince).Seconds(), 0)
 }
 
 // eject ranks st last for EjectTime, doubled for each ejection since the
@@ -149,6 +197,13 @@ func (c *c3Strategy) chooseFront(s *selector, sorted []int) {
 	}
 	best := 0
 	switch {
+	case s.cfg.Concentrate:
+		home := c.chooseHome(s, sorted[:ranked])
+		for i, r := range sorted[:ranked] {
+			if r == home {
+				best = i
+			}
+		}
 	case !s.cfg.BestOfAll:
 		a, b := c.rng.IntN(ranked), c.rng.IntN(ranked-1)
 		if b >= a {
@@ -171,6 +226,40 @@ func (c *c3Strategy) chooseFront(s *selector, sorted []int) {
 	winner := sorted[best]
 	copy(sorted[1:best+1], sorted[:best])
 	sorted[0] = winner
+}
+
+// chooseHome returns the replica that takes every read with Concentrate:
+// the current home while it is among ranked (not ejected, backed off or a
+// probe) and younger than PingRefresh, else the replica of ranked with the
+// lowest ping EWMA (response-time EWMA when never pinged), which becomes the
+// home. A replica ejected recently (its ejection series is still running:
+// less than 10 × EjectTime since its last ejection ended) is chosen only
+// when every ranked replica was: a CPU-throttled Redis answers PINGs fast
+// while idle, and as home it would hold every read in flight for up to a
+// throttling period before it is ejected again.
+func (c *c3Strategy) chooseHome(s *selector, ranked []int) int {
+	now := s.cfg.Now()
+	if c.hasHome && now.Sub(c.homeAt) < s.cfg.PingRefresh {
+		for _, r := range ranked {
+			if r == c.home {
+				return r
+			}
+		}
+	}
+	best, bestLatency, bestRecent := ranked[0], math.Inf(1), true
+	for _, r := range ranked {
+		st := &s.replicas[r]
+		latency := st.responseTime.value
+		if st.ping.set {
+			latency = st.ping.value
+		}
+		recent := st.ejections > 0 && now.Sub(st.lastEjectionEnd) <= 10*s.cfg.EjectTime
+		if (bestRecent && !recent) || (recent == bestRecent && latency < bestLatency) {
+			best, bestLatency, bestRecent = r, latency, recent
+		}
+	}
+	c.home, c.homeAt, c.hasHome = best, now, true
+	return best
 }
 
 // selected pulls every other replica's stats toward the winner's, as

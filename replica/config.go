@@ -24,10 +24,26 @@ const (
 	// response time) EWMA, re-read every Config.PingRefresh, as Redis clients
 	// do with "route by latency".
 	PolicyLowestPing PolicyName = "lowest-ping"
+	// PolicyLowestPingTolerance is lowest-ping with go-redis's
+	// RouteByLatencyTolerance: every replica whose latency is within
+	// Config.PingTolerance of the lowest is a candidate, and reads rotate
+	// round-robin among the candidates.
+	PolicyLowestPingTolerance PolicyName = "lowest-ping-tolerance"
+	// PolicyPeakEWMA is power of two choices over the cost peak-EWMA(latency)
+	// × (outstanding+1), as Finagle, Linkerd (tower) and Envoy's peak_ewma.
+	PolicyPeakEWMA PolicyName = "peak-ewma"
+	// PolicyLeastRequest is Envoy's LEAST_REQUEST with equal weights: of two
+	// replicas drawn at random (with replacement), the one with fewer
+	// requests in flight.
+	PolicyLeastRequest PolicyName = "least-request"
 )
 
 // PolicyNames lists every policy in a stable order.
-var PolicyNames = []PolicyName{PolicyC3, PolicyRoundRobin, PolicyRandom, PolicyLowestPing}
+var PolicyNames = []PolicyName{PolicyC3, PolicyRoundRobin, PolicyRandom, PolicyLowestPing, PolicyLowestPingTolerance, PolicyPeakEWMA, PolicyLeastRequest}
+
+// Peers lists the policies baedal's selector (C3) is measured against: what
+// Redis clients and proxies offer instead.
+var Peers = []PolicyName{PolicyLowestPing, PolicyLowestPingTolerance, PolicyPeakEWMA, PolicyLeastRequest, PolicyRoundRobin, PolicyRandom}
 
 // ErrUnknownPolicy is returned (wrapped) by ParsePolicyName.
 var ErrUnknownPolicy = errors.New("replica: unknown policy")
@@ -77,6 +93,14 @@ const (
 	DefaultTolerance       = 0.25
 	DefaultEjectTime       = time.Second
 	DefaultMaxEjectTime    = 30 * time.Second
+	// DefaultPingTolerance is lowest-ping-tolerance's band. go-redis has no
+	// default (zero is its strict minimum); 1 ms covers the spread of PING
+	// round trips between idle replicas on one loaded host.
+	DefaultPingTolerance = time.Millisecond
+	// DefaultDecayTime and DefaultPeakRTT are Linkerd's peak-EWMA defaults
+	// (Finagle's decay time is 10 s too).
+	DefaultDecayTime = 10 * time.Second
+	DefaultPeakRTT   = 30 * time.Millisecond
 )
 
 // Config tunes a Policy. Zero fields take the Default* values.
@@ -132,6 +156,32 @@ type Config struct {
 	// fresh samples. Used only with SlowFactor.
 	EjectTime    time.Duration
 	MaxEjectTime time.Duration
+	// Concentrate makes C3 send every read to one home replica, as
+	// lowest-ping does, instead of spreading reads by Ψ: the home is the
+	// replica with the lowest ping (else response-time) EWMA among those
+	// neither ejected nor backed off, preferring those not ejected within
+	// the last 10 × EjectTime, chosen again every PingRefresh and at once
+	// when the home is ejected or fails. The rest of the order is by Ψ.
+	// One Redis server that takes every read batches them into fewer event
+	// loop turns, so on a host where clients and servers share the cores it
+	// serves more reads than three servers sharing them; SlowFactor ejection
+	// is what keeps a slow or stalled home from holding the reads.
+	Concentrate bool
+	// PeakCost makes C3 rank replicas by peak-EWMA latency × (outstanding
+	// + 1), the cost of the peak-ewma policy (DecayTime, PeakRTT), instead
+	// of Ψ, keeping C3's probes, outlier ejection (SlowFactor) and choice
+	// of the winner. Ψ's queue term rests on the server's CPU time per
+	// command, which says nothing of a Redis that waits for its CPU
+	// share; the peak of the client-seen latency does.
+	PeakCost bool
+	// PingTolerance is lowest-ping-tolerance's band: replicas whose latency
+	// is at most this much over the lowest are candidates.
+	PingTolerance time.Duration
+	// DecayTime is peak-EWMA's decay constant τ: an estimate decays toward
+	// new samples (and toward zero between them) as exp(−elapsed/τ).
+	DecayTime time.Duration
+	// PeakRTT is peak-EWMA's estimate of a replica it has not measured yet.
+	PeakRTT time.Duration
 	// Seed seeds the random policy and C3's two choices. Zero is a valid seed.
 	Seed uint64
 	// Now is the clock; nil means time.Now. Tests inject a fake clock.
@@ -172,6 +222,15 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxEjectTime == 0 {
 		c.MaxEjectTime = max(DefaultMaxEjectTime, c.EjectTime)
+	}
+	if c.PingTolerance == 0 {
+		c.PingTolerance = DefaultPingTolerance
+	}
+	if c.DecayTime == 0 {
+		c.DecayTime = DefaultDecayTime
+	}
+	if c.PeakRTT == 0 {
+		c.PeakRTT = DefaultPeakRTT
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -223,6 +282,15 @@ func (c Config) Validate() error {
 	if c.PingRefresh < 0 {
 		errs = append(errs, fmt.Errorf("replica: PingRefresh: got %s, must not be negative", c.PingRefresh))
 	}
+	if c.PingTolerance < 0 {
+		errs = append(errs, fmt.Errorf("replica: PingTolerance: got %s, must not be negative", c.PingTolerance))
+	}
+	if c.DecayTime < 0 {
+		errs = append(errs, fmt.Errorf("replica: DecayTime: got %s, must not be negative", c.DecayTime))
+	}
+	if c.PeakRTT < 0 {
+		errs = append(errs, fmt.Errorf("replica: PeakRTT: got %s, must not be negative", c.PeakRTT))
+	}
 	return errors.Join(errs...)
 }
 
@@ -245,6 +313,11 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 	fs.Float64Var(&c.SlowFactor, prefix+"slow-factor", d.SlowFactor, "C3: eject a replica whose latency is over this factor × the lowest (0 or negative: off)")
 	fs.DurationVar(&c.EjectTime, prefix+"eject-time", d.EjectTime, "C3: how long a replica found slow (slow-factor) ranks last; doubles on repeats")
 	fs.DurationVar(&c.MaxEjectTime, prefix+"max-eject-time", d.MaxEjectTime, "C3: cap of the ejection time")
+	fs.BoolVar(&c.Concentrate, prefix+"concentrate", d.Concentrate, "C3: send every read to one home replica (lowest ping, not ejected) instead of spreading by rank")
+	fs.BoolVar(&c.PeakCost, prefix+"peak-cost", d.PeakCost, "C3: rank by peak-EWMA latency × (outstanding+1) instead of Ψ")
+	fs.DurationVar(&c.PingTolerance, prefix+"ping-tolerance", d.PingTolerance, "lowest-ping-tolerance: replicas within this much of the lowest latency rotate")
+	fs.DurationVar(&c.DecayTime, prefix+"decay-time", d.DecayTime, "peak-ewma: decay constant of the latency estimate")
+	fs.DurationVar(&c.PeakRTT, prefix+"peak-rtt", d.PeakRTT, "peak-ewma: latency estimate of a replica not measured yet")
 	fs.Uint64Var(&c.Seed, prefix+"seed", d.Seed, "seed of the random policy and of C3's two random choices")
 }
 

@@ -107,13 +107,23 @@ func New(replicas int, cfg Config) (Policy, error) {
 	}
 	switch cfg.Policy {
 	case PolicyC3:
-		s.strategy = &c3Strategy{rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x243f6a8885a308d3))}
+		c3 := &c3Strategy{rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x243f6a8885a308d3))}
+		if cfg.PeakCost {
+			c3.peak = newPeakEWMA(replicas, cfg)
+		}
+		s.strategy = c3
 	case PolicyRoundRobin:
 		s.strategy = &roundRobinStrategy{}
 	case PolicyRandom:
 		s.strategy = &randomStrategy{rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
 	case PolicyLowestPing:
 		s.strategy = &lowestPingStrategy{latency: make([]float64, replicas)}
+	case PolicyLowestPingTolerance:
+		s.strategy = &lowestPingToleranceStrategy{lowestPingStrategy: lowestPingStrategy{latency: make([]float64, replicas)}}
+	case PolicyPeakEWMA:
+		s.strategy = newPeakEWMA(replicas, cfg)
+	case PolicyLeastRequest:
+		s.strategy = &leastRequestStrategy{rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x2545f4914f6cdd1d))}
 	}
 	return s, nil
 }
@@ -144,6 +154,8 @@ type replicaState struct {
 	// one while idle: with requests outstanding, now − waitingSince is how
 	// long it has answered nothing (see stalled).
 	waitingSince time.Time
+	// lastDone is when the replica last completed a request.
+	lastDone time.Time
 	// C3 outlier ejection (Config.SlowFactor): ranked last until
 	// ejectedUntil; ejections counts those since the replica last served
 	// 10 × EjectTime after an ejection (lastEjectionEnd) without one.
@@ -257,6 +269,12 @@ func (s *selector) orderLocked(dst []int) []int {
 	return dst
 }
 
+// observer is a strategy that keeps its own per-replica state from the
+// results of requests.
+type observer interface {
+	observe(s *selector, r int, latency time.Duration, now time.Time)
+}
+
 // frontChooser is a strategy that may move another replica than the
 // lowest-keyed one to the front of a sorted order.
 type frontChooser interface {
@@ -287,6 +305,7 @@ func (s *selector) Done(r int, res Result) {
 		st.outstanding--
 	}
 	st.waitingSince = s.cfg.Now()
+	st.lastDone = st.waitingSince
 	latency := max(res.Latency, 0)
 	if res.Failed {
 		latency = max(latency, s.cfg.ErrorPenalty)
@@ -309,6 +328,9 @@ func (s *selector) Done(r int, res Result) {
 		}
 	}
 	st.responseTime.add(latency.Seconds(), alpha)
+	if o, ok := s.strategy.(observer); ok {
+		o.observe(s, r, latency, s.cfg.Now())
+	}
 }
 
 func (s *selector) ObserveServer(r int, serviceTime time.Duration, queueLen float64) {

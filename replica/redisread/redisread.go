@@ -25,11 +25,19 @@
 //     n = goroutines would count each of them that many times over.
 //   - ping (for the lowest-ping baseline only): the same PING's round trip.
 //
+// C3 here ranks by peak-EWMA latency × (outstanding+1) (replica.Config.
+// PeakCost, unless Config.PsiRank) and ejects slow or silent replicas, and
+// Read can hedge a read whose replica has gone silent (replica.Hedge,
+// Config.Hedge, off by default); see BENCHMARKS.md S3 for what each is
+// worth.
+//
 // Main invariant: Do runs fn on exactly one server at a time, best replica
 // first, and moves to the next-best (finally the primary) only when the
 // server failed (connection, timeout, LOADING/MASTERDOWN/BUSY): an
-// application error or redis.Nil is an answer and is returned as is. Every
-// attempt is reported to the policy, so its outstanding counts stay exact.
+// application error or redis.Nil is an answer and is returned as is. Read
+// does the same but may run fn on a second replica while the first is still
+// running (a hedge); the first answer wins. Every attempt is reported to the
+// policy, so its outstanding counts stay exact.
 package redisread
 
 import (
@@ -81,8 +89,18 @@ type Config struct {
 	// NoPrimaryFallback stops Do from trying the primary when every replica
 	// failed.
 	NoPrimaryFallback bool
+	// PsiRank keeps C3 ranking by Ψ instead of by peak-EWMA latency ×
+	// (outstanding+1) (replica.Config.PeakCost, this client's default).
+	PsiRank bool
 	// Path names this read path in metrics and logs, e.g. "feed".
 	Path string
+	// Hedge tunes the hedged reads of Read (not Do): a read that has not
+	// answered within its replica's recent p95 is sent again to the
+	// next-best replica, within a budget. Off unless Hedge.Budget is set
+	// (positive): each read then runs in a goroutine of its own, and on
+	// the benchmark that cost more reads/s than the hedges saved (see
+	// BENCHMARKS.md S3).
+	Hedge replica.HedgeConfig
 }
 
 // WithDefaults returns c with zero fields replaced by the defaults.
@@ -93,7 +111,15 @@ func (c Config) WithDefaults() Config {
 	if c.Policy.SlowFactor == 0 {
 		c.Policy.SlowFactor = DefaultSlowFactor
 	}
+	if (c.Policy.Policy == "" || c.Policy.Policy == replica.PolicyC3) && !c.PsiRank {
+		// See replica.Config.PeakCost and BENCHMARKS.md S3.
+		c.Policy.PeakCost = true
+	}
 	c.Policy = c.Policy.WithDefaults()
+	if c.Hedge.Budget == 0 {
+		c.Hedge.Budget = -1
+	}
+	c.Hedge = c.Hedge.WithDefaults()
 	if c.SampleInterval == 0 {
 		c.SampleInterval = DefaultSampleInterval
 	}
@@ -109,7 +135,7 @@ func (c Config) WithDefaults() Config {
 // Validate reports every invalid field by name.
 func (c Config) Validate() error {
 	d := c.WithDefaults()
-	return errors.Join(c.Policy.Validate(), replica.ValidateSampler("redisread", d.SampleInterval, d.SampleTimeout))
+	return errors.Join(c.Policy.Validate(), c.Hedge.Validate(), replica.ValidateSampler("redisread", d.SampleInterval, d.SampleTimeout))
 }
 
 // Flags binds the configuration to flags named prefix+"policy",
@@ -120,6 +146,9 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 	fs.DurationVar(&c.SampleInterval, prefix+"sample-interval", c.SampleInterval, "how often to sample INFO commandstats and PING on each replica (negative: off)")
 	fs.DurationVar(&c.SampleTimeout, prefix+"sample-timeout", c.SampleTimeout, "timeout of one sample of one replica")
 	fs.BoolVar(&c.NoPrimaryFallback, prefix+"no-primary-fallback", c.NoPrimaryFallback, "do not read from the primary when every replica failed")
+	fs.BoolVar(&c.PsiRank, prefix+"psi-rank", c.PsiRank, "C3: rank by Ψ instead of peak-EWMA latency × (outstanding+1)")
+	fs.Float64Var(&c.Hedge.Budget, prefix+"hedge-budget", c.Hedge.Budget, "hedged reads of Read: at most this fraction of reads is sent a second time (0 or negative: off)")
+	fs.Float64Var(&c.Hedge.Quantile, prefix+"hedge-quantile", c.Hedge.Quantile, "hedged reads: hedge after this quantile of the replica's recent latencies")
 }
 
 // ReadClient routes reads to replicas through a replica.Policy and writes to
@@ -131,6 +160,7 @@ type ReadClient struct {
 	replicas []*redis.Client
 	addrs    []string
 	policy   replica.Policy
+	hedger   *replica.Hedger // nil when hedging is off
 	owned    bool
 
 	orders          sync.Pool // *[]int
@@ -202,6 +232,11 @@ func New(primary *redis.Client, replicas []*redis.Client, cfg Config, log *slog.
 			return nil, fmt.Errorf("redisread: %w", err)
 		}
 		c.policy = p
+		if cfg.Hedge.Enabled() {
+			if c.hedger, err = replica.NewHedger(n, cfg.Hedge); err != nil {
+				return nil, fmt.Errorf("redisread: %w", err)
+			}
+		}
 		if reg != nil {
 			if err := reg.Register(replica.NewCollector(p, "baedal_redis_read", cfg.Path, c.addrs)); err != nil {
 				return nil, fmt.Errorf("redisread: register metrics of path %q: %w", cfg.Path, err)
@@ -308,6 +343,45 @@ func (c *ReadClient) Do(ctx context.Context, fn func(ctx context.Context, rdb *r
 	return fmt.Errorf("%w (path %s): %w", ErrAllFailed, c.cfg.Path, errors.Join(errs...))
 }
 
+// Read runs fn on the best replica and returns its value, as Do, and hedges
+// it: when the replica has not answered within its recent p95, fn runs again
+// on the next-best replica, the first answer wins and the other call's
+// context is cancelled (within Config.Hedge's budget; see replica.Hedge).
+// fn must be a read that keeps its results in its own variables and returns
+// them: it may run twice at once. When every replica failed, fn runs on the
+// primary (unless NoPrimaryFallback).
+func Read[T any](ctx context.Context, c *ReadClient, fn func(ctx context.Context, rdb *redis.Client) (T, error)) (T, error) {
+	if c.hedger == nil || len(c.replicas) < 2 {
+		var v T
+		err := c.Do(ctx, func(ctx context.Context, rdb *redis.Client) error {
+			var err error
+			v, err = fn(ctx, rdb)
+			return err
+		})
+		return v, err
+	}
+	bufp := c.orders.Get().(*[]int)
+	defer c.orders.Put(bufp)
+	v, err := replica.Hedge(ctx, c.policy, c.hedger, (*bufp)[:0], func(ctx context.Context, r int) (T, error) {
+		return fn(ctx, c.replicas[r])
+	}, serverFailed)
+	if !errors.Is(err, replica.ErrNoAnswer) {
+		return v, err
+	}
+	if !c.cfg.NoPrimaryFallback && ctx.Err() == nil {
+		c.primaryReads.Add(1)
+		pv, perr := fn(ctx, c.primary)
+		if !serverFailed(ctx, perr) {
+			return pv, perr
+		}
+		c.primaryFailures.Add(1)
+		err = errors.Join(err, fmt.Errorf("primary %s: %w", c.primary.Options().Addr, perr))
+	}
+	c.log.Warn("redis read failed on every server", "path", c.cfg.Path, "error", err)
+	var zero T
+	return zero, fmt.Errorf("%w (path %s): %w", ErrAllFailed, c.cfg.Path, err)
+}
+
 // serverFailed says whether err means the server could not answer, so the
 // read should move to another server. An answer (redis.Nil, an error reply
 // about the request) or the caller's context ending is not a server failure.
@@ -346,6 +420,8 @@ type Status struct {
 	Replicas []ReplicaStatus `json:"replicas"`
 	// PrimaryReads counts reads that fell back to the primary.
 	PrimaryReads uint64 `json:"primary_reads"`
+	// Hedges counts Read's hedged reads; nil when hedging is off.
+	Hedges *replica.HedgeStats `json:"hedges,omitempty"`
 }
 
 // Status returns the current statistics of every replica.
@@ -353,6 +429,10 @@ func (c *ReadClient) Status() Status {
 	st := Status{Path: c.cfg.Path, Policy: string(c.cfg.Policy.Policy), Primary: c.primary.Options().Addr, PrimaryReads: c.primaryReads.Load()}
 	if c.policy == nil {
 		return st
+	}
+	if c.hedger != nil {
+		hs := c.hedger.Stats()
+		st.Hedges = &hs
 	}
 	stats := c.policy.Snapshot(nil)
 	var total uint64

@@ -422,3 +422,53 @@ func startExtraReplica(t *testing.T, primary string) extraReplica {
 	}
 	return extraReplica{addr: addr, pid: cmd.Process.Pid, wait: func() { <-done }}
 }
+
+// TestReadHedgesAStoppedReplica reads through Read from a real replica that
+// is stopped (SIGSTOP) mid-run: every read that went to it first is hedged
+// to the live replica and answers long before the read timeout.
+func TestReadHedgesAStoppedReplica(t *testing.T) {
+	st := requireReplicaStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	extra := startExtraReplica(t, st.RedisAddr)
+	key := stacktest.Namespace(t)
+	rc := testRedisConfig(st)
+	rc.ReplicaAddrs = []string{extra.addr, st.RedisReplicaAddrs[0]}
+	c, err := Open(rc, Config{Policy: replica.Config{Policy: replica.PolicyRoundRobin}, SampleInterval: -1,
+		Hedge: replica.HedgeConfig{Budget: 0.05, MinSamples: 5, MinDelay: 20 * time.Millisecond}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Primary().Set(ctx, key, "v", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Primary().Wait(ctx, 3, 10*time.Second).Result(); err != nil || n < 3 {
+		t.Fatalf("WAIT for 3 replicas: %d, %v", n, err)
+	}
+	get := func() (string, error) {
+		return Read(ctx, c, func(ctx context.Context, rdb *redis.Client) (string, error) {
+			return rdb.Get(ctx, key).Result()
+		})
+	}
+	for range 20 { // both replicas answer: the hedger learns their p95
+		if v, err := get(); err != nil || v != "v" {
+			t.Fatalf("warm-up read: %q, %v", v, err)
+		}
+	}
+	if err := syscall.Kill(extra.pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(extra.pid, syscall.SIGCONT)
+	for i := range 6 { // round-robin: 3 go to the stopped replica first
+		start := time.Now()
+		v, err := get()
+		if took := time.Since(start); err != nil || v != "v" || took > 500*time.Millisecond {
+			t.Fatalf("read %d with a replica stopped: %q, %v after %s; want the value well within the 1s read timeout", i, v, err, took)
+		}
+	}
+	hs := c.Status().Hedges
+	if hs == nil || hs.Hedges < 3 || hs.HedgeWins < 3 {
+		t.Fatalf("hedge stats %+v, want at least 3 hedges won (one per read sent to the stopped replica)", hs)
+	}
+}
