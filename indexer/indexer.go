@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -289,8 +290,8 @@ type bulkItem struct {
 
 // write sends the actions, retrying what is retryable, in two phases: first
 // every part but the head (HeadPart), then the heads of the shops whose other
-// parts were accepted; in the hot layout, then the rows of the batch's shops
-// to the baedal-hot table (writeHotTable). A head at version v thus promises that the shop's
+// parts were accepted (in the hot layout with the table rows: writeHotHeads).
+// A head at version v thus promises that the shop's
 // other documents reflect every event up to v, which is what lets a
 // redelivered batch be judged against the head's version alone (Aggregate):
 // a worker killed between the phases leaves older heads, and the redelivery
@@ -318,17 +319,40 @@ func (ix *Indexer) write(ctx context.Context, c Coalesced, stats *Stats) (writeO
 		_, bad := out.poisoned[c.Actions[i].ShopID]
 		return bad
 	})
-	if err := ix.writePhase(ctx, c, lines, heads, deadline, out, stats); err != nil {
-		return out, err
-	}
-	if ix.kind == layout.Hot {
-		if err := ix.writeHotTable(ctx, c, out.poisoned, deadline, stats); err != nil {
+	if ix.kind != layout.Hot {
+		if err := ix.writePhase(ctx, c, lines, heads, deadline, out, stats); err != nil {
 			return out, err
 		}
+	} else if err := ix.writeHotHeads(ctx, c, lines, heads, deadline, out, stats); err != nil {
+		return out, err
 	}
 	ix.m.docs.WithLabelValues(ix.label).Add(float64(stats.Docs))
 	ix.m.conflicts.WithLabelValues(ix.label).Add(float64(stats.Conflicts))
 	return out, nil
+}
+
+// writeHotHeads writes the hot layout's heads and the baedal-hot table rows
+// of the batch: the rows go out beside the heads' bulk, which makes the
+// batch visible to search as soon as the table has them (freshness does not
+// wait for the bulk), and again once the heads are written, because a node
+// that starts rebuilding its table between the two would read the shop index
+// without the heads and drop the first rows (writeHotTable). A head that
+// OpenSearch refuses for good (a poisoned shop, dead-lettered) may leave its
+// early row in the table; only a mapping error can do that to a shop
+// document.
+func (ix *Indexer) writeHotHeads(ctx context.Context, c Coalesced, lines [][]byte, heads []int, deadline time.Time, out writeOutcome, stats *Stats) error {
+	var early Stats
+	earlyDone := make(chan error, 1)
+	poisoned := maps.Clone(out.poisoned) // writePhase adds to out.poisoned meanwhile
+	go func() { earlyDone <- ix.writeHotTable(ctx, c, poisoned, deadline, &early) }()
+	headsErr := ix.writePhase(ctx, c, lines, heads, deadline, out, stats)
+	earlyErr := <-earlyDone
+	stats.Retries += early.Retries
+	stats.Bulk += early.Bulk
+	if err := errors.Join(headsErr, earlyErr); err != nil {
+		return err
+	}
+	return ix.writeHotTable(ctx, c, out.poisoned, deadline, stats)
 }
 
 // writeOutcome is what OpenSearch answered for the shops of a written batch.
