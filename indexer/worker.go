@@ -169,13 +169,18 @@ func (w *Worker) consume(ctx context.Context, c *eventlog.Consumer) error {
 }
 
 // readBatch reads up to BatchSize new entries, waiting up to a second for
-// the first and then at most BatchWait for the rest.
+// the first and then at most BatchWait (HotBatchWait in the hot layout) for
+// the rest.
 func (w *Worker) readBatch(ctx context.Context, c *eventlog.Consumer) ([]eventlog.Entry, error) {
 	entries, err := c.ReadNew(ctx, w.cfg.BatchSize, time.Second)
 	if err != nil || len(entries) == 0 {
 		return nil, err
 	}
-	deadline := time.Now().Add(w.cfg.BatchWait)
+	wait := w.cfg.BatchWait
+	if w.kind == layout.Hot {
+		wait = w.cfg.HotBatchWait
+	}
+	deadline := time.Now().Add(wait)
 	for len(entries) < w.cfg.BatchSize {
 		left := time.Until(deadline)
 		if left < time.Millisecond {
