@@ -101,7 +101,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	w.log.Info("indexer started", "partitions", parts, "batch_size", w.cfg.BatchSize, "batch_wait", w.cfg.BatchWait)
+	w.log.Info("indexer started", "partitions", parts, "batch_size", w.cfg.BatchSize, "batch_wait", w.batchWait())
 	var wg sync.WaitGroup
 	errs := make(chan error, len(consumers)+1)
 	for _, c := range consumers {
@@ -168,6 +168,15 @@ func (w *Worker) consume(ctx context.Context, c *eventlog.Consumer) error {
 	return nil
 }
 
+// batchWait is the layout's batch window: HotBatchWait for hot, else
+// BatchWait.
+func (w *Worker) batchWait() time.Duration {
+	if w.kind == layout.Hot {
+		return w.cfg.HotBatchWait
+	}
+	return w.cfg.BatchWait
+}
+
 // readBatch reads up to BatchSize new entries, waiting up to a second for
 // the first and then at most BatchWait (HotBatchWait in the hot layout) for
 // the rest.
@@ -176,11 +185,7 @@ func (w *Worker) readBatch(ctx context.Context, c *eventlog.Consumer) ([]eventlo
 	if err != nil || len(entries) == 0 {
 		return nil, err
 	}
-	wait := w.cfg.BatchWait
-	if w.kind == layout.Hot {
-		wait = w.cfg.HotBatchWait
-	}
-	deadline := time.Now().Add(wait)
+	deadline := time.Now().Add(w.batchWait())
 	for len(entries) < w.cfg.BatchSize {
 		left := time.Until(deadline)
 		if left < time.Millisecond {
