@@ -12,14 +12,12 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -372,21 +370,16 @@ func indexerLag(ctx context.Context, evlog *eventlog.Log, partitions int, k layo
 // false if ctx ended first.
 func ensureIndices(ctx context.Context, idx layout.Config, osc *osapi.Client, srch *searcher.Searcher, log *slog.Logger) ([]layout.Kind, bool) {
 	for {
-		kinds := []layout.Kind{layout.Nested, layout.Split}
-		missing, err := layout.NodesWithoutHotPlugin(ctx, osc)
-		if err == nil && len(missing) == 0 {
-			kinds = append(kinds, layout.Hot)
-		}
+		kinds, unavailable, err := layout.RunnableKinds(ctx, osc)
 		for _, k := range kinds {
 			err = errors.Join(err, idx.EnsureIndices(ctx, osc, k))
 		}
 		if err == nil {
-			if len(missing) > 0 {
-				why := fmt.Sprintf("the OpenSearch nodes %s lack the %s plugin (see opensearch/README.md)", strings.Join(missing, ", "), layout.HotPlugin)
-				log.Warn("the hot layout is unavailable", "reason", why)
-				srch.SetUnavailable(layout.Hot, why)
-			} else {
-				srch.SetUnavailable(layout.Hot, "")
+			for _, k := range layout.Kinds() {
+				if why := unavailable[k]; why != "" {
+					log.Warn("a layout is unavailable", "layout", k, "reason", why)
+				}
+				srch.SetUnavailable(k, unavailable[k])
 			}
 			return kinds, true
 		}

@@ -246,14 +246,7 @@ func startConsoleServer(t *testing.T, ctx context.Context, st *localstack.State)
 	}
 	fx := &consoleFixture{osc: osapi.New(client), idx: layout.Defaults(), reg: prometheus.NewRegistry(), t: t}
 	fx.idx.Prefix = stacktest.Namespace(t) + "_"
-	kinds := []layout.Kind{layout.Nested, layout.Split}
-	missing, err := layout.NodesWithoutHotPlugin(ctx, fx.osc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(missing) == 0 {
-		kinds = append(kinds, layout.Hot)
-	}
+	kinds := stacktest.Layouts(t, fx.osc)
 	fx.kinds = kinds
 	t.Cleanup(func() {
 		for _, k := range kinds {
@@ -291,7 +284,7 @@ func startConsoleServer(t *testing.T, ctx context.Context, st *localstack.State)
 	cfg.Addr = "127.0.0.1:0"
 	srv := api.New(cfg, nil, fx.reg)
 	srch := searcher.New(fx.osc, fx.idx, searcher.Defaults(), fx.reg)
-	if len(missing) > 0 {
+	if !slices.Contains(kinds, layout.Hot) {
 		srch.SetUnavailable(layout.Hot, "this test's cluster lacks the baedal-hot plugin")
 	}
 	searcher.RegisterRoutes(srv, srch)

@@ -33,7 +33,7 @@ func TestKillChildWorker(t *testing.T) {
 	st := stacktest.Require(t)
 	clients := openClients(t, st)
 	cfg := testConfig(ns)
-	cfg.Layouts = stackKinds(t, osapi.New(clients.OpenSearch))
+	cfg.Layouts = stacktest.Layouts(t, osapi.New(clients.OpenSearch))
 	cfg.BatchSize = 200
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -115,7 +115,7 @@ func TestKillMidBatchLosesNothing(t *testing.T) {
 	const seed, numShops = 21, 300
 	events := append(initialLoad(seed, numShops), streamEvents(seed, numShops, 4000)...)
 	want := expectedShops(t, seed, numShops, events[numShops:])
-	e.cfg.Layouts = stackKinds(t, e.os)
+	e.cfg.Layouts = stacktest.Layouts(t, e.os)
 	for _, k := range e.cfg.Layouts {
 		if err := e.cfg.Layout.EnsureIndices(ctx, e.os, k); err != nil {
 			t.Fatal(err)

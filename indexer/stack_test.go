@@ -303,24 +303,6 @@ func compareHotTable(t testing.TB, osc *osapi.Client, cfg *layout.Config, ids []
 	return bad
 }
 
-// stackKinds returns the layouts the stack runs: every layout, but the hot
-// one only where the cluster has the baedal-hot plugin (in CI it must).
-func stackKinds(t testing.TB, osc *osapi.Client) []layout.Kind {
-	t.Helper()
-	missing, err := layout.NodesWithoutHotPlugin(context.Background(), osc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(missing) == 0 {
-		return layout.Kinds()
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("the OpenSearch nodes %v lack the %s plugin: the hot layout is untested", missing, layout.HotPlugin)
-	}
-	t.Logf("the OpenSearch nodes %v lack the %s plugin: the hot layout is not tested", missing, layout.HotPlugin)
-	return []layout.Kind{layout.Nested, layout.Split}
-}
-
 // messyBatches cuts events into batches of size n and adds, to each batch,
 // redeliveries of random earlier events (duplicates, out of order).
 func messyBatches(r *rand.Rand, events []catalog.Event, n int) [][]catalog.Event {

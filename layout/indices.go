@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/baedal/baedal/internal/osapi"
 )
@@ -82,4 +83,23 @@ func NodesWithoutHotPlugin(ctx context.Context, os *osapi.Client) ([]string, err
 	}
 	slices.Sort(missing)
 	return missing, nil
+}
+
+// RunnableKinds returns the layouts the cluster can run, the baseline first:
+// every layout, but hot only when every node has the baedal-hot plugin. For
+// each layout it cannot run, unavailable says why.
+func RunnableKinds(ctx context.Context, os *osapi.Client) (kinds []Kind, unavailable map[Kind]string, err error) {
+	missing, err := NodesWithoutHotPlugin(ctx, os)
+	if err != nil {
+		return nil, nil, err
+	}
+	unavailable = map[Kind]string{}
+	for _, k := range Kinds() {
+		if k == Hot && len(missing) > 0 {
+			unavailable[k] = fmt.Sprintf("the OpenSearch nodes %s lack the %s plugin (see opensearch/README.md)", strings.Join(missing, ", "), HotPlugin)
+			continue
+		}
+		kinds = append(kinds, k)
+	}
+	return kinds, unavailable, nil
 }

@@ -44,12 +44,21 @@ func KindNames() []string {
 	return out
 }
 
+// JoinKinds returns the names of kinds separated by ", ".
+func JoinKinds(kinds []Kind) string {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = string(k)
+	}
+	return strings.Join(names, ", ")
+}
+
 // ParseKind parses a layout name.
 func ParseKind(s string) (Kind, error) {
 	if slices.Contains(Kinds(), Kind(s)) {
 		return Kind(s), nil
 	}
-	return "", fmt.Errorf("layout: got %q, allowed: %s", s, strings.Join(KindNames(), ", "))
+	return "", fmt.Errorf("layout: got %q, allowed: %s", s, JoinKinds(Kinds()))
 }
 
 // IndexSettings are the per-index settings a deployment tunes.

@@ -54,13 +54,13 @@ func TestSplitEqualsNested(t *testing.T) {
 	ctx := context.Background()
 	osc, idx := openIndex(t, st.OpenSearchURLs)
 	states := generateStates(equivalenceShops, equivalenceUpdates)
-	for _, k := range testedKinds(t, osc) {
+	for _, k := range stacktest.Layouts(t, osc) {
 		if err := idx.EnsureIndices(ctx, osc, k); err != nil {
 			t.Fatal(err)
 		}
 		writeDocs(t, osc, idx, k, states)
 	}
-	kinds := testedKinds(t, osc)
+	kinds := stacktest.Layouts(t, osc)
 	cfg := Defaults()
 	cfg.CandidatePage = 250
 	s := newSearcher(osc, idx, cfg, kinds)
@@ -167,25 +167,6 @@ func searchBoth(t *testing.T, s *Searcher, req query.Request) (nested, split *Re
 		}
 	}
 	return nested, split, diff
-}
-
-// testedKinds returns the layouts a test runs: every layout, but the hot one
-// only where the cluster has the baedal-hot plugin. In CI the plugin must be
-// there (the local stack loads it), so a missing one fails the test.
-func testedKinds(t *testing.T, osc *osapi.Client) []layout.Kind {
-	t.Helper()
-	missing, err := layout.NodesWithoutHotPlugin(context.Background(), osc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(missing) == 0 {
-		return layout.Kinds()
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("the OpenSearch nodes %v lack the %s plugin: the hot layout is untested", missing, layout.HotPlugin)
-	}
-	t.Logf("the OpenSearch nodes %v lack the %s plugin: the hot layout is not compared", missing, layout.HotPlugin)
-	return []layout.Kind{layout.Nested, layout.Split}
 }
 
 // newSearcher returns a searcher of the layouts in kinds (the others are

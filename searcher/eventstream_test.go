@@ -51,7 +51,7 @@ func TestEventStreamsGiveEqualLayouts(t *testing.T) {
 	}
 	ids := slices.Sorted(maps.Keys(reference))
 
-	kinds := testedKinds(t, osc)
+	kinds := stacktest.Layouts(t, osc)
 	for _, k := range kinds {
 		cfg := indexer.Defaults()
 		cfg.Layout = idx

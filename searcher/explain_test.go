@@ -23,7 +23,7 @@ func TestExplainDSLReturnsTheRequestsSent(t *testing.T) {
 	st := stacktest.Require(t)
 	ctx := context.Background()
 	osc, idx := openIndex(t, st.OpenSearchURLs)
-	kinds := testedKinds(t, osc)
+	kinds := stacktest.Layouts(t, osc)
 	states := generateStates(60, 0)
 	for _, k := range kinds {
 		if err := idx.EnsureIndices(ctx, osc, k); err != nil {

@@ -20,7 +20,7 @@ func TestTextMatchesMostWords(t *testing.T) {
 	ctx := context.Background()
 	osc, idx := openIndex(t, st.OpenSearchURLs)
 	states := generateStates(1500, 0)
-	kinds := testedKinds(t, osc)
+	kinds := stacktest.Layouts(t, osc)
 	for _, k := range kinds {
 		if err := idx.EnsureIndices(ctx, osc, k); err != nil {
 			t.Fatal(err)

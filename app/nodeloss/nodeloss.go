@@ -275,11 +275,14 @@ func run(ctx context.Context, cfg Config, st *localstack.State) (*Result, error)
 	osc := osapi.New(client)
 	// The layouts this cluster runs: the hot layout needs its plugin on
 	// every node (the server answers 503 for it otherwise, saying why).
-	kinds := slices.Clone(acfg.Indexer.Layouts)
-	if missing, err := layout.NodesWithoutHotPlugin(ctx, osc); err != nil || len(missing) > 0 {
-		kinds = slices.DeleteFunc(kinds, func(k layout.Kind) bool { return k == layout.Hot })
-		fmt.Fprintf(cfg.Progress, "nodeloss: without the hot layout (nodes without its plugin: %v %v)\n", missing, err)
+	runnable, unavailable, err := layout.RunnableKinds(ctx, osc)
+	if err != nil {
+		return nil, fmt.Errorf("nodeloss: which layouts the cluster runs: %w", err)
 	}
+	for k, why := range unavailable {
+		fmt.Fprintf(cfg.Progress, "nodeloss: without the %s layout: %s\n", k, why)
+	}
+	kinds := slices.DeleteFunc(slices.Clone(acfg.Indexer.Layouts), func(k layout.Kind) bool { return !slices.Contains(runnable, k) })
 	icfg := acfg.Indexer
 	icfg.Layouts = kinds
 	if err := waitGreen(ctx, osc, acfg.Indexer.Layout, kinds, 2*time.Minute); err != nil {

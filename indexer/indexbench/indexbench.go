@@ -334,7 +334,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	gen := catalog.NewGenerator(cfg.Seed)
 	menus := 0
 	versions := make(map[int64]int64, cfg.Shops)
-	bar := bench.NewProgress(cfg.Log, "load catalog into "+kindList(kinds), int64(cfg.Shops))
+	bar := bench.NewProgress(cfg.Log, "load catalog into "+layout.JoinKinds(kinds), int64(cfg.Shops))
 	batch := make([]catalog.Event, 0, cfg.BatchSize)
 	flush := func() error {
 		for _, s := range sides {
@@ -598,20 +598,18 @@ var ThroughputHotTarget = bench.AtLeast(25)
 // search within 100 ms of their append.
 var FreshnessHotTarget = bench.AtMost(100)
 
-// runnableKinds returns the layouts this cluster runs, the baseline first,
-// and the reason for each it cannot run.
+// runnableKinds is layout.RunnableKinds with the reasons keyed for the
+// summary's "skipped" object.
 func runnableKinds(ctx context.Context, osc *osapi.Client) ([]layout.Kind, map[string]string, error) {
-	missing, err := layout.NodesWithoutHotPlugin(ctx, osc)
+	kinds, unavailable, err := layout.RunnableKinds(ctx, osc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("indexbench: can the cluster run the hot layout? %w", err)
 	}
 	skipped := map[string]string{}
-	if len(missing) > 0 {
-		slices.Sort(missing)
-		skipped[string(layout.Hot)] = fmt.Sprintf("the OpenSearch nodes %s lack the %s plugin", strings.Join(missing, ", "), layout.HotPlugin)
-		return []layout.Kind{layout.Nested, layout.Split}, skipped, nil
+	for k, why := range unavailable {
+		skipped[string(k)] = why
 	}
-	return layout.Kinds(), skipped, nil
+	return kinds, skipped, nil
 }
 
 func sideOf(sides []*side, k layout.Kind) *side {
@@ -621,14 +619,6 @@ func sideOf(sides []*side, k layout.Kind) *side {
 		}
 	}
 	return nil
-}
-
-func kindList(kinds []layout.Kind) string {
-	var names []string
-	for _, k := range kinds {
-		names = append(names, string(k))
-	}
-	return strings.Join(names, ", ")
 }
 
 func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }

@@ -21,7 +21,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baedal/baedal/internal/osapi"
 	"github.com/baedal/baedal/internal/testenv"
+	"github.com/baedal/baedal/layout"
 	"github.com/baedal/baedal/localstack"
 )
 
@@ -116,4 +118,22 @@ func Namespace(t testing.TB) string {
 		name = name[:40]
 	}
 	return "t_" + name + "_" + hex.EncodeToString(b)
+}
+
+// Layouts returns the layouts the stack runs (layout.RunnableKinds). In CI
+// the local stack loads the baedal-hot plugin, so a layout the stack cannot
+// run fails the test there; locally the test goes on without it, saying so.
+func Layouts(t testing.TB, osc *osapi.Client) []layout.Kind {
+	t.Helper()
+	kinds, unavailable, err := layout.RunnableKinds(context.Background(), osc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, why := range unavailable {
+		if testenv.InCI() {
+			t.Fatalf("the %s layout is untested: %s", k, why)
+		}
+		t.Logf("the %s layout is not tested: %s", k, why)
+	}
+	return kinds
 }

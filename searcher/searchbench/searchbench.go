@@ -308,20 +308,18 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, progress io.Writer) 
 	return r.measure(ctx)
 }
 
-// runnableKinds returns the layouts this cluster runs, the baseline first,
-// and the reason for each it cannot run.
+// runnableKinds is layout.RunnableKinds with the reasons keyed for the
+// summary's "skipped" object.
 func runnableKinds(ctx context.Context, osc *osapi.Client) ([]layout.Kind, map[string]string, error) {
-	missing, err := layout.NodesWithoutHotPlugin(ctx, osc)
+	kinds, unavailable, err := layout.RunnableKinds(ctx, osc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("searchbench: can the cluster run the hot layout? %w", err)
 	}
 	skipped := map[string]string{}
-	if len(missing) > 0 {
-		slices.Sort(missing)
-		skipped[string(layout.Hot)] = fmt.Sprintf("the OpenSearch nodes %s lack the %s plugin", strings.Join(missing, ", "), layout.HotPlugin)
-		return []layout.Kind{layout.Nested, layout.Split}, skipped, nil
+	for k, why := range unavailable {
+		skipped[string(k)] = why
 	}
-	return layout.Kinds(), skipped, nil
+	return kinds, skipped, nil
 }
 
 // setup creates fresh indices and loads the catalog into every layout.
@@ -350,7 +348,7 @@ func (r *run) setup(ctx context.Context) error {
 		}
 	}
 	gen := catalog.NewGenerator(seed)
-	prog := bench.NewProgress(r.progress, "load catalog into "+kindList(r.kinds), int64(r.cfg.Shops))
+	prog := bench.NewProgress(r.progress, "load catalog into "+layout.JoinKinds(r.kinds), int64(r.cfg.Shops))
 	const batch = 500
 	events := make([]catalog.Event, 0, batch)
 	for i := 0; i < r.cfg.Shops; i++ {
@@ -423,14 +421,6 @@ func (st hotTableStatus) bytesPerShop() float64 {
 		}
 	}
 	return round(best)
-}
-
-func kindList(kinds []layout.Kind) string {
-	var names []string
-	for _, k := range kinds {
-		names = append(names, string(k))
-	}
-	return strings.Join(names, ", ")
 }
 
 func (r *run) refresh(ctx context.Context) error {
@@ -885,7 +875,7 @@ func (r *run) report(s Summary, idle, load []*bench.LatencyRecorder) (string, er
 	setup := fmt.Sprintf("%d shops (~30 menus each), %d queries per phase, each run on %s back to back, the order alternating (%s, then %s), %d searches in flight at once. "+
 		"Under load, each layout is searched while it alone takes %.0f hot shop updates/s through the production indexer, in rounds of alternating order, each turn starting once the merges of the one before have finished (the layouts share one OpenSearch node here; the nested layout's maximum measured in this run was %.0f/s). "+
 		"Searches slower than %.0f ms count as timeouts; searches OpenSearch refused (HTTP 429) as rejections. Equivalent (every layout's idle page equal to nested's): %v (%d idle pages differed, %d not compared because a layout timed out or was refused).",
-		s.Shops, s.Queries, kindList(r.kinds), orderOf(names, 0), orderOf(names, 1), s.Clients, s.UpdateRate, s.NestedMaxUpdatesPerS, s.DeadlineMs, s.Equivalent, s.Mismatches, s.NotCompared)
+		s.Shops, s.Queries, layout.JoinKinds(r.kinds), orderOf(names, 0), orderOf(names, 1), s.Clients, s.UpdateRate, s.NestedMaxUpdatesPerS, s.DeadlineMs, s.Equivalent, s.Mismatches, s.NotCompared)
 	for _, k := range slices.Sorted(maps.Keys(s.Skipped)) {
 		setup += fmt.Sprintf(" The %s layout was skipped: %s.", k, s.Skipped[k])
 	}
