@@ -20,16 +20,19 @@ const (
 )
 
 // RunWorkers runs cfg.Workers fan-out consumers and the outbox relay until
-// ctx is cancelled, then returns after all of them stopped. Any number of
+// ctx is cancelled, then returns after all of them stopped (a cancel while
+// it starts is a stop, not an error). Any number of
 // processes may run workers at once: they share the consumer group.
 func (s *Service) RunWorkers(ctx context.Context) error {
-	if err := s.ensureGroup(ctx); err != nil {
-		return err
+	err := s.ensureGroup(ctx)
+	if err == nil && s.cfg.Strategy == StrategyHybrid {
+		err = s.ReconcileCelebrities(ctx)
 	}
-	if s.cfg.Strategy == StrategyHybrid {
-		if err := s.ReconcileCelebrities(ctx); err != nil {
-			return err
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting: nothing was left half done
 		}
+		return err
 	}
 	host, _ := os.Hostname()
 	var wg sync.WaitGroup
