@@ -4,12 +4,19 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/baedal/baedal/eventlog"
 	"github.com/baedal/baedal/layout"
 )
+
+// MaxHotRetryFor bounds RetryFor when the hot layout runs: the baedal-hot
+// table keeps a row whose shop document is not yet written through a table
+// rebuild for 10 minutes (HotTable.KEEP_UPDATES_SECONDS), so one batch's heads
+// must be written, or the batch given up and sent again, well within that.
+const MaxHotRetryFor = 5 * time.Minute
 
 // Config is the indexer's configuration. Layout and Log are shared with other
 // components; Flags binds only the indexer's own fields, so bind those two
@@ -127,6 +134,8 @@ func (c *Config) Validate() error {
 	}
 	if c.RetryBase <= 0 || c.RetryMax < c.RetryBase || c.RetryFor <= 0 {
 		errs = append(errs, fmt.Errorf("retry-base %s, retry-max %s, retry-for %s: need 0 < retry-base <= retry-max and retry-for > 0", c.RetryBase, c.RetryMax, c.RetryFor))
+	} else if slices.Contains(c.Layouts, layout.Hot) && c.RetryFor > MaxHotRetryFor {
+		errs = append(errs, fmt.Errorf("retry-for: got %s, allowed with the hot layout: <= %s (the baedal-hot table keeps a row without its shop document through a rebuild for 10 minutes; see docs/hot-layout.md)", c.RetryFor, MaxHotRetryFor))
 	}
 	if c.Workers < 1 || c.Workers > 1024 {
 		errs = append(errs, fmt.Errorf("workers: got %d, allowed: 1..1024", c.Workers))

@@ -59,13 +59,9 @@ const maxHotEntries = 5000
 // (applied events or not, except the poisoned ones and shops that never
 // existed) to the table on every node, retrying 429s, 5xx (a node that did
 // not take the update: the plugin answers 503) and transport errors until
-// deadline. It runs after the heads were written, for two reasons:
-//   - a node that rebuilds its table reads the shop index, so a row sent
-//     before its shop document would be lost by a rebuild starting between
-//     the two;
-//   - a worker killed between the heads and the table leaves a batch whose
-//     events are all stale on redelivery, and the rows are still sent, from
-//     the heads, because rows go for every shop of a batch.
+// deadline. Rows go for every shop of a batch, so a worker killed after the
+// heads were written but before the rows were sent still sends them on
+// redelivery, when every event of the batch is stale.
 //
 // Rows are idempotent (the table keeps the newest version), so re-sending
 // one costs a few bytes and never makes the table older.

@@ -290,7 +290,7 @@ type bulkItem struct {
 
 // write sends the actions, retrying what is retryable, in two phases: first
 // every part but the head (HeadPart), then the heads of the shops whose other
-// parts were accepted (in the hot layout with the table rows: writeHotHeads).
+// parts were accepted (in the hot layout beside the table rows: writeHotHeads).
 // A head at version v thus promises that the shop's
 // other documents reflect every event up to v, which is what lets a
 // redelivered batch be judged against the head's version alone (Aggregate):
@@ -331,28 +331,25 @@ func (ix *Indexer) write(ctx context.Context, c Coalesced, stats *Stats) (writeO
 	return out, nil
 }
 
-// writeHotHeads writes the hot layout's heads and the baedal-hot table rows
-// of the batch: the rows go out beside the heads' bulk, which makes the
-// batch visible to search as soon as the table has them (freshness does not
-// wait for the bulk), and again once the heads are written, because a node
-// that starts rebuilding its table between the two would read the shop index
-// without the heads and drop the first rows (writeHotTable). A head that
-// OpenSearch refuses for good (a poisoned shop, dead-lettered) may leave its
-// early row in the table; only a mapping error can do that to a shop
-// document.
+// writeHotHeads writes the hot layout's heads and, beside their bulk, the
+// baedal-hot table rows of the batch, which makes the batch visible to search
+// as soon as the table has them (freshness does not wait for the bulk). A row
+// can thus reach the table before its shop document is written; a table
+// rebuild in that window keeps it, because the plugin keeps the rows of recent
+// updates through a rebuild and a node that joins merges its peers' recent rows
+// (docs/hot-layout.md, "Rebuild"). A head that OpenSearch refuses for good (a
+// poisoned shop, dead-lettered) may leave its row in the table; only a mapping
+// error can do that to a shop document.
 func (ix *Indexer) writeHotHeads(ctx context.Context, c Coalesced, lines [][]byte, heads []int, deadline time.Time, out writeOutcome, stats *Stats) error {
-	var early Stats
-	earlyDone := make(chan error, 1)
+	var table Stats
+	tableDone := make(chan error, 1)
 	poisoned := maps.Clone(out.poisoned) // writePhase adds to out.poisoned meanwhile
-	go func() { earlyDone <- ix.writeHotTable(ctx, c, poisoned, deadline, &early) }()
+	go func() { tableDone <- ix.writeHotTable(ctx, c, poisoned, deadline, &table) }()
 	headsErr := ix.writePhase(ctx, c, lines, heads, deadline, out, stats)
-	earlyErr := <-earlyDone
-	stats.Retries += early.Retries
-	stats.Bulk += early.Bulk
-	if err := errors.Join(headsErr, earlyErr); err != nil {
-		return err
-	}
-	return ix.writeHotTable(ctx, c, out.poisoned, deadline, stats)
+	tableErr := <-tableDone
+	stats.Retries += table.Retries
+	stats.Bulk += table.Bulk
+	return errors.Join(headsErr, tableErr)
 }
 
 // writeOutcome is what OpenSearch answered for the shops of a written batch.

@@ -24,7 +24,9 @@ import org.opensearch.transport.TransportService;
 /**
  * The one transport action behind the three REST routes: it runs an operation (update, status or
  * rebuild) on the hot table of one concrete index on every node of the cluster, the local node
- * included ({@link BaseNodesRequest} with no node ids), and gathers each node's counts.
+ * included ({@link BaseNodesRequest} with no node ids), and gathers each node's counts. A fourth
+ * operation, used by a rebuild and not by REST, gathers every node's recent updates
+ * ({@link HotTable#recentUpdates}).
  *
  * <p>Invariant: a node that fails or cannot be reached is in {@code failures()}, never silently
  * missing; the REST layer answers 503 when there is any. The node operation runs on the GENERIC
@@ -40,7 +42,7 @@ public final class HotNodesAction extends ActionType<HotNodesAction.Response> {
     }
 
     /** What each node does. */
-    public enum Op { UPDATE, STATUS, REBUILD }
+    public enum Op { UPDATE, STATUS, REBUILD, RECENT }
 
     /** The cluster-wide request: an operation on one concrete index's table. */
     public static final class Request extends BaseNodesRequest<Request> {
@@ -123,7 +125,10 @@ public final class HotNodesAction extends ActionType<HotNodesAction.Response> {
         }
     }
 
-    /** One node's table after the operation (and, for an update, its applied/stale counts). */
+    /**
+     * One node's table after the operation (and, for an update, its applied/stale counts; for
+     * {@link Op#RECENT}, its recent updates).
+     */
     public static final class NodeResponse extends BaseNodeResponse {
         final boolean ready;
         final long shops;
@@ -133,8 +138,9 @@ public final class HotNodesAction extends ActionType<HotNodesAction.Response> {
         final long lastRebuildMs;
         final int applied;
         final int stale;
+        final List<HotEntry> recent;
 
-        NodeResponse(DiscoveryNode node, HotTable t, int applied, int stale) {
+        NodeResponse(DiscoveryNode node, HotTable t, int applied, int stale, List<HotEntry> recent) {
             super(node);
             ready = t.ready();
             shops = t.shops();
@@ -144,6 +150,7 @@ public final class HotNodesAction extends ActionType<HotNodesAction.Response> {
             lastRebuildMs = t.lastRebuildMs();
             this.applied = applied;
             this.stale = stale;
+            this.recent = recent;
         }
 
         public NodeResponse(StreamInput in) throws IOException {
@@ -156,6 +163,7 @@ public final class HotNodesAction extends ActionType<HotNodesAction.Response> {
             lastRebuildMs = in.readLong();
             applied = in.readVInt();
             stale = in.readVInt();
+            recent = readEntries(in);
         }
 
         @Override
@@ -169,6 +177,7 @@ public final class HotNodesAction extends ActionType<HotNodesAction.Response> {
             out.writeLong(lastRebuildMs);
             out.writeVInt(applied);
             out.writeVInt(stale);
+            writeEntries(out, recent);
         }
     }
 
@@ -229,6 +238,7 @@ public final class HotNodesAction extends ActionType<HotNodesAction.Response> {
             HotTable t = tables.tableFor(im);
             int applied = 0;
             int stale = 0;
+            List<HotEntry> recent = List.of();
             switch (r.op) {
                 case UPDATE -> {
                     HotTable.Applied a = t.apply(r.entries);
@@ -236,9 +246,10 @@ public final class HotNodesAction extends ActionType<HotNodesAction.Response> {
                     stale = a.stale();
                 }
                 case REBUILD -> tables.rebuild(t);
+                case RECENT -> recent = t.recentUpdates();
                 case STATUS -> { }
             }
-            return new NodeResponse(clusterService.localNode(), t, applied, stale);
+            return new NodeResponse(clusterService.localNode(), t, applied, stale, recent);
         }
     }
 }

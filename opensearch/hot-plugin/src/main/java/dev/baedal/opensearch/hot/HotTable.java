@@ -1,13 +1,17 @@
 package dev.baedal.opensearch.hot;
 
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.StampedLock;
+import java.util.function.LongSupplier;
 
 /**
  * The in-memory hot table of one concrete shop index on this node: shop id to
  * {version, deleted, open, delivery_minutes, delivery_fee, rating, review_count}.
  *
  * <p>Storage is an open-addressing hash map keyed by {@code long} with parallel primitive arrays
- * (37 bytes a slot, load factor at most 0.75), so a million shops take about 50-100 MB less
+ * (41 bytes a slot, load factor at most 0.75), so a million shops take about 50-100 MB less
  * than boxed records would. Keys are never removed: a delete leaves a tombstone, so probing
  * always ends at an empty slot.
  *
@@ -21,7 +25,11 @@ import java.util.concurrent.locks.StampedLock;
  *       (concurrent segment search included).</li>
  *   <li>{@link #ready} is true only after a rebuild from the shop index finished and no other
  *       rebuild began since ({@link #beginRebuild} clears it and swaps in a fresh store that
- *       keeps only the tombstones, so entries of shops gone from the index do not survive).</li>
+ *       keeps the tombstones and the entries an update wrote in the last {@link #KEEP_UPDATES_SECONDS}, so
+ *       entries of shops gone from the index do not survive, but an update whose shop document
+ *       is still being written does).</li>
+ *   <li>Each slot records when an update (not a rebuild's scan) last wrote it, in seconds:
+ *       {@link #recentUpdates} gives a rebuilding peer the rows it may have missed.</li>
  * </ul>
  */
 public final class HotTable {
@@ -29,7 +37,14 @@ public final class HotTable {
     static final long EMPTY = Long.MIN_VALUE;
     private static final byte DELETED = 1;
     private static final byte OPEN = 2;
-    static final int BYTES_PER_SLOT = 8 + 8 + 4 + 4 + 8 + 4 + 1;
+    static final int BYTES_PER_SLOT = 8 + 8 + 4 + 4 + 8 + 4 + 4 + 1;
+
+    /**
+     * How long an update survives a rebuild without its shop document: longer than baedal's
+     * indexer retries one batch ({@code --indexer-retry-for}, at most 5 minutes when the hot
+     * layout runs), after which the batch, and its table rows, are sent again.
+     */
+    static final long KEEP_UPDATES_SECONDS = TimeUnit.MINUTES.toSeconds(10);
 
     /** Fixed-capacity arrays; replaced (never resized in place) when they fill up. */
     private static final class Store {
@@ -39,6 +54,7 @@ public final class HotTable {
         final int[] fees;
         final double[] ratings;
         final int[] reviews;
+        final int[] updatedAt; // seconds of the clock when an update last wrote the slot, 0 = never
         final byte[] flags;
         final int mask;
         int used; // slots holding a key (live or tombstone); guarded by the write lock
@@ -52,6 +68,7 @@ public final class HotTable {
             fees = new int[capacity];
             ratings = new double[capacity];
             reviews = new int[capacity];
+            updatedAt = new int[capacity];
             flags = new byte[capacity];
             mask = capacity - 1;
         }
@@ -88,6 +105,7 @@ public final class HotTable {
 
     private final String index;
     private final String indexUuid;
+    private final LongSupplier clockMillis;
     private final StampedLock lock = new StampedLock();
     private volatile Store store = new Store(16);
     private volatile boolean ready;
@@ -98,8 +116,18 @@ public final class HotTable {
     volatile boolean rebuildScheduled;
 
     public HotTable(String index, String indexUuid) {
+        this(index, indexUuid, System::currentTimeMillis);
+    }
+
+    HotTable(String index, String indexUuid, LongSupplier clockMillis) {
         this.index = index;
         this.indexUuid = indexUuid;
+        this.clockMillis = clockMillis;
+    }
+
+    /** Seconds since 2020-01-01 (fits an int until 2088); at least 1, since 0 means never. */
+    private int nowSeconds() {
+        return (int) Math.max(1, clockMillis.getAsLong() / 1000 - 1_577_836_800L);
     }
 
     public String index() {
@@ -127,14 +155,26 @@ public final class HotTable {
         return h ^ (h >>> 32);
     }
 
-    /** Applies entries in order; each one only if its version is newer than the stored one. */
+    /**
+     * Applies an update from baedal: entries in order, each one only if its version is newer than
+     * the stored one. An applied entry is marked as updated now.
+     */
     public Applied apply(Iterable<HotEntry> entries) {
+        return apply(entries, nowSeconds());
+    }
+
+    /** Applies rows read from the shop index by a rebuild: as {@link #apply}, not marked updated. */
+    public Applied load(Iterable<HotEntry> entries) {
+        return apply(entries, 0);
+    }
+
+    private Applied apply(Iterable<HotEntry> entries, int updatedAt) {
         int applied = 0;
         int stale = 0;
         long stamp = lock.writeLock();
         try {
             for (HotEntry e : entries) {
-                if (applyLocked(e)) {
+                if (applyLocked(e, updatedAt)) {
                     applied++;
                 } else {
                     stale++;
@@ -146,7 +186,7 @@ public final class HotTable {
         return new Applied(applied, stale);
     }
 
-    private boolean applyLocked(HotEntry e) {
+    private boolean applyLocked(HotEntry e, int updatedAt) {
         if (e.id() == EMPTY) {
             throw new IllegalArgumentException("shop id " + EMPTY + " is reserved");
         }
@@ -173,6 +213,9 @@ public final class HotTable {
         s.ratings[i] = e.rating();
         s.reviews[i] = e.reviewCount();
         s.flags[i] = (byte) ((e.deleted() ? DELETED : 0) | (e.open() && !e.deleted() ? OPEN : 0));
+        if (updatedAt != 0) {
+            s.updatedAt[i] = updatedAt;
+        }
         s.keys[i] = e.id();
         if (e.deleted()) {
             s.tombstones++;
@@ -182,15 +225,19 @@ public final class HotTable {
 
     private Store grow(Store old) {
         Store n = new Store(old.keys.length * 2);
-        copyInto(old, n, false);
+        copyInto(old, n, 0);
         store = n;
         return n;
     }
 
-    private static void copyInto(Store from, Store to, boolean tombstonesOnly) {
+    /**
+     * Copies the tombstones and the live entries updated at or after {@code updatedSince}
+     * (0: every entry).
+     */
+    private static void copyInto(Store from, Store to, int updatedSince) {
         for (int j = 0; j < from.keys.length; j++) {
             long k = from.keys[j];
-            if (k == EMPTY || (tombstonesOnly && (from.flags[j] & DELETED) == 0)) {
+            if (k == EMPTY || ((from.flags[j] & DELETED) == 0 && from.updatedAt[j] < updatedSince)) {
                 continue;
             }
             int i = to.slot(k);
@@ -200,6 +247,7 @@ public final class HotTable {
             to.fees[i] = from.fees[j];
             to.ratings[i] = from.ratings[j];
             to.reviews[i] = from.reviews[j];
+            to.updatedAt[i] = from.updatedAt[j];
             to.flags[i] = from.flags[j];
             to.used++;
             if ((from.flags[j] & DELETED) != 0) {
@@ -273,9 +321,35 @@ public final class HotTable {
     }
 
     /**
-     * Starts a rebuild: the table is not ready, and its store is replaced by one holding only the
-     * tombstones, so the scan and the updates that arrive meanwhile merge by version.
-     * Returns the generation to pass to {@link #finishRebuild}.
+     * The live entries and tombstones that an update wrote in the last {@link #KEEP_UPDATES_SECONDS}:
+     * what a peer's rebuild merges, so that a row broadcast before that peer's table existed is
+     * not lost while its shop document is still being written.
+     */
+    public List<HotEntry> recentUpdates() {
+        int since = nowSeconds() - (int) KEEP_UPDATES_SECONDS;
+        List<HotEntry> out = new ArrayList<>();
+        long stamp = lock.readLock();
+        try {
+            Store s = store;
+            for (int i = 0; i < s.keys.length; i++) {
+                if (s.keys[i] == EMPTY || s.updatedAt[i] == 0 || s.updatedAt[i] < since) {
+                    continue;
+                }
+                boolean deleted = (s.flags[i] & DELETED) != 0;
+                out.add(new HotEntry(s.keys[i], s.versions[i], deleted, (s.flags[i] & OPEN) != 0,
+                    s.minutes[i], s.fees[i], s.ratings[i], s.reviews[i]));
+            }
+        } finally {
+            lock.unlockRead(stamp);
+        }
+        return out;
+    }
+
+    /**
+     * Starts a rebuild: the table is not ready, and its store is replaced by one holding the
+     * tombstones and the entries updated in the last {@link #KEEP_UPDATES_SECONDS}, so the scan and the
+     * updates that arrive meanwhile merge by version with them. Returns the generation to pass to
+     * {@link #finishRebuild}.
      */
     public long beginRebuild() {
         long stamp = lock.writeLock();
@@ -287,7 +361,7 @@ public final class HotTable {
                 cap <<= 1;
             }
             Store n = new Store(cap);
-            copyInto(old, n, true);
+            copyInto(old, n, Math.max(1, nowSeconds() - (int) KEEP_UPDATES_SECONDS));
             store = n;
             return ++rebuildGeneration;
         } finally {

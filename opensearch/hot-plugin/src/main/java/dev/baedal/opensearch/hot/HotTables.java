@@ -194,18 +194,41 @@ public final class HotTables implements ClusterStateListener {
                 for (SearchHit h : hits) {
                     page.add(fromSource(h));
                 }
-                t.apply(page);
+                t.load(page);
                 scanned += hits.length;
                 after = hits[hits.length - 1].getSortValues();
                 if (hits.length < SCAN_PAGE) {
                     break;
                 }
             }
+            int merged = mergePeersRecentUpdates(t);
             long tookMs = (System.nanoTime() - start) / 1_000_000;
             t.finishRebuild(gen, tookMs);
-            log.info("baedal-hot: rebuilt [{}] from {} documents in {} ms: {} shops, {} tombstones",
-                t.index(), scanned, tookMs, t.shops(), t.tombstones());
+            log.info("baedal-hot: rebuilt [{}] from {} documents and {} recent updates of the nodes in {} ms: {} shops, {} tombstones",
+                t.index(), scanned, merged, tookMs, t.shops(), t.tombstones());
         }
+    }
+
+    /**
+     * Merges, by version, the updates every node applied in the last
+     * {@link HotTable#KEEP_UPDATES_SECONDS}. baedal broadcasts a row beside (not after) its shop
+     * document's write, so a node whose table did not exist yet when the row was broadcast (it
+     * joined the cluster meanwhile), and whose scan ran before the document was written, gets the
+     * row from a peer. A node that does not answer fails the rebuild, which is retried: its rows
+     * may be the only copy.
+     */
+    private int mergePeersRecentUpdates(HotTable t) {
+        HotNodesAction.Response resp = client.execute(HotNodesAction.INSTANCE,
+            new HotNodesAction.Request(HotNodesAction.Op.RECENT, t.index(), List.of())).actionGet(TimeValue.timeValueMinutes(1));
+        if (resp.hasFailures()) {
+            throw new OpenSearchStatusException("rebuild of [" + t.index() + "] could not read the recent updates of "
+                + resp.failures().size() + " nodes: " + resp.failures().get(0).getMessage(), RestStatus.SERVICE_UNAVAILABLE);
+        }
+        int merged = 0;
+        for (HotNodesAction.NodeResponse n : resp.getNodes()) {
+            merged += t.load(n.recent).applied();
+        }
+        return merged;
     }
 
     static HotEntry fromSource(SearchHit h) {

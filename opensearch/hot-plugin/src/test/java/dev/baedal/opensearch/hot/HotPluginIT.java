@@ -313,4 +313,47 @@ class HotPluginIT {
         search(1, "{\"query\":{\"baedal_hot_shop\":{\"table\":\"stuck_v1\"}}}");
         assertFalse(ids(search(1, "{\"query\":{\"baedal_hot_shop\":{\"table\":\"shops\"}}}")).isEmpty());
     }
+
+    @Test
+    @Order(12)
+    void anUpdateAheadOfItsShopDocumentSurvivesARebuild() throws Exception {
+        // baedal broadcasts a row beside its shop document's write: a rebuild that scans the
+        // index before the document lands must keep the row.
+        TwoNodeCluster.Resp r = c.send(0, "POST", "/_baedal/hot/shops/_update", "{\"shops\":[{\"id\":60,\"version\":5,\"open\":true,"
+            + "\"delivery_minutes\":7,\"delivery_fee\":70,\"rating\":4.7,\"review_count\":7}]}");
+        assertEquals(1, r.body().get("applied"), r.raw());
+        int before = shopsOn(0, "a");
+        r = c.send(1, "POST", "/_baedal/hot/shops/_rebuild", null);
+        assertEquals(200, r.status(), r.raw());
+        for (Object n : map(r.body().get("nodes")).values()) {
+            assertEquals(before, map(n).get("shops"), r.raw());
+        }
+    }
+
+    @Test
+    @Order(13)
+    void aJoiningNodeGetsTheUpdatesItsScanCannotSee() throws Exception {
+        // A row broadcast before node c existed, whose shop document is not written yet: c's
+        // table must still hold it once ready, from its peers' recent updates.
+        TwoNodeCluster.Resp r = c.send(1, "POST", "/_baedal/hot/shops/_update", "{\"shops\":[{\"id\":61,\"version\":3,\"open\":true,"
+            + "\"delivery_minutes\":8,\"delivery_fee\":80,\"rating\":4.8,\"review_count\":8}]}");
+        assertEquals(Map.of("total", 2, "successful", 2, "failed", 0), r.body().get("nodes"), r.raw());
+        int expected = shopsOn(0, "a");
+        c.addNode("c");
+        TwoNodeCluster.waitFor(() -> {
+            Map<String, Object> n = map(map(c.get(0, "/_baedal/hot/shops/_status").body().get("nodes")).get("c"));
+            return n != null && Boolean.TRUE.equals(n.get("ready"));
+        }, "node c's table ready");
+        assertEquals(expected, shopsOn(2, "c"));
+        // Node c answers a fetch of shop 61's hot fields from its own table.
+        r = c.send(2, "POST", "/_baedal/hot/shops/_update", "{\"shops\":[{\"id\":61,\"version\":3,\"open\":true,"
+            + "\"delivery_minutes\":8,\"delivery_fee\":80,\"rating\":4.8,\"review_count\":8}]}");
+        assertEquals(Map.of("total", 3, "successful", 3, "failed", 0), r.body().get("nodes"), r.raw());
+        assertEquals(0, r.body().get("applied"), "node c already holds shop 61 at version 3: " + r.raw());
+    }
+
+    int shopsOn(int node, String name) throws Exception {
+        TwoNodeCluster.Resp r = c.get(node, "/_baedal/hot/shops/_status");
+        return ((Number) map(map(r.body().get("nodes")).get(name)).get("shops")).intValue();
+    }
 }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
@@ -49,20 +50,49 @@ class HotTableTest {
     }
 
     @Test
-    void rebuildKeepsTombstonesDropsLiveEntriesAndGatesReady() {
-        HotTable t = new HotTable("i", "u");
+    void rebuildKeepsTombstonesDropsOldEntriesAndGatesReady() {
+        AtomicLong clock = new AtomicLong(1_800_000_000_000L);
+        HotTable t = new HotTable("i", "u", clock::get);
         t.apply(List.of(live(1, 1, 10), live(2, 1, 20), HotEntry.tombstone(3, 9)));
         assertFalse(t.ready());
+        clock.addAndGet((HotTable.KEEP_UPDATES_SECONDS + 1) * 1000);
         long g1 = t.beginRebuild();
         assertEquals(0, t.shops());
         assertEquals(1, t.tombstones());
-        t.apply(List.of(live(3, 8, 10), live(1, 2, 11))); // scan: 3 is older than its tombstone
+        t.load(List.of(live(3, 8, 10), live(1, 2, 11))); // scan: 3 is older than its tombstone
         long g2 = t.beginRebuild(); // a second rebuild supersedes the first
         assertFalse(t.finishRebuild(g1, 5));
         assertFalse(t.ready());
         assertTrue(t.finishRebuild(g2, 5));
         assertTrue(t.ready());
         assertEquals(1, t.rebuilds());
+    }
+
+    @Test
+    void recentUpdatesSurviveARebuildAndArePassedToPeers() {
+        AtomicLong clock = new AtomicLong(1_800_000_000_000L);
+        HotTable t = new HotTable("i", "u", clock::get);
+        t.load(List.of(live(1, 1, 10), live(2, 1, 20))); // from a scan: never "updated"
+        clock.addAndGet(1000);
+        t.apply(List.of(live(2, 2, 21), live(5, 3, 50), HotEntry.tombstone(6, 4)));
+        List<Long> recent = t.recentUpdates().stream().map(HotEntry::id).sorted().toList();
+        assertEquals(List.of(2L, 5L, 6L), recent);
+        clock.addAndGet((HotTable.KEEP_UPDATES_SECONDS - 2) * 1000); // still inside the window
+        t.beginRebuild();
+        HotTable.Row r = new HotTable.Row();
+        assertFalse(t.read(1, r), "a scanned entry is dropped: the scan brings it back if its document is still there");
+        assertTrue(t.readLive(2, r));
+        assertEquals(21, r.deliveryMinutes);
+        assertTrue(t.readLive(5, r), "an update whose shop document may still be in flight survives");
+        assertEquals(3, r.version);
+        assertTrue(t.read(6, r) && r.deleted);
+        // The scan finds shop 2 at an older version: the update stays.
+        assertEquals(new HotTable.Applied(0, 1), t.load(List.of(live(2, 1, 20))));
+        clock.addAndGet(3 * 1000); // now outside the window
+        assertTrue(t.recentUpdates().isEmpty());
+        t.beginRebuild();
+        assertFalse(t.read(5, r));
+        assertTrue(t.read(6, r) && r.deleted, "tombstones always survive");
     }
 
     @Test

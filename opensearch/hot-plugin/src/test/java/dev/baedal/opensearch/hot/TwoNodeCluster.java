@@ -43,10 +43,21 @@ final class TwoNodeCluster implements AutoCloseable {
     final List<String> http = new ArrayList<>();
     private final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
+    private final Path home;
+    private final String seed;
+
     TwoNodeCluster(Path home) throws Exception {
-        String seed = start(home.resolve("a"), "a", null);
+        this.home = home;
+        seed = start(home.resolve("a"), "a", null);
         start(home.resolve("b"), "b", seed);
         waitFor(() -> (Integer) get(0, "/_cluster/health").body().get("number_of_nodes") == 2, "2 nodes");
+    }
+
+    /** Starts one more data node that joins the cluster; it is closed with the others. */
+    void addNode(String name) throws Exception {
+        start(home.resolve(name), name, seed);
+        int n = nodes.size();
+        waitFor(() -> (Integer) get(0, "/_cluster/health").body().get("number_of_nodes") == n, n + " nodes");
     }
 
     private String start(Path home, String name, String seed) throws Exception {
