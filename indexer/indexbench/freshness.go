@@ -32,10 +32,12 @@ type freshness struct {
 // Each sampled event gets a probe that searches until it sees the event.
 // maxProbes bounds the probes at once, so that their searches stay a small
 // load beside the indexing they measure; probePoll is the pause between two
-// searches of one probe, which adds at most that much to a sample.
+// searches of one probe. A sample is thus late by up to one search plus
+// probePoll (about 25 ms on the 2-core machine), as it would be for a user
+// who searches again and again.
 const (
-	maxProbes    = 3
-	probePoll    = 5 * time.Millisecond
+	maxProbes    = 2
+	probePoll    = 10 * time.Millisecond
 	probeTimeout = 30 * time.Second
 )
 

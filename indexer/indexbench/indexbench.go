@@ -129,7 +129,7 @@ func (c *Config) fill() {
 	// give about ±10%.
 	set(&c.Rounds, 12, 20)
 	set(&c.BatchSize, 1000, 1000)
-	set(&c.FreshnessEvents, 3000, 15000)
+	set(&c.FreshnessEvents, 6000, 15000)
 	set(&c.FreshnessRate, 500, 1000)
 	if c.ReportDir == "" {
 		c.ReportDir = "reports"
