@@ -78,7 +78,13 @@
 //     statistic (see resampleQuantile), which is exactly the bootstrap, and
 //     costs the same for 2,000 or 2,000,000 latencies. A p99 resting on few
 //     latencies gets a wide interval, which is the point: each side's p99
-//     should rest on at least 20 latencies above it (2,000 samples).
+//     should rest on at least 20 latencies above it (2,000 samples), and
+//     on this machine's heavy tails a p99 ratio needs about 10,000 per side
+//     for an interval of ±10% (bench search's quick profile).
+//     The bootstrap sees only this run's latencies: a nested p99 under load
+//     that doubles from one run to the next (a merge in one run and not the
+//     other) is outside it, which is why BENCHMARKS.md also gives the
+//     spread of repeated runs.
 //     QuantileCI does the same for one side's percentile against an
 //     absolute target (a p99 in ms).
 //   - Throughput and other figures measured once per side in every ABBA
