@@ -125,8 +125,9 @@ func matchedMenusInnerHits(q string) obj {
 func matchField(field, q string) obj { return obj{"match": obj{field: obj{"query": q}}} }
 
 // coldShopFilters are the filters on cold shop fields, present in both split
-// indices (copied into the menu index): category and the delivery area.
-func coldShopFilters(r *query.Request) arr {
+// indices (copied into the menu index): category and the delivery area, the
+// per-shop radius filter given by deliveryArea.
+func coldShopFilters(r *query.Request, deliveryArea func(point obj) obj) arr {
 	var f arr
 	if r.Category != "" {
 		f = append(f, obj{"term": obj{"category": r.Category}})
@@ -137,14 +138,27 @@ func coldShopFilters(r *query.Request) arr {
 			// A cheap prefilter on the largest possible radius, then the
 			// per-shop radius.
 			obj{"geo_distance": obj{"distance": formatKm(catalog.MaxDeliveryRadiusKm), "location": point}},
-			obj{"script": obj{"script": obj{
-				// A shop without a location or radius delivers nowhere.
-				"source": "doc['location'].size() > 0 && doc['delivery_radius_km'].size() > 0 && doc['location'].arcDistance(params.lat, params.lon) <= doc['delivery_radius_km'].value * 1000",
-				"params": point,
-			}}},
+			deliveryArea(point),
 		)
 	}
 	return f
+}
+
+// scriptDeliveryArea is the per-shop delivery radius as a Painless filter,
+// what OpenSearch offers without a plugin (nested and split). A shop without
+// a location or radius delivers nowhere.
+func scriptDeliveryArea(point obj) obj {
+	return obj{"script": obj{"script": obj{
+		"source": "doc['location'].size() > 0 && doc['delivery_radius_km'].size() > 0 && doc['location'].arcDistance(params.lat, params.lon) <= doc['delivery_radius_km'].value * 1000",
+		"params": point,
+	}}}
+}
+
+// nativeDeliveryArea is the same filter from the baedal-hot plugin (the hot
+// layout): the same field data and distance function, no script per
+// candidate (docs/hot-layout.md).
+func nativeDeliveryArea(point obj) obj {
+	return obj{"baedal_within_delivery_radius": point}
 }
 
 // hotShopFilters are the filters on hot shop fields: only in the shop index.

@@ -17,7 +17,7 @@ import (
 func (e *execution) hot(ctx context.Context) (*Response, error) {
 	r := e.req
 	table := e.s.idx.Alias(layout.RoleHotShops)
-	filter := coldShopFilters(r)
+	filter := coldShopFilters(r, nativeDeliveryArea)
 	if f := hotTableFilter(table, r); f != nil {
 		filter = append(filter, f)
 	}

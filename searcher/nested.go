@@ -56,7 +56,7 @@ func scriptSort(order, source string, params obj) obj {
 // nested runs the baseline: one request does query, decision and fetch.
 func (e *execution) nested(ctx context.Context) (*Response, error) {
 	r := e.req
-	filter := append(coldShopFilters(r), hotShopFilters(r)...)
+	filter := append(coldShopFilters(r, scriptDeliveryArea), hotShopFilters(r)...)
 	if r.MaxTotalFee != nil {
 		filter = append(filter, nestedMenus(menuPredicate(r, false, r.MaxTotalFee), nil))
 	}

@@ -65,7 +65,7 @@ func (e *execution) menuQuery(ctx context.Context, step query.Step, restrict *ca
 		// The shop query already applied the cold filters to these ids.
 		filter = arr{obj{"terms": obj{"id": restrict.ids}}}
 	} else {
-		filter = coldShopFilters(r)
+		filter = coldShopFilters(r, scriptDeliveryArea)
 	}
 	clause := nestedMenus(menuPredicate(r, scoring, nil), nil)
 	b := obj{}
@@ -141,7 +141,7 @@ func (e *execution) menuQuery(ctx context.Context, step query.Step, restrict *ca
 // shopCandidates is the shop-first plan's first step: shop predicates only.
 func (e *execution) shopCandidates(ctx context.Context, step query.Step) (*candidates, error) {
 	r := e.req
-	filter := append(coldShopFilters(r), hotShopFilters(r)...)
+	filter := append(coldShopFilters(r, scriptDeliveryArea), hotShopFilters(r)...)
 	body := obj{"query": obj{"bool": obj{"filter": filter}}, "sort": arr{idAsc()}, "stored_fields": "_none_", "track_total_hits": false}
 	stats := StepStats{Name: step.Name(), Index: e.s.idx.Alias(layout.RoleShops)}
 	c := &candidates{}
@@ -169,7 +169,7 @@ func (e *execution) shopDecision(ctx context.Context, step query.Step, cands *ca
 	if step.Restricted && cands != nil {
 		filter = append(filter, obj{"terms": obj{"id": cands.ids}})
 	} else {
-		filter = append(filter, coldShopFilters(r)...)
+		filter = append(filter, coldShopFilters(r, scriptDeliveryArea)...)
 	}
 	if r.MaxTotalFee != nil {
 		filter = append(filter, totalFeeFilter(cands.minExtra, *r.MaxTotalFee))

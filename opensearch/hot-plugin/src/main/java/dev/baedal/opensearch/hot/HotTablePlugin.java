@@ -32,7 +32,8 @@ import org.opensearch.watcher.ResourceWatcherService;
 /**
  * The {@code baedal-hot} plugin (docs/hot-layout.md): per-node hot shop tables, their REST
  * routes and transport action, the {@code baedal_hot_shop} / {@code baedal_hot_menu} queries,
- * the {@code baedal_hot} sort, and the {@code baedal_hot} search ext with its fetch sub-phase.
+ * the {@code baedal_hot} sort, the {@code baedal_hot} search ext with its fetch sub-phase, and
+ * {@code baedal_within_delivery_radius}, the native form of the delivery-area script filter.
  *
  * <p>Invariant: one {@link HotTables} per plugin instance (so per node), created with the
  * plugin so that the parsers registered before {@link #createComponents} can hold it, and
@@ -77,7 +78,9 @@ public final class HotTablePlugin extends Plugin implements ActionPlugin, Search
             new QuerySpec<HotShopQueryBuilder>(HotShopQueryBuilder.NAME,
                 in -> new HotShopQueryBuilder(in, tables), p -> HotShopQueryBuilder.fromXContent(p, tables)),
             new QuerySpec<HotMenuQueryBuilder>(HotMenuQueryBuilder.NAME,
-                in -> new HotMenuQueryBuilder(in, tables), p -> HotMenuQueryBuilder.fromXContent(p, tables)));
+                in -> new HotMenuQueryBuilder(in, tables), p -> HotMenuQueryBuilder.fromXContent(p, tables)),
+            new QuerySpec<DeliveryRadiusQueryBuilder>(DeliveryRadiusQueryBuilder.NAME,
+                DeliveryRadiusQueryBuilder::new, DeliveryRadiusQueryBuilder::fromXContent));
     }
 
     @Override

@@ -356,4 +356,32 @@ class HotPluginIT {
         TwoNodeCluster.Resp r = c.get(node, "/_baedal/hot/shops/_status");
         return ((Number) map(map(r.body().get("nodes")).get(name)).get("shops")).intValue();
     }
+
+    @Test
+    @Order(14)
+    void deliveryRadiusFilterMatchesShopsThatDeliverToThePoint() throws Exception {
+        TwoNodeCluster.Resp r = c.send(0, "PUT", "/geo", """
+            {"settings": {"number_of_shards": 2, "number_of_replicas": 0},
+             "mappings": {"properties": {"id": {"type": "long"}, "location": {"type": "geo_point"},
+               "delivery_radius_km": {"type": "double"}, "menus": {"type": "nested", "properties": {"name": {"type": "keyword"}}}}}}""");
+        assertEquals(200, r.status(), r.raw());
+        // One degree of latitude is about 111.2 km, so 0.018 degrees north is about 2.0 km.
+        String bulk = doc("geo", 1, "\"location\":{\"lat\":37.5,\"lon\":127.0},\"delivery_radius_km\":3,\"menus\":[{\"name\":\"a\"}]")
+            + doc("geo", 2, "\"location\":{\"lat\":37.5,\"lon\":127.0},\"menus\":[{\"name\":\"b\"}]") // no radius: delivers nowhere
+            + doc("geo", 3, "\"delivery_radius_km\":50") // no location
+            + doc("geo", 4, "\"location\":{\"lat\":37.6,\"lon\":127.0},\"delivery_radius_km\":20");
+        r = c.send(1, "POST", "/_bulk?refresh=true", bulk);
+        assertEquals(false, r.body().get("errors"), r.raw());
+        String near = "{\"query\":{\"baedal_within_delivery_radius\":{\"lat\":37.518,\"lon\":127.0}},\"sort\":[{\"id\":\"asc\"}]}";
+        r = c.send(0, "POST", "/geo/_search", near);
+        assertEquals(200, r.status(), r.raw());
+        assertEquals(List.of("1", "4"), ids(r), "2.0 km from shop 1 (radius 3 km), 9.1 km from shop 4 (radius 20 km)");
+        String far = "{\"query\":{\"baedal_within_delivery_radius\":{\"lat\":37.54,\"lon\":127.0}},\"sort\":[{\"id\":\"asc\"}]}";
+        assertEquals(List.of("4"), ids(c.send(1, "POST", "/geo/_search", far)), "4.4 km from shop 1 (radius 3 km)");
+        r = c.send(0, "POST", "/geo/_search", "{\"query\":{\"baedal_within_delivery_radius\":{\"lat\":91,\"lon\":0}}}");
+        assertEquals(400, r.status(), r.raw());
+        r = c.send(0, "POST", "/menus/_search", "{\"query\":{\"baedal_within_delivery_radius\":{\"lat\":37.5,\"lon\":127.0}}}");
+        assertTrue(r.status() == 400 || map(r.body().get("_shards")).get("failed") != (Object) 0, "an index without the fields fails: " + r.raw());
+        assertTrue(r.raw().contains("delivery_radius_km"), r.raw());
+    }
 }
