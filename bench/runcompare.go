@@ -229,3 +229,49 @@ func RunHeadline(run map[string]any) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// WriteTargetsTable writes the targets of run records as one Markdown
+// table, for BENCHMARKS.md: one row per target (benchmark, figure, target,
+// point, 95% interval, verdict), the runs in the given order and each run's
+// targets by name, then each run's date, revision and command. The figures
+// are the run's own, formatted, never typed by hand. A non-empty match keeps
+// the targets whose name contains it.
+func WriteTargetsTable(w io.Writer, runs []map[string]any, match string) error {
+	var b strings.Builder
+	b.WriteString("| benchmark | figure | target | point | 95% interval | verdict |\n|---|---|---|---|---|---|\n")
+	for _, run := range runs {
+		name, _ := run["bench"].(string)
+		targets, _ := run["targets"].(map[string]any)
+		keys := make([]string, 0, len(targets))
+		for k := range targets {
+			if strings.Contains(k, match) {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			t, _ := targets[k].(map[string]any)
+			op := "≤"
+			if better, _ := t["better"].(string); better == string(HigherIsBetter) {
+				op = "≥"
+			}
+			interval := "none"
+			if iv, ok := asInterval(t["ci95"]); ok && iv.Known() {
+				interval = "[" + formatFloat(iv.Low) + ", " + formatFloat(iv.High) + "]"
+			}
+			point := "none"
+			if p, ok := t["point"].(float64); ok {
+				point = formatFloat(p)
+			}
+			target, _ := t["target"].(float64)
+			verdict, _ := t["verdict"].(string)
+			fmt.Fprintf(&b, "| %s | `%s` | %s %s | %s | %s | %s |\n", name, k, op, formatFloat(target), point, interval, verdict)
+		}
+	}
+	b.WriteString("\n")
+	for _, run := range runs {
+		fmt.Fprintf(&b, "- %s: %s, `%v`\n", run["bench"], RunHeadline(run), run["command"])
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

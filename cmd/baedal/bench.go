@@ -240,12 +240,13 @@ func runBench(ctx context.Context, args []string) error {
 	all := benchmarks()
 	names := benchNames(all)
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		c := newCommand("bench", "baedal bench all|compare|"+strings.Join(names, "|")+" [flags]",
+		c := newCommand("bench", "baedal bench all|compare|targets|"+strings.Join(names, "|")+" [flags]",
 			"Run a benchmark: baseline and ours interleaved in one process, an HTML report and a JSON\n"+
 				"summary (the last stdout line), and a run record in <report-dir>/runs/ to compare later.",
 			"baedal bench search --profile quick --check")
 		c.Subcommands = append(c.Subcommands, [2]string{"all", "run every benchmark and write reports/index.html"})
 		c.Subcommands = append(c.Subcommands, [2]string{"compare", "compare two run records: baedal bench compare RUN_A RUN_B"})
+		c.Subcommands = append(c.Subcommands, [2]string{"targets", "the targets of run records as a Markdown table: baedal bench targets RUN..."})
 		for _, n := range names {
 			c.Subcommands = append(c.Subcommands, [2]string{n, all[n].summary})
 		}
@@ -253,17 +254,19 @@ func runBench(ctx context.Context, args []string) error {
 		if err := parse(c, args); err != nil {
 			return err
 		}
-		return usageError{fmt.Errorf("which benchmark? allowed: all, compare, %s (see baedal bench -h)", strings.Join(names, ", "))}
+		return usageError{fmt.Errorf("which benchmark? allowed: all, compare, targets, %s (see baedal bench -h)", strings.Join(names, ", "))}
 	}
 	switch args[0] {
 	case "all":
 		return benchAll(ctx, args[1:], all)
 	case "compare":
 		return benchCompare(ctx, args[1:])
+	case "targets":
+		return benchTargets(ctx, args[1:])
 	}
 	b, ok := all[args[0]]
 	if !ok {
-		return usageError{fmt.Errorf("unknown benchmark %q; allowed: all, compare, %s", args[0], strings.Join(names, ", "))}
+		return usageError{fmt.Errorf("unknown benchmark %q; allowed: all, compare, targets, %s", args[0], strings.Join(names, ", "))}
 	}
 	return benchOne(ctx, args[0], b, args[1:])
 }
@@ -396,6 +399,37 @@ func benchCompare(ctx context.Context, args []string) error {
 		rows = kept
 	}
 	return bench.WriteRunComparison(os.Stdout, positional[0]+" ("+bench.RunHeadline(a)+")", positional[1]+" ("+bench.RunHeadline(b)+")", rows)
+}
+
+// benchTargets is `baedal bench targets RUN...`.
+func benchTargets(ctx context.Context, args []string) error {
+	c := newCommand("bench targets", "baedal bench targets RUN...",
+		"Print the targets of run records as one Markdown table (benchmark, figure, target, point,\n"+
+			"95% interval, verdict), then each run's date, revision, servers, load and command:\n"+
+			"the figures for BENCHMARKS.md, as the runs measured them.",
+		"baedal bench targets reports/runs/*.json")
+	var only string
+	c.FS.StringVar(&only, "match", "", "only targets whose figure name contains this text, e.g. hot")
+	positional, err := parseWithArgs(c, args)
+	if err != nil {
+		return err
+	}
+	if len(positional) == 0 {
+		return usageError{errors.New("want at least one run file (see baedal bench targets -h)")}
+	}
+	if parseOnly(ctx) {
+		return nil
+	}
+	runs := make([]map[string]any, len(positional))
+	for i, p := range positional {
+		if runs[i], err = bench.ReadRunFile(p); err != nil {
+			return err
+		}
+		if _, ok := runs[i]["targets"].(map[string]any); !ok {
+			return fmt.Errorf("%s: no targets: want a run record from <report-dir>/runs", p)
+		}
+	}
+	return bench.WriteTargetsTable(os.Stdout, runs, only)
 }
 
 // benchAll runs every registered benchmark and writes reports/index.html.

@@ -139,3 +139,39 @@ func TestBenchCompareCommand(t *testing.T) {
 		t.Errorf("compare with one file: exit %d, want 2", code)
 	}
 }
+
+// `baedal bench targets RUN...` prints each run's targets as Markdown rows
+// with the run's own point, interval and verdict, then the run's command;
+// a summary without targets, or no file, is an error.
+func TestBenchTargetsCommand(t *testing.T) {
+	a, _ := runFake(t, fakeBenchmark(nil, "", bench.VerdictMet, bench.VerdictMissed))
+	var code int
+	out := captureStdout(t, func() { code = run(context.Background(), []string{"bench", "targets", a}, os.Stdout, io.Discard) })
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{
+		"| benchmark | figure | target | point | 95% interval | verdict |",
+		"| fake | `figure_0` | ≤ 0.7 | 0.6 | [0.5, 0.8] | met |",
+		"| fake | `figure_1` | ≤ 0.7 | 0.6 | [0.5, 0.8] | missed |",
+		"- fake: bench fake, start ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("targets output lacks %q:\n%s", want, out)
+		}
+	}
+	out = captureStdout(t, func() { run(context.Background(), []string{"bench", "targets", "--match", "_1", a}, os.Stdout, io.Discard) })
+	if strings.Contains(out, "figure_0") || !strings.Contains(out, "figure_1") {
+		t.Errorf("--match _1 keeps figure_1 only:\n%s", out)
+	}
+	if code := run(context.Background(), []string{"bench", "targets"}, io.Discard, io.Discard); code != 2 {
+		t.Errorf("targets with no file: exit %d, want 2", code)
+	}
+	notRun := filepath.Join(t.TempDir(), "x.json")
+	if err := os.WriteFile(notRun, []byte(`{"bench":"x"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code := run(context.Background(), []string{"bench", "targets", notRun}, io.Discard, io.Discard); code != 1 {
+		t.Errorf("targets of a file without targets: exit %d, want 1", code)
+	}
+}

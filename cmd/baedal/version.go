@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -66,21 +67,29 @@ func runVersion(ctx context.Context, args []string) error {
 func buildInfo() (*debug.BuildInfo, bool) { return debug.ReadBuildInfo() }
 
 // sourceRevision is the git revision for a run record: the one stamped in
-// the binary, else (go run does not stamp one) what git says of the
-// working directory, else "unknown".
+// the binary, else (go run, or GOFLAGS=-buildvcs=false, stamps none) what
+// git says of the working directory, else of the binary's directory (a
+// bin/baedal run from elsewhere), else "unknown".
 func sourceRevision(ctx context.Context) string {
 	if v := readBuildVersion(buildInfo()); v.Revision != "unknown" {
 		return v.Revision
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "git", "rev-parse", "HEAD").Output()
-	if err != nil {
-		return "unknown"
+	dirs := []string{"."}
+	if exe, err := os.Executable(); err == nil {
+		dirs = append(dirs, filepath.Dir(exe))
 	}
-	rev := strings.TrimSpace(string(out))
-	if st, err := exec.CommandContext(ctx, "git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
-		rev += "+dirty"
+	for _, dir := range dirs {
+		out, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "HEAD").Output()
+		if err != nil {
+			continue
+		}
+		rev := strings.TrimSpace(string(out))
+		if st, err := exec.CommandContext(ctx, "git", "-C", dir, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
+			rev += "+dirty"
+		}
+		return rev
 	}
-	return rev
+	return "unknown"
 }
