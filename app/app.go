@@ -145,7 +145,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		return notConfigured("endpoints", "one OpenSearch URL is configured: every request goes to it; give several --opensearch-urls to rank endpoints with C3")
 	}
 	if urls := cfg.Backends.OpenSearch.URLs; len(urls) > 1 {
-		endpoints, err := osread.NewTransport(urls, backend.NewOpenSearchTransport(cfg.Backends.OpenSearch), cfg.OpenSearchReads, log, reg)
+		rt, err := backend.NewOpenSearchTransport(cfg.Backends.OpenSearch)
+		if err != nil {
+			return err
+		}
+		endpoints, err := osread.NewTransport(urls, rt, cfg.OpenSearchReads, log, reg)
 		if err != nil {
 			return err
 		}
@@ -170,16 +174,26 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	eventlog.RegisterRoutes(srv, evlog)
 	srch := searcher.New(osc, cfg.Indexer.Layout, cfg.Search, reg)
 	srch.SetUnavailable(layout.Hot, "OpenSearch has not been checked for the "+layout.HotPlugin+" plugin yet")
+	srch.SetServed(cfg.Indexer.Layouts)
 	lag := func(ctx context.Context, k layout.Kind) (time.Duration, error) {
 		return indexerLag(ctx, evlog, cfg.Indexer.Log.Partitions, k)
 	}
 	searcher.RegisterRoutes(srv, srch, searcher.NewFallback(cfg.Fallback, cfg.Indexer.Layouts, lag, reg))
 	srv.Handle("GET /readyz", readyHandler(cfg.Indexer.Layout, cfg.Indexer.Layouts, osc, srch, cfg.HealthTimeout))
+	srv.Handle("GET /livez", func(w http.ResponseWriter, r *http.Request) error {
+		// Alive is answering: no backend is asked, so a slow one cannot
+		// get the process restarted.
+		if _, err := api.Query(r); err != nil {
+			return err
+		}
+		api.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		return nil
+	})
 	srv.Handle("GET /healthz", healthHandler(clients, srch, cfg.HealthTimeout))
 	// The contract of every route registered here (api/openapi.json); the
 	// tests fail when a route is missing from it.
 	srv.Handle("GET /openapi.json", api.ServeOpenAPI)
-	console.RegisterRoutes(srv, console.Deps{Search: true, Gatherer: reg})
+	console.RegisterRoutes(srv, console.Deps{Search: true, Gatherer: reg, DefaultLayout: srch.DefaultKind})
 
 	// S2: live reindex, behind the admin token.
 	reindexCfg := cfg.Reindex
@@ -268,7 +282,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		g.Go(func() error { return sim.Run(gctx, cfg.Progress) })
 	}
 	g.Go(func() error {
-		log.Info("serving", "addr", cfg.API.Addr, "opensearch", redacted(cfg.Backends.OpenSearch.URLs), "redis", cfg.Backends.Redis.Addr)
+		log.Info("serving", "addr", cfg.API.Addr, "opensearch", redacted(cfg.Backends.OpenSearch.URLs), "redis", backend.RedactRedisAddr(cfg.Backends.Redis.Addr))
 		return srv.Run(gctx, ready)
 	})
 	return g.Wait()

@@ -34,6 +34,9 @@ func TestSearchFallsBackToAnEquivalentLayout(t *testing.T) {
 	cfg.Indexer.Log.Prefix = ns + ":"
 	cfg.Feed.KeyPrefix = ns + ":feed:"
 	cfg.Search.Timeout = 2 * time.Second
+	// Split is then the default layout (hot, the default where it runs,
+	// is not served).
+	cfg.Indexer.Layouts = []layout.Kind{layout.Split, layout.Nested}
 
 	client, err := backend.OpenOpenSearch(backend.OpenSearchConfig{URLs: st.OpenSearchURLs, RequestTimeout: 10 * time.Second})
 	if err != nil {

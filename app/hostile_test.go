@@ -107,6 +107,7 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 
 	table := map[string]hostileRoute{
 		"GET /metrics":                       {sample: "/metrics"},
+		"GET /livez":                         {sample: "/livez", cases: []hostileCase{{target: "/livez?verbose=1", status: 400, field: "verbose"}}},
 		"GET /healthz":                       {sample: "/healthz"},
 		"GET /readyz":                        {sample: "/readyz", cases: []hostileCase{{target: "/readyz?verbose=1", status: 400, field: "verbose"}}},
 		"GET /openapi.json":                  {sample: "/openapi.json"},

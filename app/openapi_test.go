@@ -283,7 +283,7 @@ func TestOpenAPIRoundTripEveryRoute(t *testing.T) {
 	ok := []int{200}
 
 	// The routes that need nothing stored.
-	for _, r := range []string{"/healthz", "/metrics", "/openapi.json", "/console/api/meta", "/console/api/ops",
+	for _, r := range []string{"/livez", "/healthz", "/metrics", "/openapi.json", "/console/api/meta", "/console/api/ops",
 		"/console/", "/console/app.js", "/console/console.css", "/console/favicon.svg", "/console/views/search.js"} {
 		route := "GET " + r
 		if strings.HasPrefix(r, "/console/") && !strings.HasPrefix(r, "/console/api/") {

@@ -8,11 +8,15 @@ package backend
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +36,9 @@ type OpenSearchConfig struct {
 	RequestTimeout time.Duration
 	// Username and Password for basic auth, optional.
 	Username, Password string
+	// TLSCAFile verifies an https:// node (default: the system roots);
+	// TLSCertFile and TLSKeyFile are a client certificate, optional.
+	TLSCAFile, TLSCertFile, TLSKeyFile string
 }
 
 // Flags binds the configuration to command-line flags.
@@ -43,6 +50,9 @@ func (c *OpenSearchConfig) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.RequestTimeout, "opensearch-timeout", c.RequestTimeout, "timeout of one OpenSearch request attempt")
 	fs.StringVar(&c.Username, "opensearch-username", c.Username, "OpenSearch basic-auth user (optional)")
 	fs.StringVar(&c.Password, "opensearch-password", c.Password, "OpenSearch basic-auth password (optional; prefer the env var BAEDAL_OPENSEARCH_PASSWORD)")
+	fs.StringVar(&c.TLSCAFile, "opensearch-tls-ca-file", c.TLSCAFile, "PEM CA bundle that signs the OpenSearch nodes' certificates (https:// URLs; default: the system roots)")
+	fs.StringVar(&c.TLSCertFile, "opensearch-tls-cert-file", c.TLSCertFile, "PEM client certificate for OpenSearch (with --opensearch-tls-key-file)")
+	fs.StringVar(&c.TLSKeyFile, "opensearch-tls-key-file", c.TLSKeyFile, "PEM key of the OpenSearch client certificate")
 }
 
 // Validate names the first invalid field.
@@ -58,41 +68,88 @@ func (c *OpenSearchConfig) Validate() error {
 	if c.RequestTimeout <= 0 {
 		return fmt.Errorf("opensearch-timeout: got %s, must be > 0", c.RequestTimeout)
 	}
-	return nil
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return errors.New("opensearch-tls-cert-file, opensearch-tls-key-file: give both or neither")
+	}
+	_, err := c.tlsConfig()
+	return err
 }
 
-// RedisConfig says how to reach Redis: one primary and optional read replicas.
+// tlsConfig is the TLS configuration of https:// nodes, from the files.
+func (c *OpenSearchConfig) tlsConfig() (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if err := loadTLSFiles(cfg, "opensearch-tls", c.TLSCAFile, c.TLSCertFile, c.TLSKeyFile); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// RedisConfig says how to reach Redis: one primary and optional read
+// replicas, each as host:port or a redis:// or rediss:// URL
+// (rediss://user:password@host:6380/2), sharing the credentials, DB and TLS
+// settings below. A URL's own user, password and /db win over the fields.
 type RedisConfig struct {
 	Addr         string
 	ReplicaAddrs []string
-	DialTimeout  time.Duration
-	ReadTimeout  time.Duration
-	WriteTimeout time.Duration
-	PoolSize     int
+	// Username and Password authenticate (AUTH, or an ACL user with
+	// Username); PasswordFile holds the password (its first line) instead.
+	Username, Password, PasswordFile string
+	// DB is the database number of an address that names none.
+	DB int
+	// TLS turns TLS on (rediss:// does too). TLSCAFile verifies the server
+	// (default: the system roots); TLSCertFile and TLSKeyFile are the
+	// client certificate, for servers that ask for one.
+	TLS                                bool
+	TLSCAFile, TLSCertFile, TLSKeyFile string
+	DialTimeout                        time.Duration
+	ReadTimeout                        time.Duration
+	WriteTimeout                       time.Duration
+	PoolSize                           int
 }
 
 // Flags binds the configuration to command-line flags.
 func (c *RedisConfig) Flags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Addr, "redis-addr", c.Addr, "Redis primary host:port (default: the local stack's)")
-	fs.Func("redis-replica-addrs", "comma-separated Redis read replicas host:port", func(s string) error {
+	fs.StringVar(&c.Addr, "redis-addr", c.Addr, "Redis primary host:port, or redis[s]://[user[:password]@]host:port[/db] (default: the local stack's;\nprefer the env var BAEDAL_REDIS_ADDR for a URL with a password)")
+	fs.Func("redis-replica-addrs", "comma-separated Redis read replicas, host:port or redis[s]:// URLs", func(s string) error {
 		c.ReplicaAddrs = splitList(s)
 		return nil
 	})
+	fs.StringVar(&c.Username, "redis-username", c.Username, "Redis ACL user (optional)")
+	fs.StringVar(&c.Password, "redis-password", c.Password, "Redis password (optional; prefer BAEDAL_REDIS_PASSWORD or --redis-password-file)")
+	fs.StringVar(&c.PasswordFile, "redis-password-file", c.PasswordFile, "file whose first line is the Redis password")
+	fs.IntVar(&c.DB, "redis-db", c.DB, "Redis database number (a URL's /db wins)")
+	fs.BoolVar(&c.TLS, "redis-tls", c.TLS, "connect to Redis over TLS (implied by rediss://)")
+	fs.StringVar(&c.TLSCAFile, "redis-tls-ca-file", c.TLSCAFile, "PEM CA bundle that signs the Redis server certificate (default: the system roots)")
+	fs.StringVar(&c.TLSCertFile, "redis-tls-cert-file", c.TLSCertFile, "PEM client certificate for Redis (with --redis-tls-key-file)")
+	fs.StringVar(&c.TLSKeyFile, "redis-tls-key-file", c.TLSKeyFile, "PEM key of the Redis client certificate")
 	fs.DurationVar(&c.DialTimeout, "redis-dial-timeout", c.DialTimeout, "Redis dial timeout")
 	fs.DurationVar(&c.ReadTimeout, "redis-read-timeout", c.ReadTimeout, "Redis read timeout")
 	fs.DurationVar(&c.WriteTimeout, "redis-write-timeout", c.WriteTimeout, "Redis write timeout")
 	fs.IntVar(&c.PoolSize, "redis-pool-size", c.PoolSize, "Redis connections per server")
 }
 
-// Validate names the first invalid field.
+// Validate names the first invalid field. It reads the password, CA and
+// certificate files, so that a wrong path fails at start.
 func (c *RedisConfig) Validate() error {
 	if c.Addr == "" {
 		return errors.New("redis-addr: required (or start the local stack with `baedal up`)")
 	}
 	for _, a := range append([]string{c.Addr}, c.ReplicaAddrs...) {
-		if !strings.Contains(a, ":") {
-			return fmt.Errorf("redis-addr: got %q, want host:port", a)
+		if err := CheckRedisAddr(a); err != nil {
+			return fmt.Errorf("redis-addr: %w", err)
 		}
+	}
+	if c.DB < 0 || c.DB > 15_000 {
+		return fmt.Errorf("redis-db: got %d, allowed: 0..15000", c.DB)
+	}
+	if c.Password != "" && c.PasswordFile != "" {
+		return errors.New("redis-password, redis-password-file: give one")
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return errors.New("redis-tls-cert-file, redis-tls-key-file: give both or neither")
+	}
+	if _, err := c.options(c.Addr); err != nil {
+		return err
 	}
 	if c.DialTimeout <= 0 || c.ReadTimeout <= 0 || c.WriteTimeout <= 0 {
 		return fmt.Errorf("redis timeouts: dial %s, read %s, write %s: each must be > 0", c.DialTimeout, c.ReadTimeout, c.WriteTimeout)
@@ -101,6 +158,114 @@ func (c *RedisConfig) Validate() error {
 		return fmt.Errorf("redis-pool-size: got %d, allowed: 1..10000", c.PoolSize)
 	}
 	return nil
+}
+
+// CheckRedisAddr says what is wrong with a Redis address, if anything.
+func CheckRedisAddr(a string) error {
+	_, _, err := parseRedisAddr(a)
+	return err
+}
+
+// parseRedisAddr reads host:port or a redis:// or rediss:// URL, and
+// whether the URL names a database.
+func parseRedisAddr(a string) (o *redis.Options, namesDB bool, err error) {
+	scheme, rest, isURL := strings.Cut(a, "://")
+	if !isURL {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return nil, false, fmt.Errorf("got %q, want host:port or a redis:// URL", a)
+		}
+		return &redis.Options{Addr: a}, false, nil
+	}
+	if scheme != "redis" && scheme != "rediss" {
+		return nil, false, fmt.Errorf("got scheme %q, allowed: redis://, rediss://", scheme)
+	}
+	if o, err = redis.ParseURL(a); err != nil {
+		return nil, false, errors.New(redactedError(err, a))
+	}
+	_, path, _ := strings.Cut(strings.SplitN(rest, "?", 2)[0], "/")
+	return o, path != "", nil
+}
+
+// options are the go-redis options for the server at addr: the address's
+// own parts, then the configured credentials, DB, TLS, timeouts and pool.
+func (c RedisConfig) options(addr string) (*redis.Options, error) {
+	o, namesDB, err := parseRedisAddr(addr)
+	if err != nil {
+		return nil, fmt.Errorf("redis-addr: %w", err)
+	}
+	if o.Username == "" {
+		o.Username = c.Username
+	}
+	switch {
+	case o.Password != "":
+	case c.Password != "":
+		o.Password = c.Password
+	case c.PasswordFile != "":
+		raw, err := os.ReadFile(c.PasswordFile)
+		if err != nil {
+			return nil, fmt.Errorf("redis-password-file: %w", err)
+		}
+		pw, _, _ := strings.Cut(string(raw), "\n")
+		if o.Password = strings.TrimRight(pw, "\r"); o.Password == "" {
+			return nil, fmt.Errorf("redis-password-file: %s: the first line is empty", c.PasswordFile)
+		}
+	}
+	if !namesDB {
+		o.DB = c.DB
+	}
+	if c.TLS || c.TLSCAFile != "" || c.TLSCertFile != "" {
+		if o.TLSConfig == nil {
+			o.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+	}
+	if o.TLSConfig != nil {
+		if o.TLSConfig.ServerName == "" {
+			o.TLSConfig.ServerName, _, _ = net.SplitHostPort(o.Addr)
+		}
+		if err := loadTLSFiles(o.TLSConfig, "redis-tls", c.TLSCAFile, c.TLSCertFile, c.TLSKeyFile); err != nil {
+			return nil, err
+		}
+	}
+	o.Dialer = redisDialer(c.DialTimeout, o.TLSConfig)
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolSize = c.DialTimeout, c.ReadTimeout, c.WriteTimeout, c.PoolSize
+	return o, nil
+}
+
+// loadTLSFiles adds a CA bundle and a client certificate to cfg; flag is
+// the flags' prefix, for errors.
+func loadTLSFiles(cfg *tls.Config, flag, caFile, certFile, keyFile string) error {
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return fmt.Errorf("%s-ca-file: %w", flag, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("%s-ca-file: %s holds no PEM certificate", flag, caFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if certFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return fmt.Errorf("%s-cert-file, %s-key-file: %w", flag, flag, err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return nil
+}
+
+// RedactRedisAddr is addr fit for a log: a URL's password replaced by
+// xxxxx.
+func RedactRedisAddr(addr string) string {
+	u, err := url.Parse(addr)
+	if err != nil || u.User == nil {
+		return addr
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
 }
 
 // PostgresConfig says how to reach PostgreSQL.
@@ -181,9 +346,16 @@ func Open(ctx context.Context, cfg Config) (*Clients, error) {
 		return nil, err
 	}
 	c := &Clients{OpenSearch: os, OpenSearchURL: cfg.OpenSearch.URLs}
-	c.Redis = NewRedis(cfg.Redis, cfg.Redis.Addr)
+	if c.Redis, err = NewRedis(cfg.Redis, cfg.Redis.Addr); err != nil {
+		return nil, err
+	}
 	for _, addr := range cfg.Redis.ReplicaAddrs {
-		c.RedisReplicas = append(c.RedisReplicas, NewRedis(cfg.Redis, addr))
+		r, err := NewRedis(cfg.Redis, addr)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.RedisReplicas = append(c.RedisReplicas, r)
 	}
 	pgcfg, err := pgxpool.ParseConfig(cfg.Postgres.URL)
 	if err != nil {
@@ -202,19 +374,18 @@ func Open(ctx context.Context, cfg Config) (*Clients, error) {
 	return c, nil
 }
 
-// NewRedis is a client for one Redis server with the configured timeouts.
-// Its errors that mean Redis cannot answer now are UnavailableErrors.
-func NewRedis(cfg RedisConfig, addr string) *redis.Client {
-	c := redis.NewClient(&redis.Options{
-		Addr:         addr,
-		Dialer:       redisDialer(cfg.DialTimeout),
-		DialTimeout:  cfg.DialTimeout,
-		ReadTimeout:  cfg.ReadTimeout,
-		WriteTimeout: cfg.WriteTimeout,
-		PoolSize:     cfg.PoolSize,
-	})
+// NewRedis is a client for the Redis server at addr (host:port or a URL)
+// with the configured credentials, TLS and timeouts. Its errors that mean
+// Redis cannot answer now are UnavailableErrors. It fails only on a
+// configuration that Validate rejects.
+func NewRedis(cfg RedisConfig, addr string) (*redis.Client, error) {
+	o, err := cfg.options(addr)
+	if err != nil {
+		return nil, err
+	}
+	c := redis.NewClient(o)
 	c.AddHook(redisUnavailableHook{})
-	return c
+	return c, nil
 }
 
 // Close releases every pool.
@@ -320,17 +491,31 @@ func redactedError(err error, rawURL string) string {
 // OpenOpenSearch builds only the OpenSearch client (tools and tests that need
 // no Redis or PostgreSQL).
 func OpenOpenSearch(cfg OpenSearchConfig) (*opensearch.Client, error) {
-	return OpenOpenSearchVia(cfg, NewOpenSearchTransport(cfg))
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	rt, err := NewOpenSearchTransport(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return OpenOpenSearchVia(cfg, rt)
 }
 
 // NewOpenSearchTransport is the HTTP transport of OpenSearch clients: pooled
-// keep-alive connections and a response-header timeout of RequestTimeout.
-func NewOpenSearchTransport(cfg OpenSearchConfig) *http.Transport {
+// keep-alive connections, a response-header timeout of RequestTimeout, and
+// the configured CA and client certificate for https:// nodes.
+func NewOpenSearchTransport(cfg OpenSearchConfig) (*http.Transport, error) {
+	tlsCfg, err := cfg.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
 	return &http.Transport{
 		MaxIdleConnsPerHost:   64,
 		ResponseHeaderTimeout: cfg.RequestTimeout,
 		IdleConnTimeout:       90 * time.Second,
-	}
+		TLSHandshakeTimeout:   10 * time.Second,
+		TLSClientConfig:       tlsCfg,
+	}, nil
 }
 
 // OpenOpenSearchVia is OpenOpenSearch sending through rt.

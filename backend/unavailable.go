@@ -2,7 +2,9 @@ package backend
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"time"
@@ -25,16 +27,29 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 // UnavailableBackend names the backend (api.BackendUnavailable).
 func (e *UnavailableError) UnavailableBackend() string { return e.Backend }
 
-// redisDialer dials like go-redis's default (timeout, keep-alive) and marks a
-// failed dial as Redis being unavailable.
-func redisDialer(timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+// redisDialer dials like go-redis's default (timeout, keep-alive, TLS when
+// tlsCfg is set: go-redis leaves TLS to a custom dialer) and marks a failed
+// dial as Redis being unavailable.
+func redisDialer(timeout time.Duration, tlsCfg *tls.Config) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := &net.Dialer{Timeout: timeout, KeepAlive: 5 * time.Minute}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := d.DialContext(ctx, network, addr)
 		if err != nil {
 			return nil, &UnavailableError{Backend: "redis", Err: err}
 		}
-		return c, nil
+		if tlsCfg == nil {
+			return c, nil
+		}
+		// A handshake that fails is a configuration error (a wrong CA,
+		// a server without TLS), not an unavailable Redis.
+		tc := tls.Client(c, tlsCfg)
+		hctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		if err := tc.HandshakeContext(hctx); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("backend: redis TLS handshake with %s: %w", addr, err)
+		}
+		return tc, nil
 	}
 }
 

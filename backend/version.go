@@ -40,9 +40,12 @@ func RedisVersion(ctx context.Context, cfg RedisConfig) (string, error) {
 	if err := cfg.Validate(); err != nil {
 		return "", err
 	}
-	rdb := NewRedis(cfg, cfg.Addr)
+	rdb, err := NewRedis(cfg, cfg.Addr)
+	if err != nil {
+		return "", err
+	}
 	defer rdb.Close()
-	return redisVersion(ctx, rdb, cfg.Addr)
+	return redisVersion(ctx, rdb, RedactRedisAddr(cfg.Addr))
 }
 
 func redisVersion(ctx context.Context, rdb *redis.Client, addr string) (string, error) {

@@ -288,7 +288,7 @@ func startConsoleServer(t *testing.T, ctx context.Context, st *localstack.State)
 		srch.SetUnavailable(layout.Hot, "this test's cluster lacks the baedal-hot plugin")
 	}
 	searcher.RegisterRoutes(srv, srch)
-	RegisterRoutes(srv, Deps{Search: true, Gatherer: fx.reg})
+	RegisterRoutes(srv, Deps{Search: true, Gatherer: fx.reg, DefaultLayout: srch.DefaultKind})
 	srvCtx, stop := context.WithCancel(context.Background())
 	addrc, done := make(chan string, 1), make(chan error, 1)
 	go func() { done <- srv.Run(srvCtx, func(addr string) { addrc <- addr }) }()

@@ -29,6 +29,9 @@ type Deps struct {
 	// Gatherer is read by /console/api/ops (usually the server's registry);
 	// nil hides the Ops view and makes the endpoint answer 404.
 	Gatherer prometheus.Gatherer
+	// DefaultLayout is the layout GET /v1/search uses when it names none
+	// (it can change once the server has checked OpenSearch); nil: split.
+	DefaultLayout func() layout.Kind
 }
 
 // views lists the ids of the views the page may show, in nav order.
@@ -76,21 +79,30 @@ type Meta struct {
 }
 
 func newMeta(d Deps) Meta {
+	def := layout.Split
+	if d.DefaultLayout != nil {
+		def = d.DefaultLayout()
+	}
+	// The default layout first; the others are compared with it.
+	layouts := []string{string(def)}
+	for _, k := range []layout.Kind{layout.Split, layout.Nested, layout.Hot} {
+		if k != def {
+			layouts = append(layouts, string(k))
+		}
+	}
 	return Meta{
 		Views:      d.views(),
 		Categories: catalog.Categories(),
 		Sorts:      query.Sorts(),
-		// The default layout first; the others are compared with it.
-		Layouts: []string{string(layout.Split), string(layout.Nested), string(layout.Hot)},
-		Presets: SeoulPresets(),
-		MaxSize: query.MaxSize,
+		Layouts:    layouts,
+		Presets:    SeoulPresets(),
+		MaxSize:    query.MaxSize,
 	}
 }
 
 // RegisterRoutes serves the console and its JSON endpoints on s.
 func RegisterRoutes(s *api.Server, deps Deps) {
 	files := mustLoadStatic()
-	meta := newMeta(deps)
 	s.Handle("GET /{$}", func(w http.ResponseWriter, r *http.Request) error {
 		setSecurityHeaders(w)
 		http.Redirect(w, r, "/console/", http.StatusFound)
@@ -103,7 +115,7 @@ func RegisterRoutes(s *api.Server, deps Deps) {
 	s.Handle("GET /console/api/meta", func(w http.ResponseWriter, r *http.Request) error {
 		setSecurityHeaders(w)
 		w.Header().Set("Cache-Control", "no-store")
-		api.WriteJSON(w, http.StatusOK, meta)
+		api.WriteJSON(w, http.StatusOK, newMeta(deps))
 		return nil
 	})
 	s.Handle("GET /console/api/ops", func(w http.ResponseWriter, r *http.Request) error {

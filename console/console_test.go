@@ -2,6 +2,7 @@ package console
 
 import (
 	"encoding/json"
+	"github.com/baedal/baedal/layout"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -50,6 +51,28 @@ func checkSecurityHeaders(t *testing.T, resp *http.Response) {
 	}
 	if got := resp.Header.Get("X-Content-Type-Options"); got != "nosniff" {
 		t.Errorf("%s: X-Content-Type-Options = %q, want nosniff", resp.Request.URL.Path, got)
+	}
+}
+
+// The page compares with the server's default layout, which it lists
+// first, read on every request: the default changes to hot once the server
+// finds the baedal-hot plugin on every node.
+func TestMetaListsTheServersDefaultLayoutFirst(t *testing.T) {
+	def := layout.Split
+	ts := newTestServer(t, Deps{Search: true, DefaultLayout: func() layout.Kind { return def }})
+	for _, c := range []struct {
+		def  layout.Kind
+		want []string
+	}{{layout.Split, []string{"split", "nested", "hot"}}, {layout.Hot, []string{"hot", "split", "nested"}}} {
+		def = c.def
+		_, body := get(t, ts.Client(), ts.URL+"/console/api/meta")
+		var meta Meta
+		if err := json.Unmarshal(body, &meta); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(meta.Layouts, c.want) {
+			t.Errorf("default %s: layouts = %v, want %v", c.def, meta.Layouts, c.want)
+		}
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -43,7 +42,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	c.New.Flags(fs, "links-")
 	c.Old.Flags(fs, "links-old-")
 	fs.BoolVar(&c.Migrate, "links-migrate", c.Migrate, "serve clicks with the migration modes from the old store (--links-old-*) to the new one")
-	fs.StringVar(&c.OldRedisAddr, "links-old-redis-addr", c.OldRedisAddr, "host:port of the old store's Redis (implies --links-migrate; default: the same Redis)")
+	fs.StringVar(&c.OldRedisAddr, "links-old-redis-addr", c.OldRedisAddr, "the old store's Redis, host:port or a redis[s]:// URL, with --redis-* credentials and TLS unless the URL has its own (implies --links-migrate; default: the same Redis)")
 	c.Service.Flags(fs)
 }
 
@@ -60,8 +59,8 @@ func (c Config) Validate() error {
 		if c.OldRedisAddr == "" && c.Old.WithDefaults().Namespace == c.New.WithDefaults().Namespace && c.Old.WithDefaults().KeyFormat == c.New.WithDefaults().KeyFormat {
 			errs = append(errs, errors.New("links-old-namespace: old and new store share one Redis with the same key format; give them different --links-old-namespace / --links-namespace or key formats"))
 		}
-		if c.OldRedisAddr != "" && !strings.Contains(c.OldRedisAddr, ":") {
-			errs = append(errs, fmt.Errorf("links-old-redis-addr: got %q, want host:port", c.OldRedisAddr))
+		if c.OldRedisAddr != "" && backend.CheckRedisAddr(c.OldRedisAddr) != nil {
+			errs = append(errs, fmt.Errorf("links-old-redis-addr: %w", backend.CheckRedisAddr(c.OldRedisAddr)))
 		}
 	}
 	errs = append(errs, c.Service.Validate())
@@ -72,7 +71,7 @@ func (c Config) migrating() bool { return c.Migrate || c.OldRedisAddr != "" }
 
 // Open builds the service on the new store's primary. newReader may be nil
 // (read from the primary) or the S3 replica reader. rc gives the timeouts of
-// the old store's Redis client when OldRedisAddr is set; close that client
+// the old store's Redis client (credentials, TLS) when OldRedisAddr is set; close that client
 // with the returned func after Service.Close.
 func Open(ctx context.Context, cfg Config, rc backend.RedisConfig, primary *redis.Client, newReader Reader, log *slog.Logger, reg prometheus.Registerer) (*Service, func(), error) {
 	if err := cfg.Validate(); err != nil {
@@ -87,10 +86,9 @@ func Open(ctx context.Context, cfg Config, rc backend.RedisConfig, primary *redi
 	if cfg.migrating() {
 		oldClient := primary
 		if cfg.OldRedisAddr != "" {
-			oldClient = redis.NewClient(&redis.Options{
-				Addr: cfg.OldRedisAddr, DialTimeout: rc.DialTimeout, ReadTimeout: rc.ReadTimeout,
-				WriteTimeout: rc.WriteTimeout, PoolSize: rc.PoolSize,
-			})
+			if oldClient, err = backend.NewRedis(rc, cfg.OldRedisAddr); err != nil {
+				return nil, nil, fmt.Errorf("links-old-redis-addr: %w", err)
+			}
 			closeOld = func() { oldClient.Close() }
 		}
 		if oldStore, err = NewStore(ctx, cfg.Old, oldClient, nil, log); err != nil {

@@ -148,7 +148,10 @@ func CLI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rdb := backend.NewRedis(bc.Redis, bc.Redis.Addr)
+	rdb, err := backend.NewRedis(bc.Redis, bc.Redis.Addr)
+	if err != nil {
+		return err
+	}
 	defer rdb.Close()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	o, err := New(cfg, osapi.New(osc), rdb, log, nil)

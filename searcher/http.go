@@ -10,8 +10,9 @@ import (
 	"github.com/baedal/baedal/query"
 )
 
-// RegisterRoutes serves GET /v1/search. The layout parameter picks split (the
-// default), the nested baseline or the hot layout, for comparison. fb, if
+// RegisterRoutes serves GET /v1/search. The layout parameter picks the hot
+// layout, split or the nested baseline; without it, the search runs on
+// srch.DefaultKind (hot when the cluster runs it, else split). fb, if
 // not nil, answers a search that named no layout from another layout when
 // the default one is unavailable (see Fallback).
 //
@@ -25,7 +26,7 @@ func RegisterRoutes(s *api.Server, srch *Searcher, fb ...*Fallback) {
 	}
 	s.Handle("GET /v1/search", func(w http.ResponseWriter, r *http.Request) error {
 		params := r.URL.Query()
-		kind := layout.Split
+		kind := srch.DefaultKind()
 		named := params.Get("layout") != ""
 		if l := params.Get("layout"); l != "" {
 			k, err := layout.ParseKind(l)

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,6 +71,7 @@ type Searcher struct {
 
 	mu          sync.Mutex
 	unavailable map[layout.Kind]string // layout → why it cannot serve
+	served      []layout.Kind          // nil: every layout
 }
 
 // SetUnavailable marks a layout as unable to serve, with the reason (for
@@ -90,6 +92,44 @@ func (s *Searcher) Unavailable(k layout.Kind) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.unavailable[k]
+}
+
+// DefaultOrder is the order in which a search that names no layout picks
+// one: the first that can serve, hot before split before the nested
+// baseline.
+var DefaultOrder = []layout.Kind{layout.Hot, layout.Split, layout.Nested}
+
+// SetServed limits the layouts DefaultKind may pick to those this server
+// keeps up to date (its indexer's layouts); all, at first.
+func (s *Searcher) SetServed(kinds []layout.Kind) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.served = slices.Clone(kinds)
+}
+
+// DefaultKind is the layout of a search that names none: the first of
+// DefaultOrder that is served and available (hot needs the baedal-hot plugin
+// on every OpenSearch node). When none is, it is the first served one, whose
+// search then answers 503 saying why.
+func (s *Searcher) DefaultKind() layout.Kind {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first := layout.Kind("")
+	for _, k := range DefaultOrder {
+		if s.served != nil && !slices.Contains(s.served, k) {
+			continue
+		}
+		if s.unavailable[k] == "" {
+			return k
+		}
+		if first == "" {
+			first = k
+		}
+	}
+	if first == "" {
+		return layout.Split
+	}
+	return first
 }
 
 // ErrLayoutUnavailable is the error of a search on a layout marked

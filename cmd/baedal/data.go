@@ -91,7 +91,10 @@ func runLoad(ctx context.Context, args []string) error {
 	if err := backends.Redis.Validate(); err != nil {
 		return err
 	}
-	rdb := backend.NewRedis(backends.Redis, backends.Redis.Addr)
+	rdb, err := backend.NewRedis(backends.Redis, backends.Redis.Addr)
+	if err != nil {
+		return err
+	}
 	defer rdb.Close()
 	l, err := eventlog.New(logCfg, rdb, nil, nil)
 	if err != nil {

@@ -58,7 +58,10 @@ func runLinks(ctx context.Context, args []string) error {
 	if err := redisCfg.Validate(); err != nil {
 		return err
 	}
-	rdb := backend.NewRedis(redisCfg, redisCfg.Addr)
+	rdb, err := backend.NewRedis(redisCfg, redisCfg.Addr)
+	if err != nil {
+		return err
+	}
 	defer rdb.Close()
 	svc, closeOld, err := linkstore.Open(ctx, cfg, redisCfg, rdb, nil, nil, nil)
 	if err != nil {

@@ -38,7 +38,7 @@ func runSearch(ctx context.Context, args []string) error {
 	var kindName, explain *string
 	var asJSON *bool
 	c.Group("output", func(fs *flag.FlagSet) {
-		kindName = fs.String("layout", string(layout.Split), "layout to search: "+strings.Join(layout.KindNames(), ", "))
+		kindName = fs.String("layout", "", "layout to search: "+strings.Join(layout.KindNames(), ", ")+" (default: as the server's, hot when every\nOpenSearch node has the baedal-hot plugin, else split)")
 		asJSON = fs.Bool("json", false, "print the whole JSON response")
 		explain = fs.String("explain", "", "add the executed plan to the response: true, or dsl for the request bodies sent to\nOpenSearch, ready for Dev Tools (implies --json)")
 	})
@@ -64,9 +64,11 @@ func runSearch(ctx context.Context, args []string) error {
 	if l := params.Get("layout"); l != "" {
 		*kindName = l // the API's parameter works here too
 	}
-	kind, err := layout.ParseKind(*kindName)
-	if err != nil {
-		return fmt.Errorf("--layout: %w", err)
+	var kind layout.Kind
+	if *kindName != "" {
+		if kind, err = layout.ParseKind(*kindName); err != nil {
+			return fmt.Errorf("--layout: %w", err)
+		}
 	}
 	req, err := query.ParseRequest(params)
 	if err != nil || parseOnly(ctx) {
@@ -83,7 +85,19 @@ func runSearch(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	resp, err := searcher.New(osapi.New(client), idx, scfg, nil).Search(ctx, req, kind)
+	osc := osapi.New(client)
+	srch := searcher.New(osc, idx, scfg, nil)
+	if kind == "" {
+		_, unavailable, err := layout.RunnableKinds(ctx, osc)
+		if err != nil {
+			return err
+		}
+		for k, why := range unavailable {
+			srch.SetUnavailable(k, why)
+		}
+		kind = srch.DefaultKind()
+	}
+	resp, err := srch.Search(ctx, req, kind)
 	if err != nil {
 		return err
 	}

@@ -103,7 +103,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "generator seed")
 	fs.IntVar(&c.HotEvents, "hot-events", c.HotEvents, "hot shop updates per round and layout (default: 10000 quick, 40000 full)")
 	fs.IntVar(&c.MixedEvents, "mixed-events", c.MixedEvents, "realistic-mix events per round and layout (default: 3000 quick, 10000 full)")
-	fs.IntVar(&c.Rounds, "rounds", c.Rounds, "interleaved rounds (default: 6 quick, 10 full)")
+	fs.IntVar(&c.Rounds, "rounds", c.Rounds, "interleaved rounds (default: 12 quick, 20 full)")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "events per Apply batch (default 1000)")
 	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "local stack state directory (used when --opensearch-urls is not given)")
 	fs.StringVar(&c.ReportDir, "report-dir", c.ReportDir, "directory of the HTML report")
