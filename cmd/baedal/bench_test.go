@@ -160,7 +160,9 @@ func TestBenchTargetsCommand(t *testing.T) {
 			t.Errorf("targets output lacks %q:\n%s", want, out)
 		}
 	}
-	out = captureStdout(t, func() { run(context.Background(), []string{"bench", "targets", "--match", "_1", a}, os.Stdout, io.Discard) })
+	out = captureStdout(t, func() {
+		run(context.Background(), []string{"bench", "targets", "--match", "_1", a}, os.Stdout, io.Discard)
+	})
 	if strings.Contains(out, "figure_0") || !strings.Contains(out, "figure_1") {
 		t.Errorf("--match _1 keeps figure_1 only:\n%s", out)
 	}
