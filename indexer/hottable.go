@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"time"
@@ -35,6 +36,45 @@ func HotEntryOf(st *catalog.ShopState) HotEntry {
 	s := &st.Shop
 	return HotEntry{ID: s.ID, Version: st.Version, Open: s.Open, DeliveryMinutes: s.DeliveryMinutes,
 		DeliveryFee: s.DeliveryFee, Rating: s.Rating, ReviewCount: s.ReviewCount}
+}
+
+// HotRowDigest is the digest of one live table row, as the plugin computes
+// it (HotTable.rowDigest): h = splitmix64(id), then h = splitmix64(h + v) for
+// the version, open (1 or 0), delivery_minutes, delivery_fee, the IEEE 754
+// bits of rating and review_count, in wrapping 64-bit arithmetic. A table's
+// digest (the `digest` of each node in `_status`, in hex) is the sum of its
+// live rows' digests, so HotTableDigest of the states the events describe
+// equals it exactly when the node holds those rows.
+func HotRowDigest(e HotEntry) uint64 {
+	open := uint64(0)
+	if e.Open {
+		open = 1
+	}
+	h := splitmix64(uint64(e.ID))
+	for _, v := range []uint64{uint64(e.Version), open, uint64(int64(e.DeliveryMinutes)), uint64(int64(e.DeliveryFee)),
+		math.Float64bits(e.Rating), uint64(int64(e.ReviewCount))} {
+		h = splitmix64(h + v)
+	}
+	return h
+}
+
+// HotTableDigest is the digest of a table holding the live shops among
+// states, as the plugin's `_status` reports it: 16 hex digits.
+func HotTableDigest(states []*catalog.ShopState) string {
+	var sum uint64
+	for _, st := range states {
+		if !st.Deleted {
+			sum += HotRowDigest(HotEntryOf(st))
+		}
+	}
+	return fmt.Sprintf("%016x", sum)
+}
+
+// splitmix64 is the finalizer of SplitMix64 (Steele, Lea and Flood, 2014).
+func splitmix64(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
 }
 
 // HotTablePath returns the REST path of an action on the table of a shop

@@ -1,11 +1,13 @@
-// Package nodeloss is the node-loss scenario: the whole server on a 3-node
-// OpenSearch cluster of its own, searches on every layout at a steady rate
-// and change events flowing, then, for each victim in turn, a SIGKILL of one
-// OpenSearch node (a data node, or the elected cluster manager), an outage,
-// a restart on the node's own data and the wait for green. It counts every
-// search's answer by phase and layout, times the way back to green, and at
-// the end checks that every accepted event reached every layout and that
-// the layouts answer alike. TestNodeLoss asserts on its Result;
+// Package nodeloss is the node-loss scenario: the whole server on an
+// OpenSearch cluster of its own (3 nodes, or 1), searches on every layout at
+// a steady rate and change events flowing, then, for each victim in turn, a
+// SIGKILL of one OpenSearch node (a data node, or the elected cluster
+// manager: on one node, the node), an outage, a restart on the node's own
+// data and the wait for green. It counts every search's answer by phase and
+// layout, times the way back to green, and at the end checks that every
+// accepted event reached every layout, that the layouts answer alike, and
+// that every node's baedal-hot table holds exactly the hot rows of the
+// events' states (its `_status` digest). TestNodeLoss asserts on its Result;
 // `baedal bench search --opensearch-nodes 3 --kill-node-after 20s` prints
 // it as a JSON summary.
 //
@@ -52,6 +54,9 @@ const (
 
 // Config shapes a run. Zero fields take the defaults of Defaults.
 type Config struct {
+	// Nodes of the cluster: 3 (default) or 1 (then the only victim is
+	// ClusterManager, the node itself).
+	Nodes int
 	// Shops in the generated catalog.
 	Shops int
 	// Seed of the catalog and of the event stream.
@@ -80,7 +85,7 @@ type Config struct {
 // 30 s to over 2 minutes).
 func Defaults() Config {
 	return Config{
-		Shops: 60, Seed: 23, SearchEvery: 150 * time.Millisecond, EventEvery: 200 * time.Millisecond, EventsPerTick: 2,
+		Nodes: 3, Shops: 60, Seed: 23, SearchEvery: 150 * time.Millisecond, EventEvery: 200 * time.Millisecond, EventsPerTick: 2,
 		Before: 2 * time.Second, Outage: 8 * time.Second, After: 2 * time.Second,
 		Victims:      []Victim{DataNode, ClusterManager},
 		GreenTimeout: 4 * time.Minute, CatchUpTimeout: 2 * time.Minute,
@@ -156,6 +161,11 @@ type Result struct {
 	// LayoutsDiffer names the first search whose answers differ between
 	// layouts at the end, if any.
 	LayoutsDiffer string `json:"layouts_differ,omitempty"`
+	// HotTables is each node's baedal-hot table at the end, beside what the
+	// accepted events and the shop index describe (empty without the hot
+	// layout); HotTablesDiffer counts the nodes whose table differs.
+	HotTables       []HotTableCheck `json:"hot_tables,omitempty"`
+	HotTablesDiffer int             `json:"hot_tables_differ"`
 	// ReadyStatus and Ready are what /readyz answered before the load:
 	// each layout's index health and replica count.
 	ReadyStatus string          `json:"ready_status"`
@@ -165,16 +175,22 @@ type Result struct {
 	BadAnswers []string `json:"bad_answers,omitempty"`
 }
 
-// ErrClusterStart wraps a failure to start the 3-node cluster (a test
-// skips locally and fails in CI on it).
-var ErrClusterStart = errors.New("nodeloss: the 3-node cluster did not start")
+// ErrClusterStart wraps a failure to start the cluster (a test skips
+// locally and fails in CI on it).
+var ErrClusterStart = errors.New("nodeloss: the cluster did not start")
 
-// Run starts a 3-node stack in a temporary directory, the server on it,
+// Run starts a stack of cfg.Nodes OpenSearch nodes in a temporary directory, the server on it,
 // runs every case and stops everything. The directory (the servers' logs)
 // is kept when Run fails, named in the error, or when keepLogs says so;
 // otherwise it is removed.
 func Run(ctx context.Context, cfg Config, keepLogs func(dir string) bool) (_ *Result, err error) {
 	cfg = cfg.withDefaults()
+	if cfg.Nodes != 1 && cfg.Nodes != 3 {
+		return nil, fmt.Errorf("nodeloss: nodes: got %d, allowed: 1, 3", cfg.Nodes)
+	}
+	if cfg.Nodes == 1 && slices.ContainsFunc(cfg.Victims, func(v Victim) bool { return v != ClusterManager }) {
+		return nil, fmt.Errorf("nodeloss: victims %v: a 1-node cluster has only its cluster manager to kill", cfg.Victims)
+	}
 	progress := cfg.Progress
 	dir, err := os.MkdirTemp("", "baedal-nodeloss-")
 	if err != nil {
@@ -184,7 +200,7 @@ func Run(ctx context.Context, cfg Config, keepLogs func(dir string) bool) (_ *Re
 		return nil, err
 	}
 	lc := localstack.Defaults()
-	lc.StateDir, lc.PortBase, lc.OpenSearchNodes = dir, 0, 3
+	lc.StateDir, lc.PortBase, lc.OpenSearchNodes = dir, 0, cfg.Nodes
 	upCtx, cancel := context.WithTimeout(ctx, 6*time.Minute)
 	st, err := localstack.Up(upCtx, lc, progress)
 	cancel()
@@ -208,6 +224,9 @@ func Run(ctx context.Context, cfg Config, keepLogs func(dir string) bool) (_ *Re
 
 func (c Config) withDefaults() Config {
 	d := Defaults()
+	if c.Nodes == 0 {
+		c.Nodes = d.Nodes
+	}
 	if c.Shops == 0 {
 		c.Shops = d.Shops
 	}
@@ -400,6 +419,17 @@ func run(ctx context.Context, cfg Config, st *localstack.State) (*Result, error)
 	if res.LayoutsDiffer, err = compareLayouts(addr, kinds); err != nil {
 		return nil, err
 	}
+	if slices.Contains(kinds, layout.Hot) {
+		if res.HotTables, err = checkHotTables(ctx, osc, icfg, cfg.Nodes, events.states(), cfg.CatchUpTimeout); err != nil {
+			return nil, err
+		}
+		res.HotTablesDiffer = cfg.Nodes - len(res.HotTables) // nodes that did not answer
+		for _, c := range res.HotTables {
+			if !c.Equal() {
+				res.HotTablesDiffer++
+			}
+		}
+	}
 	return res, nil
 }
 
@@ -512,6 +542,18 @@ func (l *eventLoad) post(events []catalog.Event) error {
 		_, _ = s.Apply(ev)
 	}
 	return nil
+}
+
+// states returns a copy of each shop's state after the accepted events.
+func (l *eventLoad) states() map[int64]*catalog.ShopState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[int64]*catalog.ShopState, len(l.ref))
+	for id, s := range l.ref {
+		c := s.Clone()
+		out[id] = &c
+	}
+	return out
 }
 
 // reference returns each shop's expected version (0: must not exist).

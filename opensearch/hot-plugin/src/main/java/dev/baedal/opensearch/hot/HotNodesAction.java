@@ -134,18 +134,21 @@ public final class HotNodesAction extends ActionType<HotNodesAction.Response> {
         final long shops;
         final long tombstones;
         final long bytes;
+        /** {@link HotTable#digest}, computed for status and rebuild answers only (else 0). */
+        final long digest;
         final long rebuilds;
         final long lastRebuildMs;
         final int applied;
         final int stale;
         final List<HotEntry> recent;
 
-        NodeResponse(DiscoveryNode node, HotTable t, int applied, int stale, List<HotEntry> recent) {
+        NodeResponse(DiscoveryNode node, HotTable t, boolean withDigest, int applied, int stale, List<HotEntry> recent) {
             super(node);
             ready = t.ready();
             shops = t.shops();
             tombstones = t.tombstones();
             bytes = t.bytes();
+            digest = withDigest ? t.digest() : 0;
             rebuilds = t.rebuilds();
             lastRebuildMs = t.lastRebuildMs();
             this.applied = applied;
@@ -159,6 +162,7 @@ public final class HotNodesAction extends ActionType<HotNodesAction.Response> {
             shops = in.readVLong();
             tombstones = in.readVLong();
             bytes = in.readVLong();
+            digest = in.readLong();
             rebuilds = in.readVLong();
             lastRebuildMs = in.readLong();
             applied = in.readVInt();
@@ -173,6 +177,7 @@ public final class HotNodesAction extends ActionType<HotNodesAction.Response> {
             out.writeVLong(shops);
             out.writeVLong(tombstones);
             out.writeVLong(bytes);
+            out.writeLong(digest);
             out.writeVLong(rebuilds);
             out.writeLong(lastRebuildMs);
             out.writeVInt(applied);
@@ -249,7 +254,8 @@ public final class HotNodesAction extends ActionType<HotNodesAction.Response> {
                 case RECENT -> recent = t.recentUpdates();
                 case STATUS -> { }
             }
-            return new NodeResponse(clusterService.localNode(), t, applied, stale, recent);
+            boolean withDigest = r.op == Op.STATUS || r.op == Op.REBUILD;
+            return new NodeResponse(clusterService.localNode(), t, withDigest, applied, stale, recent);
         }
     }
 }

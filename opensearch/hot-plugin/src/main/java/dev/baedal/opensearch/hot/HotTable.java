@@ -315,6 +315,56 @@ public final class HotTable {
         }
     }
 
+    /**
+     * An order-independent digest of the live entries: the sum (mod 2^64) of
+     * {@link #rowDigest} over every live entry, tombstones left out. Two tables hold the same
+     * live rows (ids, versions and hot values) exactly when their digests and {@link #shops}
+     * agree, up to a 2^-64 collision; baedal compares it with the digest of the state its events
+     * describe (docs/hot-layout.md, "_status"). O(entries) under the read lock, so it is computed
+     * for status and rebuild answers only, never for updates.
+     */
+    public long digest() {
+        long stamp = lock.readLock();
+        try {
+            Store s = store;
+            long sum = 0;
+            for (int i = 0; i < s.keys.length; i++) {
+                if (s.keys[i] != EMPTY && (s.flags[i] & DELETED) == 0) {
+                    sum += rowDigest(s.keys[i], s.versions[i], (s.flags[i] & OPEN) != 0, s.minutes[i], s.fees[i],
+                        s.ratings[i], s.reviews[i]);
+                }
+            }
+            return sum;
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
+    /**
+     * The digest of one live row: {@code h = splitmix64(id)}, then for each of version, open (1 or
+     * 0), delivery_minutes, delivery_fee, the IEEE 754 bits of rating and review_count in that order
+     * {@code h = splitmix64(h + value)}, in wrapping 64-bit arithmetic. baedal's Go side
+     * ({@code indexer.HotRowDigest}) computes the same; both are tested against vectors computed
+     * independently.
+     */
+    static long rowDigest(long id, long version, boolean open, int deliveryMinutes, int deliveryFee, double rating,
+                          int reviewCount) {
+        long h = splitmix64(id);
+        h = splitmix64(h + version);
+        h = splitmix64(h + (open ? 1 : 0));
+        h = splitmix64(h + deliveryMinutes);
+        h = splitmix64(h + deliveryFee);
+        h = splitmix64(h + Double.doubleToLongBits(rating));
+        return splitmix64(h + reviewCount);
+    }
+
+    /** The finalizer of SplitMix64 (Steele, Lea and Flood, 2014). */
+    static long splitmix64(long z) {
+        z = (z ^ (z >>> 30)) * 0xbf58476d1ce4e5b9L;
+        z = (z ^ (z >>> 27)) * 0x94d049bb133111ebL;
+        return z ^ (z >>> 31);
+    }
+
     /** The heap the table's arrays take (the arrays are the whole table but ~100 bytes). */
     public long bytes() {
         return store.bytes();

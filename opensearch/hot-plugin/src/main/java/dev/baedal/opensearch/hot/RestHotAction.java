@@ -5,6 +5,7 @@ import static org.opensearch.rest.RestRequest.Method.POST;
 
 import java.io.IOException;
 import java.util.List;
+import java.util.Locale;
 import org.opensearch.OpenSearchStatusException;
 import org.opensearch.action.FailedNodeException;
 import org.opensearch.core.action.ActionListener;
@@ -124,6 +125,7 @@ public final class RestHotAction extends BaseRestHandler {
                     .field("shops", n.shops)
                     .field("tombstones", n.tombstones)
                     .field("bytes", n.bytes)
+                    .field("digest", String.format(Locale.ROOT, "%016x", n.digest))
                     .field("rebuilds", n.rebuilds)
                     .field("last_rebuild_ms", n.lastRebuildMs)
                     .endObject();

@@ -173,4 +173,27 @@ class HotTableTest {
             t.bytes(), t.bytes() / 1e6, after - before);
         assertTrue(t.bytes() < 120_000_000L);
     }
+
+    /**
+     * The digest against vectors computed by an independent implementation (Python, in the
+     * commit that added it); indexer.TestHotRowDigestVectors holds the Go side to the same.
+     */
+    @Test
+    void digestMatchesIndependentVectorsAndIgnoresOrderAndTombstones() {
+        assertEquals(0x76c8f2b523da1b2dL, HotTable.rowDigest(1, 7, true, 30, 2000, 4.5, 120));
+        assertEquals(0x19e7a11e1a78eb3bL, HotTable.rowDigest(9223372036854774L, 3, false, 45, 0, 3.9, 0));
+        HotEntry a = new HotEntry(1, 7, false, true, 30, 2000, 4.5, 120);
+        HotEntry b = new HotEntry(9223372036854774L, 3, false, false, 45, 0, 3.9, 0);
+        HotTable t = new HotTable("i", "u");
+        assertEquals(0L, t.digest());
+        t.apply(List.of(b, a, HotEntry.tombstone(5, 2)));
+        HotTable u = new HotTable("i", "u");
+        u.apply(List.of(a, b));
+        assertEquals(0x90b093d33e530668L, t.digest());
+        assertEquals(t.digest(), u.digest());
+        u.apply(List.of(new HotEntry(1, 8, false, true, 30, 2000, 4.5, 121)));
+        assertTrue(t.digest() != u.digest(), "a newer row with another review_count must change the digest");
+        u.apply(List.of(HotEntry.tombstone(1, 9)));
+        assertEquals(HotTable.rowDigest(9223372036854774L, 3, false, 45, 0, 3.9, 0), u.digest());
+    }
 }
