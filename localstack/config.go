@@ -26,6 +26,10 @@ type Config struct {
 	OpenSearchNodes int
 	// OpenSearchHeap is the JVM heap per node, e.g. "512m".
 	OpenSearchHeap string
+	// OpenSearchWithoutHotPlugin starts the last N nodes without the
+	// baedal-hot plugin: a cluster that lacks it, where the hot layout is
+	// unavailable and the others serve (tests; trying it out).
+	OpenSearchWithoutHotPlugin int
 	// RedisReplicas is the number of read replicas of the primary Redis.
 	RedisReplicas int
 	// LinksOldRedis starts a second, separate Redis: the old store of the
@@ -63,6 +67,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.PortBase, "port-base", c.PortBase, "first port of the stack; 0 picks free ports")
 	fs.IntVar(&c.OpenSearchNodes, "opensearch-nodes", c.OpenSearchNodes, "OpenSearch nodes to start: 1 or 3")
 	fs.StringVar(&c.OpenSearchHeap, "opensearch-heap", c.OpenSearchHeap, "JVM heap per OpenSearch node, e.g. 512m or 1g")
+	fs.IntVar(&c.OpenSearchWithoutHotPlugin, "opensearch-without-hot-plugin", c.OpenSearchWithoutHotPlugin, "start the last N OpenSearch nodes without the baedal-hot plugin (the hot layout is then unavailable)")
 	fs.IntVar(&c.RedisReplicas, "redis-replicas", c.RedisReplicas, "Redis read replicas to start beside the primary (0-8)")
 	fs.BoolVar(&c.LinksOldRedis, "links-old-redis", c.LinksOldRedis, "start a second Redis as the link store migration's old store")
 	fs.DurationVar(&c.StartTimeout, "start-timeout", c.StartTimeout, "how long to wait for every component to become healthy")
@@ -83,6 +88,9 @@ func (c *Config) Validate() error {
 	}
 	if c.OpenSearchNodes != 1 && c.OpenSearchNodes != 3 {
 		errs = append(errs, fmt.Errorf("opensearch-nodes: got %d, allowed: 1, 3", c.OpenSearchNodes))
+	}
+	if c.OpenSearchWithoutHotPlugin < 0 || c.OpenSearchWithoutHotPlugin > c.OpenSearchNodes {
+		errs = append(errs, fmt.Errorf("opensearch-without-hot-plugin: got %d, allowed: 0..%d (the nodes started)", c.OpenSearchWithoutHotPlugin, c.OpenSearchNodes))
 	}
 	if !heapPattern.MatchString(c.OpenSearchHeap) {
 		errs = append(errs, fmt.Errorf("opensearch-heap: got %q, allowed: a size like 256m, 512m, 1g", c.OpenSearchHeap))

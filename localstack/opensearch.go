@@ -29,8 +29,9 @@ func clusterName(stateDir string) string {
 	return "baedal-" + hex.EncodeToString(sum[:4])
 }
 
-// startOpenSearchNode starts one node of the cluster with the launcher.
-func startOpenSearchNode(stateDir, jdkHome, launcherDir, heap string, node openSearchNode, all []openSearchNode) (Process, error) {
+// startOpenSearchNode starts one node of the cluster with the launcher
+// (without the baedal-hot plugin when withoutHot).
+func startOpenSearchNode(stateDir, jdkHome, launcherDir, heap string, node openSearchNode, all []openSearchNode, withoutHot bool) (Process, error) {
 	home := filepath.Join(stateDir, "opensearch", node.name)
 	if err := os.MkdirAll(filepath.Join(home, "data"), 0o755); err != nil {
 		return Process{}, err
@@ -50,6 +51,9 @@ func startOpenSearchNode(stateDir, jdkHome, launcherDir, heap string, node openS
 		// missing alias must fail rather than create an index with dynamic
 		// mappings in the alias's place.
 		"--setting", "action.auto_create_index=false",
+	}
+	if withoutHot {
+		args = append(args, "--without-plugin", "baedal-hot")
 	}
 	if len(all) > 1 {
 		var seeds, names []string

@@ -260,10 +260,11 @@ func start(ctx context.Context, cfg Config, stateDir, jdk, launcherDir, password
 	}
 
 	fmt.Fprintf(progress, "starting OpenSearch (%d node(s)), Redis (%d replica(s)) and PostgreSQL in %s\n", cfg.OpenSearchNodes, cfg.RedisReplicas, stateDir)
-	for _, node := range plan.openSearch {
+	for i, node := range plan.openSearch {
 		url := "http://127.0.0.1:" + strconv.Itoa(node.httpPort)
 		st.OpenSearchURLs = append(st.OpenSearchURLs, url)
-		p, err := startOpenSearchNode(stateDir, jdk, launcherDir, cfg.OpenSearchHeap, node, plan.openSearch)
+		withoutHot := i >= len(plan.openSearch)-cfg.OpenSearchWithoutHotPlugin
+		p, err := startOpenSearchNode(stateDir, jdk, launcherDir, cfg.OpenSearchHeap, node, plan.openSearch, withoutHot)
 		if err := record(p, err, func(ctx context.Context, p Process) error { return waitOpenSearch(ctx, p, url, cfg.OpenSearchNodes) }); err != nil {
 			return fail(err)
 		}

@@ -128,6 +128,7 @@ func TestLauncherFailsLoudly(t *testing.T) {
 		{"missing plugin class", "com.example.Missing", []string{"--http-port", "0", "--extra-plugin-class", "com.example.Missing"}},
 		{"bad port", "--http-port", []string{"--http-port", "abc"}},
 		{"unknown argument", "--bogus", []string{"--http-port", "0", "--bogus", "1"}},
+		{"unknown plugin to leave out", "allowed: transport-netty4", []string{"--http-port", "0", "--without-plugin", "baedal-cold"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -36,8 +36,10 @@ final class ClasspathPlugins {
         }
     }
 
-    static List<Spec> withExtra(List<String> extraClassNames) {
+    /** The default plugins but those named in {@code without}, then the extra classes. */
+    static List<Spec> select(List<String> without, List<String> extraClassNames) {
         List<Spec> all = new ArrayList<>(DEFAULT);
+        all.removeIf(s -> without.contains(s.name()));
         for (String cls : extraClassNames) {
             all.add(new Spec("extra-" + cls.substring(cls.lastIndexOf('.') + 1), cls, List.of()));
         }

@@ -51,7 +51,7 @@ public final class Launcher {
         // Read by log4j2.properties; must be set before the first Log4j/OpenSearch class loads.
         System.setProperty("baedal.node.name", opts.nodeName);
 
-        List<ClasspathPlugins.Spec> plugins = ClasspathPlugins.withExtra(opts.extraPluginClasses);
+        List<ClasspathPlugins.Spec> plugins = ClasspathPlugins.select(opts.withoutPlugins, opts.extraPluginClasses);
         try {
             ClasspathPlugins.verify(plugins);
         } catch (ClasspathPlugins.MissingPluginException e) {

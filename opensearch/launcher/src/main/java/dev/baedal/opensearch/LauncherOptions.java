@@ -29,6 +29,8 @@ final class LauncherOptions {
           --seed-hosts H:P,H:P,...         discovery.seed_hosts
           --initial-cluster-managers A,B   cluster.initial_cluster_manager_nodes
           --setting KEY=VALUE              any other OpenSearch setting (repeatable; applied last)
+          --without-plugin NAME            leave out one of the plugins loaded by default, e.g. baedal-hot
+                                           for a node like a cluster without it (repeatable)
           --exit-on-stdin-eof              stop the node when stdin is closed (parent died)
           -h, --help                       print this help
 
@@ -50,6 +52,8 @@ final class LauncherOptions {
     final Map<String, String> settings = new LinkedHashMap<>();
     /** Hidden, for tests: additional plugin classes that must be on the classpath. */
     final List<String> extraPluginClasses = new ArrayList<>();
+    /** Default plugins left out (--without-plugin), by name. */
+    final List<String> withoutPlugins = new ArrayList<>();
     boolean exitOnStdinEof;
     boolean help;
 
@@ -83,6 +87,15 @@ final class LauncherOptions {
                         throw new UsageException("argument " + name + " takes no value");
                     }
                     o.exitOnStdinEof = true;
+                }
+                case "--without-plugin" -> {
+                    String v = inline != null ? inline : next(args, ++i, name);
+                    List<String> known = ClasspathPlugins.DEFAULT.stream().map(ClasspathPlugins.Spec::name).toList();
+                    if (!known.contains(v)) {
+                        throw new UsageException("argument --without-plugin: unknown plugin '" + v + "', allowed: "
+                            + String.join(", ", known));
+                    }
+                    o.withoutPlugins.add(v);
                 }
                 case "--setting", "--extra-plugin-class" -> {
                     String v = inline != null ? inline : next(args, ++i, name);
