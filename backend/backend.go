@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +40,10 @@ type OpenSearchConfig struct {
 	// TLSCAFile verifies an https:// node (default: the system roots);
 	// TLSCertFile and TLSKeyFile are a client certificate, optional.
 	TLSCAFile, TLSCertFile, TLSKeyFile string
+	// AWSRegion turns on AWS SigV4 signing (Amazon OpenSearch Service or
+	// Serverless) with the credentials of the AWS SDK's default chain
+	// (sigv4.go); AWSService is "es" (default) or "aoss".
+	AWSRegion, AWSService string
 }
 
 // Flags binds the configuration to command-line flags.
@@ -53,6 +58,8 @@ func (c *OpenSearchConfig) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.TLSCAFile, "opensearch-tls-ca-file", c.TLSCAFile, "PEM CA bundle that signs the OpenSearch nodes' certificates (https:// URLs; default: the system roots)")
 	fs.StringVar(&c.TLSCertFile, "opensearch-tls-cert-file", c.TLSCertFile, "PEM client certificate for OpenSearch (with --opensearch-tls-key-file)")
 	fs.StringVar(&c.TLSKeyFile, "opensearch-tls-key-file", c.TLSKeyFile, "PEM key of the OpenSearch client certificate")
+	fs.StringVar(&c.AWSRegion, "opensearch-aws-region", c.AWSRegion, "sign every OpenSearch request with AWS SigV4 for this region (Amazon OpenSearch Service; credentials from the AWS SDK's default chain: AWS_* variables, AWS_PROFILE, web identity, instance role)")
+	fs.StringVar(&c.AWSService, "opensearch-aws-service", c.AWSService, "SigV4 service name with --opensearch-aws-region: es (OpenSearch Service) or aoss (Serverless)")
 }
 
 // Validate names the first invalid field.
@@ -70,6 +77,12 @@ func (c *OpenSearchConfig) Validate() error {
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return errors.New("opensearch-tls-cert-file, opensearch-tls-key-file: give both or neither")
+	}
+	if c.AWSRegion != "" && !slices.Contains(awsServices, c.AWSService) {
+		return fmt.Errorf("opensearch-aws-service: got %q, allowed: %s", c.AWSService, strings.Join(awsServices, ", "))
+	}
+	if c.AWSRegion != "" && (c.Username != "" || c.Password != "") {
+		return errors.New("opensearch-aws-region, opensearch-username: SigV4 and basic auth both set the Authorization header; give one")
 	}
 	_, err := c.tlsConfig()
 	return err
@@ -309,7 +322,7 @@ type Config struct {
 // Defaults returns timeouts and pool sizes fit for a laptop; addresses are empty.
 func Defaults() Config {
 	return Config{
-		OpenSearch: OpenSearchConfig{RequestTimeout: 30 * time.Second},
+		OpenSearch: OpenSearchConfig{RequestTimeout: 30 * time.Second, AWSService: "es"},
 		Redis:      RedisConfig{DialTimeout: 2 * time.Second, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second, PoolSize: 64},
 		Postgres:   PostgresConfig{ConnectTimeout: 5 * time.Second, MaxConns: 16},
 	}
@@ -523,12 +536,17 @@ func OpenOpenSearchVia(cfg OpenSearchConfig, rt http.RoundTripper) (*opensearch.
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	sign, err := cfg.awsSigner()
+	if err != nil {
+		return nil, err
+	}
 	c, err := opensearch.NewClient(opensearch.Config{
 		Addresses:      cfg.URLs,
 		Username:       cfg.Username,
 		Password:       cfg.Password,
 		RequestTimeout: cfg.RequestTimeout,
 		Transport:      rt,
+		Signer:         sign,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("backend: opensearch client for %v: %w", cfg.URLs, err)
