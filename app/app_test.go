@@ -127,26 +127,7 @@ func TestSeveralOpenSearchURLsGoThroughTheEndpointSelector(t *testing.T) {
 // address.
 func serve(t *testing.T, cfg Config) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, nil, func(a string) { addrc <- a }) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	select {
-	case addr := <-addrc:
-		return addr
-	case err := <-done:
-		done <- nil // for the cleanup's receive
-		t.Fatalf("Run ended early: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("server did not start")
-	}
-	return ""
+	return serveLogged(t, cfg, nil)
 }
 
 func checkHealth(t *testing.T, httpc *http.Client, addr string, status int, redisUp bool) {

@@ -144,7 +144,8 @@ func startStackWithoutHotPlugin(t *testing.T, nodes int) *localstack.State {
 	return st
 }
 
-// serveLogged is serve with a logger.
+// serveLogged runs the server with cfg, logging to log (nil: nowhere),
+// until the test ends, and returns its address.
 func serveLogged(t *testing.T, cfg Config, log *slog.Logger) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
