@@ -1,6 +1,7 @@
 // The console shell: reads /console/api/meta, shows a nav entry for each
 // view the server lists there, and mounts a view when its tab is opened
-// (location hash #<id>). To add a view, add one entry here and one module
+// (location hash #<id>, or #<id>?<state> for a view that keeps its state in
+// the URL, like the search view). To add a view, add one entry here and one module
 // under views/ (see the package doc of console).
 import { el, getJSON, showProblem } from './lib.js';
 
@@ -29,7 +30,8 @@ async function start() {
   }
   const ctx = { meta, getJSON, showProblem };
   const open = async () => {
-    const wanted = views.find((v) => '#' + v.id === location.hash) || views[0];
+    const id = location.hash.slice(1).split('?')[0];
+    const wanted = views.find((v) => v.id === id) || views[0];
     if (!wanted) {
       document.getElementById('loading').textContent = 'This server serves no console views.';
       return;
