@@ -217,6 +217,13 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 		"GET /v1/clicks/{id}":           {sample: "/v1/clicks/" + click.ClickID, cases: []hostileCase{{target: "/v1/clicks/zzz", status: 400, field: "id"}}},
 		"POST /v1/clicks/{id}/resolve":  {sample: "/v1/clicks/" + click.ClickID + "/resolve", cases: []hostileCase{{target: "/v1/clicks/zzz/resolve", status: 400, field: "id"}}},
 		"GET /v1/admin/links/migration": {sample: "/v1/admin/links/migration"},
+		"GET /v1/admin/links/memory": {sample: "/v1/admin/links/memory?records=3", cases: []hostileCase{
+			{target: "/v1/admin/links/memory?records=0", status: 400, field: "records"},
+			{target: "/v1/admin/links/memory?records=2001", status: 400, field: "records"},
+			{target: "/v1/admin/links/memory?records=1e3", status: 400, field: "records"},
+			{target: "/v1/admin/links/memory?records=%zz", status: 400, field: "records"},
+			{target: "/v1/admin/links/memory?keys=1", status: 400, field: "keys"},
+		}},
 		"PUT /v1/admin/links/migration": {sample: "/v1/admin/links/migration", cases: []hostileCase{
 			{body: `{"mode":1}`, status: 400, field: "mode"},
 			{body: `{"mode":"x\u0000"}`, status: 400, field: "mode"},

@@ -284,7 +284,7 @@ func TestOpenAPIRoundTripEveryRoute(t *testing.T) {
 
 	// The routes that need nothing stored.
 	for _, r := range []string{"/livez", "/healthz", "/metrics", "/openapi.json", "/console/api/meta", "/console/api/ops",
-		"/console/", "/console/app.js", "/console/console.css", "/console/favicon.svg", "/console/views/search.js"} {
+		"/console/", "/console/app.js", "/console/console.css", "/console/favicon.svg", "/console/views/search.js", "/console/views/replicas.js", "/console/views/links.js"} {
 		route := "GET " + r
 		if strings.HasPrefix(r, "/console/") && !strings.HasPrefix(r, "/console/api/") {
 			route = "GET /console/"
@@ -475,6 +475,9 @@ func TestOpenAPIRoundTripEveryRoute(t *testing.T) {
 	c.do(apiCase{route: "POST /v1/clicks/{id}/resolve", method: "POST", target: "/v1/clicks/" + short.ClickID + "/resolve", status: []int{410, 404}})
 	c.do(apiCase{route: "GET /v1/admin/links/migration", method: "GET", target: "/v1/admin/links/migration", status: ok})
 	c.do(apiCase{route: "GET /v1/admin/links/migration", method: "GET", target: "/v1/admin/links/migration", noToken: true, status: []int{401}, specRejects: true})
+	c.do(apiCase{route: "GET /v1/admin/links/memory", method: "GET", target: "/v1/admin/links/memory?records=5", status: ok})
+	c.do(apiCase{route: "GET /v1/admin/links/memory", method: "GET", target: "/v1/admin/links/memory?records=0", status: []int{400}, specRejects: true})
+	c.do(apiCase{route: "GET /v1/admin/links/memory", method: "GET", target: "/v1/admin/links/memory", noToken: true, status: []int{401}, specRejects: true})
 	var migration struct {
 		Mode        string   `json:"mode"`
 		AllowedNext []string `json:"allowed_next"`

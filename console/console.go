@@ -26,6 +26,12 @@ var staticFiles embed.FS
 type Deps struct {
 	// Search is true when GET /v1/search is served: shows the Search view.
 	Search bool
+	// Replicas is true when GET /v1/admin/replicas and
+	// /v1/admin/opensearch-endpoints are served: shows the Replicas view.
+	Replicas bool
+	// Links is true when the click routes and /v1/admin/links/migration and
+	// /v1/admin/links/memory are served: shows the Links view.
+	Links bool
 	// Gatherer is read by /console/api/ops (usually the server's registry);
 	// nil hides the Ops view and makes the endpoint answer 404.
 	Gatherer prometheus.Gatherer
@@ -39,6 +45,12 @@ func (d Deps) views() []string {
 	views := []string{}
 	if d.Search {
 		views = append(views, "search")
+	}
+	if d.Replicas {
+		views = append(views, "replicas")
+	}
+	if d.Links {
+		views = append(views, "links")
 	}
 	if d.Gatherer != nil {
 		views = append(views, "ops")
