@@ -17,7 +17,9 @@ export function mount(root, { requestJSON, hasAdminToken }) {
 
   // Create and resolve.
   const deepLink = el('input', { attrs: { id: 'deep-link', type: 'text', value: 'baedal://shop/1' } });
-  const fallback = el('input', { attrs: { id: 'fallback-url', type: 'text', value: 'https://baedal.example/shop/1' } });
+  // The web fallback defaults to this server's origin: the console names
+  // no other host.
+  const fallback = el('input', { attrs: { id: 'fallback-url', type: 'text', value: new URL('/shop/1', location.origin).href } });
   const create = el('button', { text: 'Create click', attrs: { type: 'button', id: 'create-click' } });
   const clickID = el('input', { attrs: { id: 'click-id', type: 'text', placeholder: 'click id (UUID)', size: '38' } });
   const resolve = el('button', { text: 'Resolve', attrs: { type: 'button', id: 'resolve-click' } });
