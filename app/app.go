@@ -193,7 +193,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	// The contract of every route registered here (api/openapi.json); the
 	// tests fail when a route is missing from it.
 	srv.Handle("GET /openapi.json", api.ServeOpenAPI)
-	console.RegisterRoutes(srv, console.Deps{Search: true, Replicas: true, Links: true, Gatherer: reg, DefaultLayout: srch.DefaultKind})
+	console.RegisterRoutes(srv, console.Deps{Search: true, Feed: true, Links: true, Replicas: true, Gatherer: reg, DefaultLayout: srch.DefaultKind})
 
 	// S2: live reindex, behind the admin token.
 	reindexCfg := cfg.Reindex

@@ -22,7 +22,8 @@ import (
 
 // TestConsoleViewsInChromium drives the console's views of the other
 // systems in a real headless Chromium against the whole server on the real
-// stack: Replicas (live C3 statistics of a Redis read replica and of two
+// stack: Feed (post as a user, the fan-out reaching the followers, the feed
+// under each strategy side by side, a celebrity's post pulled), Replicas (live C3 statistics of a Redis read replica and of two
 // OpenSearch endpoints, one dead) and Links (a click created and resolved,
 // the migration switched through its modes with a shadow-read difference,
 // the memory report measured in Redis). The admin token is typed into the
@@ -32,7 +33,8 @@ func TestConsoleViewsInChromium(t *testing.T) {
 	chromium := browsertest.RequireChromium(t)
 	ns := stacktest.Namespace(t)
 	cfg := fullServerConfig(t, st)
-	cfg.Workers = false
+	cfg.Workers = true                                                                  // the feed's fan-out
+	cfg.Feed.CelebrityThreshold = 3                                                     // a celebrity of three followers
 	cfg.Backends.OpenSearch.URLs = []string{"http://127.0.0.1:1", st.OpenSearchURLs[0]} // a dead endpoint first
 	cfg.Backends.Redis.ReplicaAddrs = st.RedisReplicaAddrs
 	if len(cfg.Backends.Redis.ReplicaAddrs) == 0 {
@@ -55,7 +57,7 @@ func TestConsoleViewsInChromium(t *testing.T) {
 	// Replicas: nothing is asked before the token is entered.
 	b.Do(t, "open the Replicas view", 30*time.Second, chromedp.Navigate(base+"/console/#replicas"), chromedp.WaitVisible(chromedp.ID("replicas-token")))
 	nav := browsertest.Eval[[]string](t, b, `[...document.querySelectorAll('#nav a')].map(a => a.textContent)`)
-	if want := []string{"Search", "Replicas", "Links", "Ops"}; !slices.Equal(nav, want) {
+	if want := []string{"Search", "Feed", "Links", "Replicas", "Ops"}; !slices.Equal(nav, want) {
 		t.Errorf("nav = %v, want %v", nav, want)
 	}
 	if got := browsertest.Eval[string](t, b, `document.getElementById('replicas-redis').dataset.state || ''`); got != "" {
@@ -218,6 +220,107 @@ func TestConsoleViewsInChromium(t *testing.T) {
 	}
 	b.Snapshot(t, "links")
 
+	// Feed: an author with two followers and a celebrity with three.
+	tag := ns[len(ns)-6:]
+	newUser := func(name string) int64 {
+		var u struct{ ID int64 }
+		api.doJSON("POST", "/v1/users", fmt.Sprintf(`{"username":"%s%s","profilePic":"https://img.example/u.png"}`, name, tag), http.StatusCreated, &u)
+		return u.ID
+	}
+	author, celeb := newUser("au"), newUser("ce")
+	readers := []int64{newUser("ra"), newUser("rb"), newUser("rc")}
+	for i, r := range readers {
+		if i < 2 {
+			api.doJSON("PUT", fmt.Sprintf("/v1/users/%d/follows/%d", r, author), "", http.StatusNoContent, nil)
+		}
+		api.doJSON("PUT", fmt.Sprintf("/v1/users/%d/follows/%d", r, celeb), "", http.StatusNoContent, nil)
+	}
+	b.Do(t, "open Feed", 10*time.Second, chromedp.Click(chromedp.CSS(`#nav a[data-view=feed]`)), chromedp.WaitVisible(chromedp.ID("post")))
+	postAs := func(who int64, text string) int64 {
+		t.Helper()
+		previous := browsertest.Eval[string](t, b, `document.getElementById('fanout').dataset.post || ''`)
+		b.Do(t, "post as "+strconv.FormatInt(who, 10), 10*time.Second,
+			chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.getElementById('author-id').value = '%d'; document.getElementById('post-text').value = ''`, who)),
+			chromedp.SendKeys(chromedp.ID("post-text"), text), chromedp.Click(chromedp.ID("post")))
+		b.WaitFor(t, "the fan-out to finish", fmt.Sprintf(`document.getElementById('fanout').dataset.post !== %q && document.getElementById('fanout').dataset.state === 'done'`, previous), 30*time.Second)
+		id, err := strconv.ParseInt(browsertest.Eval[string](t, b, `document.getElementById('fanout').dataset.post`), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	pushed := postAs(author, "오늘 점심은 치킨 <b>x</b>")
+	var progress struct {
+		Reached, Followers int64
+		Celebrity          bool
+	}
+	api.getJSON(fmt.Sprintf("/v1/posts/%d/fanout", pushed), &progress)
+	if progress.Followers != 2 || progress.Reached != 2 {
+		t.Errorf("fan-out of post %d per the API: %+v, want both followers reached", pushed, progress)
+	}
+	if got := browsertest.Eval[string](t, b, `document.querySelector('#fanout .reached').textContent`); got != "2 / 2" {
+		t.Errorf("fan-out shown as %q, want 2 / 2", got)
+	}
+	if n := browsertest.Eval[int](t, b, `document.querySelectorAll('#fanout svg path.series').length`); n != 1 {
+		t.Errorf("the fan-out chart has %d lines, want 1", n)
+	}
+	celebPost := postAs(celeb, "celebrity news")
+	if got := browsertest.Eval[string](t, b, `document.querySelector('#fanout .note').textContent`); !strings.Contains(got, "celebrity") {
+		t.Errorf("the celebrity's post is described as %q, want it to say it is pulled", got)
+	}
+
+	// The first reader's feed under each strategy: the served one is what
+	// GET /v1/users/{id}/feed answers; push lacks the celebrity's post.
+	b.Do(t, "show the reader's feed", 10*time.Second,
+		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.getElementById('reader-id').value = '%d'`, readers[0])), chromedp.Click(chromedp.ID("show-feed")))
+	b.WaitFor(t, "the feed columns", fmt.Sprintf(`document.getElementById('feed-columns').dataset.user === '%d'`, readers[0]), 10*time.Second)
+	column := func(strategy string) []string {
+		return browsertest.Eval[[]string](t, b, fmt.Sprintf(`[...document.querySelectorAll('#feed-columns [data-strategy=%s] li')].map(li => li.dataset.postId)`, strategy))
+	}
+	both := []string{strconv.FormatInt(celebPost, 10), strconv.FormatInt(pushed, 10)}
+	for _, st := range []string{"pull", "hybrid"} {
+		if got := column(st); !slices.Equal(got, both) {
+			t.Errorf("%s column = %v, want both posts newest first %v", st, got, both)
+		}
+	}
+	if got := column("push"); !slices.Equal(got, both[1:]) {
+		t.Errorf("push column = %v, want only the pushed post %v (the celebrity's is pulled)", got, both[1:])
+	}
+	var served struct {
+		Posts []struct{ ID int64 } `json:"posts"`
+	}
+	api.getJSON(fmt.Sprintf("/v1/users/%d/feed", readers[0]), &served)
+	var servedIDs []string
+	for _, p := range served.Posts {
+		servedIDs = append(servedIDs, strconv.FormatInt(p.ID, 10))
+	}
+	servedStrategy := browsertest.Eval[string](t, b, `[...document.querySelectorAll('#feed-columns .plan')].filter(p => p.querySelector('.took').textContent === 'served').map(p => p.dataset.strategy).join()`)
+	if servedStrategy != string(cfg.Feed.Strategy) || !slices.Equal(column(servedStrategy), servedIDs) {
+		t.Errorf("served column %q = %v, want %s with the API's feed %v", servedStrategy, column(servedStrategy), cfg.Feed.Strategy, servedIDs)
+	}
+	if got := browsertest.Eval[string](t, b, `document.getElementById('celebrity-threshold').textContent`); got != "3" {
+		t.Errorf("celebrity threshold shown = %q, want 3", got)
+	}
+	if got := browsertest.Eval[string](t, b, fmt.Sprintf(`document.querySelector('#feed-columns [data-strategy=pull] li[data-post-id="%d"] .text').textContent`, pushed)); got != "오늘 점심은 치킨 <b>x</b>" {
+		t.Errorf("post text shown as %q, want the literal text", got)
+	}
+	// Create a user and a follow in the page.
+	b.Do(t, "create a user", 10*time.Second, chromedp.SendKeys(chromedp.ID("new-username"), "page"+tag), chromedp.Click(chromedp.ID("create-user")))
+	b.WaitFor(t, "the new user", `document.getElementById('people-result').dataset.userId !== undefined`, 10*time.Second)
+	newID := browsertest.Eval[string](t, b, `document.getElementById('people-result').dataset.userId`)
+	b.Do(t, "follow the author", 10*time.Second,
+		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.getElementById('follower-id').value = %q; document.getElementById('followee-id').value = '%d'`, newID, author)),
+		chromedp.Click(chromedp.ID("follow")))
+	b.WaitFor(t, "the follow", `document.getElementById('people-result').textContent.includes('follows')`, 10*time.Second)
+	var authorNow struct {
+		FollowerCount int `json:"followerCount"`
+	}
+	api.getJSON(fmt.Sprintf("/v1/users/%d", author), &authorNow)
+	if authorNow.FollowerCount != 3 {
+		t.Errorf("the author has %d followers after the follow made in the page, want 3", authorNow.FollowerCount)
+	}
+	b.Snapshot(t, "feed")
+
 	// The token stays in the page's memory: no storage, cookie or URL holds
 	// it, and a reload forgets it.
 	leaks := browsertest.Eval[string](t, b, fmt.Sprintf(`(() => {
@@ -228,7 +331,7 @@ func TestConsoleViewsInChromium(t *testing.T) {
 	if leaks != "" {
 		t.Errorf("the admin token was kept outside memory: %s", leaks)
 	}
-	b.Do(t, "reload", 30*time.Second, chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("links-token")))
+	b.Do(t, "reload", 30*time.Second, chromedp.Navigate("about:blank"), chromedp.Navigate(base+"/console/#links"), chromedp.WaitVisible(chromedp.ID("links-token")))
 	if got := browsertest.Eval[string](t, b, `document.getElementById('admin-token').value + document.getElementById('links-mode').textContent`); got != "" {
 		t.Errorf("after a reload the page still has the token or admin data: %q", got)
 	}

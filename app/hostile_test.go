@@ -187,6 +187,17 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 			{body: `{"authorId":` + u + `,"text":`, status: 400, field: "body"},
 		}},
 		"GET /v1/posts/{id}": {sample: "/v1/posts/" + p, cases: []hostileCase{{target: "/v1/posts/0x1", status: 400, field: "id"}}},
+		"GET /v1/posts/{id}/fanout": {sample: "/v1/posts/" + p + "/fanout", cases: []hostileCase{
+			{target: "/v1/posts/0x1/fanout", status: 400, field: "id"},
+			{target: "/v1/posts/" + p + "/fanout?watch=1", status: 400, field: "watch"},
+			{target: "/v1/posts/999999999999/fanout", status: 404},
+		}},
+		"GET /v1/users/{id}/feed/strategies": {sample: "/v1/users/" + u + "/feed/strategies", cases: []hostileCase{
+			{target: "/v1/users/" + u + "/feed/strategies?limit=0", status: 400, field: "limit"},
+			{target: "/v1/users/" + u + "/feed/strategies?limit=100000", status: 400, field: "limit"},
+			{target: "/v1/users/" + u + "/feed/strategies?before=5", status: 400, field: "before"},
+			{target: "/v1/users/-1/feed/strategies", status: 400, field: "id"},
+		}},
 		"GET /v1/users/{id}/feed": {sample: "/v1/users/" + u + "/feed", cases: []hostileCase{
 			{target: "/v1/users/" + u + "/feed?limit=-1", status: 400, field: "limit"},
 			{target: "/v1/users/" + u + "/feed?limit=abc", status: 400, field: "limit"},

@@ -26,6 +26,9 @@ var staticFiles embed.FS
 type Deps struct {
 	// Search is true when GET /v1/search is served: shows the Search view.
 	Search bool
+	// Feed is true when the feed routes, /v1/users/{id}/feed/strategies
+	// and /v1/posts/{id}/fanout included, are served: shows the Feed view.
+	Feed bool
 	// Replicas is true when GET /v1/admin/replicas and
 	// /v1/admin/opensearch-endpoints are served: shows the Replicas view.
 	Replicas bool
@@ -46,11 +49,14 @@ func (d Deps) views() []string {
 	if d.Search {
 		views = append(views, "search")
 	}
-	if d.Replicas {
-		views = append(views, "replicas")
+	if d.Feed {
+		views = append(views, "feed")
 	}
 	if d.Links {
 		views = append(views, "links")
+	}
+	if d.Replicas {
+		views = append(views, "replicas")
 	}
 	if d.Gatherer != nil {
 		views = append(views, "ops")

@@ -7,8 +7,9 @@ import { el, getJSON, requestJSON, setAdminToken, hasAdminToken, showProblem } f
 
 const VIEWS = [
   { id: 'search', title: 'Search', module: './views/search.js' },
-  { id: 'replicas', title: 'Replicas', module: './views/replicas.js', admin: true },
+  { id: 'feed', title: 'Feed', module: './views/feed.js' },
   { id: 'links', title: 'Links', module: './views/links.js', admin: true },
+  { id: 'replicas', title: 'Replicas', module: './views/replicas.js', admin: true },
   { id: 'ops', title: 'Ops', module: './views/ops.js' },
 ];
 
