@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/baedal/baedal/catalog"
 	"github.com/baedal/baedal/internal/browsertest"
 	"github.com/baedal/baedal/internal/stacktest"
 	"github.com/baedal/baedal/linkstore"
@@ -57,7 +58,7 @@ func TestConsoleViewsInChromium(t *testing.T) {
 	// Replicas: nothing is asked before the token is entered.
 	b.Do(t, "open the Replicas view", 30*time.Second, chromedp.Navigate(base+"/console/#replicas"), chromedp.WaitVisible(chromedp.ID("replicas-token")))
 	nav := browsertest.Eval[[]string](t, b, `[...document.querySelectorAll('#nav a')].map(a => a.textContent)`)
-	if want := []string{"Search", "Feed", "Links", "Replicas", "Ops"}; !slices.Equal(nav, want) {
+	if want := []string{"Search", "Feed", "Links", "Reindex", "Replicas", "Ops"}; !slices.Equal(nav, want) {
 		t.Errorf("nav = %v, want %v", nav, want)
 	}
 	if got := browsertest.Eval[string](t, b, `document.getElementById('replicas-redis').dataset.state || ''`); got != "" {
@@ -124,6 +125,7 @@ func TestConsoleViewsInChromium(t *testing.T) {
 		t.Errorf("the dead endpoint shows %q failures, want some", got)
 	}
 	b.Snapshot(t, "replicas")
+	checkNoNullText(t, b)
 
 	// Links: create a click and resolve it twice.
 	b.Do(t, "open Links", 10*time.Second, chromedp.Click(chromedp.CSS(`#nav a[data-view=links]`)), chromedp.WaitVisible(chromedp.ID("create-click")))
@@ -219,6 +221,7 @@ func TestConsoleViewsInChromium(t *testing.T) {
 		t.Errorf("keys under %s: %d before the memory report, %d after; the scratch keys must be deleted", cfg.Links.New.Namespace, keysBefore, after)
 	}
 	b.Snapshot(t, "links")
+	checkNoNullText(t, b)
 
 	// Feed: an author with two followers and a celebrity with three.
 	tag := ns[len(ns)-6:]
@@ -320,6 +323,7 @@ func TestConsoleViewsInChromium(t *testing.T) {
 		t.Errorf("the author has %d followers after the follow made in the page, want 3", authorNow.FollowerCount)
 	}
 	b.Snapshot(t, "feed")
+	checkNoNullText(t, b)
 
 	// The token stays in the page's memory: no storage, cookie or URL holds
 	// it, and a reload forgets it.
@@ -337,6 +341,18 @@ func TestConsoleViewsInChromium(t *testing.T) {
 	}
 	if errs := b.TakeJSErrors(); len(errs) > 0 {
 		t.Errorf("the page logged errors: %v", errs)
+	}
+}
+
+// checkNoNullText fails when the visible view shows "null" or "undefined":
+// a missing value rendered as text.
+func checkNoNullText(t *testing.T, b *browsertest.Browser) {
+	t.Helper()
+	text := browsertest.Eval[string](t, b, `[...document.querySelectorAll('#views > section:not([hidden])')].map(s => s.innerText).join(' ')`)
+	for _, word := range []string{"null", "undefined", "NaN"} {
+		if strings.Contains(text, word) {
+			t.Errorf("the view shows %q: %.300s", word, text)
+		}
 	}
 }
 
@@ -443,5 +459,124 @@ func (c *adminClient) doJSON(method, target, body string, status int, v any) {
 		if err := json.Unmarshal(raw, v); err != nil {
 			c.t.Fatalf("%s %s: %v", method, target, err)
 		}
+	}
+}
+
+// TestConsoleReindexViewInChromium runs a live reindex from the console in
+// a real headless Chromium against the whole server on the real stack:
+// started with the token typed into the page, its progress and ETA shown
+// while it copies, paused, resumed and rethrottled from the page (each seen
+// by the API), run to done, rolled back, and listed in the history of runs.
+func TestConsoleReindexViewInChromium(t *testing.T) {
+	st := stacktest.Require(t)
+	chromium := browsertest.RequireChromium(t)
+	cfg := fullServerConfig(t, st)
+	cfg.Workers = true // the indexer loads the catalog below
+	addr := serve(t, cfg)
+	base := "http://" + addr
+	api := &adminClient{t: t, base: base, token: cfg.API.AdminToken, httpc: validatingClient(t)}
+
+	// A catalog large enough for a throttled copy to take a while.
+	const shops = 300
+	gen := catalog.NewGenerator(11)
+	events := make([]catalog.Event, 0, shops)
+	for i := range shops {
+		events = append(events, gen.Shop(i).UpsertEvent())
+	}
+	body, err := json.Marshal(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api.doJSON("POST", "/v1/events", string(body), http.StatusAccepted, nil)
+	var meta struct {
+		ReindexAliases []string `json:"reindex_aliases"`
+	}
+	api.getJSON("/console/api/meta", &meta)
+	if len(meta.ReindexAliases) == 0 {
+		t.Fatal("the console meta lists no reindex alias")
+	}
+	alias := meta.ReindexAliases[len(meta.ReindexAliases)-1] // the split layout's menus: the most documents
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+		var found struct{ Total int }
+		api.doJSON("GET", "/v1/search?layout=split&size=1", "", 0, &found)
+		if found.Total >= shops {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the indexer made %d of %d shops searchable in a minute", found.Total, shops)
+		}
+	}
+
+	b := browsertest.New(t, chromium)
+	b.ScreenshotOnFailure(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("page errors: %v", b.TakeJSErrors())
+		}
+	})
+	b.Do(t, "open the Reindex view", 30*time.Second, chromedp.Navigate(base+"/console/#reindex"), chromedp.WaitVisible(chromedp.ID("reindex-token")))
+	enterToken(t, b, cfg.API.AdminToken)
+	b.WaitFor(t, "the empty history", `document.getElementById('reindex-history').dataset.count === '0'`, 10*time.Second)
+	b.Do(t, "start a throttled reindex", 10*time.Second,
+		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.getElementById('reindex-alias').value = %q`, alias)),
+		chromedp.SendKeys(chromedp.ID("reindex-rate"), "10"), chromedp.SendKeys(chromedp.ID("reindex-batch"), "10"),
+		chromedp.Click(chromedp.ID("reindex-start")))
+	b.WaitFor(t, "the copy with an ETA", `document.getElementById('reindex-job').dataset.step === 'copying' && document.querySelector('#reindex-job .eta').textContent.startsWith('ETA ')`, 30*time.Second)
+	id := browsertest.Eval[string](t, b, `document.getElementById('reindex-job').dataset.job`)
+	type jobStatus struct {
+		Step              string  `json:"step"`
+		Alias             string  `json:"alias"`
+		Paused            bool    `json:"paused"`
+		RequestsPerSecond float64 `json:"requests_per_second"`
+		CopyPercent       float64 `json:"copy_percent"`
+	}
+	var job jobStatus
+	api.getJSON("/admin/reindex/"+id, &job)
+	if job.Alias != alias || job.RequestsPerSecond != 10 {
+		t.Errorf("the job started in the page: %+v, want alias %s at 10 requests/s", job, alias)
+	}
+	if p := browsertest.Eval[string](t, b, `document.querySelector('#reindex-job .percent').textContent`); !strings.HasSuffix(p, " %") {
+		t.Errorf("copy progress shown as %q", p)
+	}
+
+	b.Do(t, "pause", 10*time.Second, chromedp.Click(chromedp.ID("reindex-pause")))
+	b.WaitFor(t, "paused", `document.getElementById('reindex-job').dataset.paused === 'true'`, 10*time.Second)
+	if api.getJSON("/admin/reindex/"+id, &job); !job.Paused {
+		t.Errorf("paused in the page, the API says %+v", job)
+	}
+	b.Do(t, "resume", 10*time.Second, chromedp.Click(chromedp.ID("reindex-resume")))
+	b.WaitFor(t, "resumed", `document.getElementById('reindex-job').dataset.paused === 'false'`, 10*time.Second)
+	b.Do(t, "rethrottle to unthrottled", 10*time.Second, chromedp.SendKeys(chromedp.ID("rethrottle-rate"), "-1"), chromedp.Click(chromedp.ID("reindex-rethrottle")))
+	b.WaitFor(t, "the new rate", `document.querySelector('#reindex-job .rate').textContent === 'unthrottled'`, 10*time.Second)
+	if api.getJSON("/admin/reindex/"+id, &job); job.RequestsPerSecond != -1 || job.Paused {
+		t.Errorf("rethrottled in the page, the API says %+v", job)
+	}
+	b.WaitFor(t, "the reindex to finish", `document.getElementById('reindex-job').dataset.step === 'done'`, 90*time.Second)
+	if got := browsertest.Eval[string](t, b, `document.querySelector('#reindex-job .percent').textContent`); got != "100.0 %" {
+		t.Errorf("a done copy shows %q", got)
+	}
+	b.Snapshot(t, "done")
+
+	b.Do(t, "roll back", 10*time.Second, chromedp.Click(chromedp.ID("reindex-rollback")))
+	b.WaitFor(t, "the rollback", `document.getElementById('reindex-job').dataset.step === 'rolled_back'`, 60*time.Second)
+	if api.getJSON("/admin/reindex/"+id, &job); job.Step != "rolled_back" {
+		t.Errorf("rolled back in the page, the API says step %s", job.Step)
+	}
+	var list struct {
+		Jobs []struct{ ID, Step string } `json:"jobs"`
+	}
+	api.getJSON("/admin/reindex", &list)
+	shown := browsertest.Eval[[]string](t, b, `[...document.querySelectorAll('#reindex-history tbody tr')].map(r => r.dataset.job + ' ' + r.dataset.step)`)
+	var want []string
+	for _, j := range list.Jobs {
+		want = append(want, j.ID+" "+j.Step)
+	}
+	if len(want) != 1 || !slices.Equal(shown, want) {
+		t.Errorf("history shown = %v, want the API's runs %v", shown, want)
+	}
+	b.Snapshot(t, "rolled-back")
+	checkNoNullText(t, b)
+	if errs := b.TakeJSErrors(); len(errs) > 0 {
+		t.Errorf("the page logged errors: %v", errs)
 	}
 }

@@ -29,6 +29,9 @@ type Deps struct {
 	// Feed is true when the feed routes, /v1/users/{id}/feed/strategies
 	// and /v1/posts/{id}/fanout included, are served: shows the Feed view.
 	Feed bool
+	// ReindexAliases are the aliases the live reindex routes (/admin/reindex)
+	// can rebuild; when not empty, shows the Reindex view.
+	ReindexAliases []string
 	// Replicas is true when GET /v1/admin/replicas and
 	// /v1/admin/opensearch-endpoints are served: shows the Replicas view.
 	Replicas bool
@@ -54,6 +57,9 @@ func (d Deps) views() []string {
 	}
 	if d.Links {
 		views = append(views, "links")
+	}
+	if len(d.ReindexAliases) > 0 {
+		views = append(views, "reindex")
 	}
 	if d.Replicas {
 		views = append(views, "replicas")
@@ -94,6 +100,8 @@ type Meta struct {
 	Layouts    []string `json:"layouts"`
 	Presets    []Preset `json:"presets"`
 	MaxSize    int      `json:"max_size"`
+	// ReindexAliases are the aliases the Reindex view offers.
+	ReindexAliases []string `json:"reindex_aliases"`
 }
 
 func newMeta(d Deps) Meta {
@@ -109,12 +117,13 @@ func newMeta(d Deps) Meta {
 		}
 	}
 	return Meta{
-		Views:      d.views(),
-		Categories: catalog.Categories(),
-		Sorts:      query.Sorts(),
-		Layouts:    layouts,
-		Presets:    SeoulPresets(),
-		MaxSize:    query.MaxSize,
+		Views:          d.views(),
+		Categories:     catalog.Categories(),
+		Sorts:          query.Sorts(),
+		Layouts:        layouts,
+		Presets:        SeoulPresets(),
+		MaxSize:        query.MaxSize,
+		ReindexAliases: append([]string{}, d.ReindexAliases...),
 	}
 }
 

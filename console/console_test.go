@@ -170,7 +170,7 @@ func TestStaticFilesRedirectAndHeaders(t *testing.T) {
 // URLs and inline script, which the CSP would block and offline use forbids.
 func TestPagesLoadNothingFromOutside(t *testing.T) {
 	files := mustLoadStatic()
-	for _, name := range []string{"index.html", "app.js", "lib.js", "chart.js", "console.css", "views/search.js", "views/ops.js", "views/replicas.js", "views/links.js", "views/feed.js"} {
+	for _, name := range []string{"index.html", "app.js", "lib.js", "chart.js", "console.css", "views/search.js", "views/ops.js", "views/replicas.js", "views/links.js", "views/feed.js", "views/reindex.js"} {
 		f, ok := files[name]
 		if !ok {
 			t.Errorf("%s is not embedded", name)

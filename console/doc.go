@@ -4,8 +4,9 @@
 //
 //	GET /                   redirects to /console/
 //	GET /console/...        the embedded files under static/
-//	GET /console/api/meta   categories, sorts, layouts, location presets and
-//	                        the views this server can show
+//	GET /console/api/meta   categories, sorts, layouts, location presets, the
+//	                        aliases live reindex can rebuild and the views
+//	                        this server can show
 //	GET /console/api/ops    the process's baedal_* metrics: counters, gauges
 //	                        and histogram quantiles by metric name
 //

@@ -9,6 +9,7 @@ const VIEWS = [
   { id: 'search', title: 'Search', module: './views/search.js' },
   { id: 'feed', title: 'Feed', module: './views/feed.js' },
   { id: 'links', title: 'Links', module: './views/links.js', admin: true },
+  { id: 'reindex', title: 'Reindex', module: './views/reindex.js', admin: true },
   { id: 'replicas', title: 'Replicas', module: './views/replicas.js', admin: true },
   { id: 'ops', title: 'Ops', module: './views/ops.js' },
 ];

@@ -126,7 +126,7 @@ export function mount(root, { requestJSON }) {
         el('span', {}, 'reached', el('strong', { class: 'reached', text: `${p.reached.toLocaleString()} / ${p.followers.toLocaleString()}` }), ' followers'),
         el('span', {}, done ? `done in ${secs} s` : p.pending ? `fan-out job pending · ${secs} s` : `${secs} s`)),
       el('p', { class: 'muted note', text: how }),
-      lineChart([['reached', points]], { from: points[0].t, to: Math.max(points[points.length - 1].t, points[0].t + 1000), unit: 'followers' }));
+      el('div', { class: 'fanout-chart' }, lineChart([['reached', points]], { from: points[0].t, to: Math.max(points[points.length - 1].t, points[0].t + 1000), unit: 'followers' })));
     fanout.dataset.reached = String(p.reached);
     fanout.dataset.followers = String(p.followers);
     if (done) fanout.dataset.state = 'done';

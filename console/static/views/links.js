@@ -44,10 +44,10 @@ export function mount(root, { requestJSON, hasAdminToken }) {
     try {
       const r = await requestJSON('POST', `/v1/clicks/${encodeURIComponent(clickID.value.trim())}/resolve`);
       fail(null);
-      resolveResult.replaceChildren(
+      resolveResult.replaceChildren(el('div', { class: 'kv' },
         el('span', {}, 'deep link', el('strong', { class: 'deep-link', text: r.deep_link_url })),
         r.fallback_url ? el('span', {}, 'fallback', el('strong', { class: 'fallback', text: r.fallback_url })) : null,
-        el('span', { class: 'consumed', text: r.already_consumed ? 'already consumed before (a repeated resolution)' : 'first resolution: now consumed' }));
+        el('span', { class: 'consumed', text: r.already_consumed ? 'already consumed before (a repeated resolution)' : 'first resolution: now consumed' })));
       resolveResult.dataset.state = r.already_consumed ? 'again' : 'first';
     } catch (err) {
       fail(err);
@@ -84,14 +84,15 @@ export function mount(root, { requestJSON, hasAdminToken }) {
     const figures = [['compared', r.compared], ['equal', r.equal], ['different', r.different],
       ['missing in new', r.missing_in_new], ['errors', r.errors], ['skipped', r.skipped]];
     const fields = Object.entries(r.field_counts || {}).sort((a, b) => b[1] - a[1]);
-    report.replaceChildren(
+    // el() drops null children; replaceChildren would show them as "null".
+    report.replaceChildren(el('div', {},
       el('div', { class: 'kv' }, figures.map(([k, v]) => el('span', { dataset: { figure: k } }, k, el('strong', { text: v.toLocaleString() })))),
       fields.length ? el('p', { class: 'note' }, 'different fields: ', fields.map(([f, n]) => `${f} ×${n}`).join(', ')) : null,
       r.samples.length ? el('table', { class: 'grid-table samples' },
         el('thead', {}, el('tr', {}, ['click', 'field', 'old store', 'new store'].map((h) => el('th', { text: h })))),
         el('tbody', {}, r.samples.map((d) => el('tr', {},
           el('td', { text: d.click_id || '' }), el('td', { text: d.field }), el('td', { text: d.old }), el('td', { text: d.new })))))
-        : el('p', { class: 'muted note', text: 'no difference sampled' }));
+        : el('p', { class: 'muted note', text: 'no difference sampled' })));
     report.dataset.state = 'data';
   }
 
