@@ -190,7 +190,7 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 		"GET /v1/posts/{id}/fanout": {sample: "/v1/posts/" + p + "/fanout", cases: []hostileCase{
 			{target: "/v1/posts/0x1/fanout", status: 400, field: "id"},
 			{target: "/v1/posts/" + p + "/fanout?watch=1", status: 400, field: "watch"},
-			{target: "/v1/posts/999999999999/fanout", status: 404},
+			{target: "/v1/posts/999999999999/fanout", status: 404, field: "id"},
 		}},
 		"GET /v1/users/{id}/feed/strategies": {sample: "/v1/users/" + u + "/feed/strategies", cases: []hostileCase{
 			{target: "/v1/users/" + u + "/feed/strategies?limit=0", status: 400, field: "limit"},
