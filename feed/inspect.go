@@ -95,6 +95,10 @@ func (s *Service) decodedPosts(ctx context.Context, ids []int64) ([]Post, error)
 	return posts, nil
 }
 
+// MaxFanoutFollowers bounds the followers one GET /v1/posts/{id}/fanout
+// checks, so a public request costs at most this many ZSCOREs.
+const MaxFanoutFollowers = 50_000
+
 // FanoutProgress is how far one post's delivery got: the body of
 // GET /v1/posts/{id}/fanout.
 type FanoutProgress struct {
@@ -109,6 +113,9 @@ type FanoutProgress struct {
 	// them have the post in their timeline.
 	Followers int64 `json:"followers"`
 	Reached   int64 `json:"reached"`
+	// Truncated is true when the author has more than MaxFanoutFollowers
+	// followers: Followers and Reached count the first ones only.
+	Truncated bool `json:"truncated"`
 	// Pending is true while the post's outbox row exists: its fan-out job
 	// has not finished.
 	Pending   bool      `json:"pending"`
@@ -117,7 +124,7 @@ type FanoutProgress struct {
 
 // FanoutProgress counts the followers of the post's author whose timeline
 // holds the post, paging the followers from PostgreSQL and asking Redis one
-// page at a time (pipelined ZSCORE).
+// page at a time (pipelined ZSCORE), up to MaxFanoutFollowers.
 func (s *Service) FanoutProgress(ctx context.Context, postID int64) (FanoutProgress, error) {
 	post, err := s.GetPost(ctx, postID)
 	if err != nil {
@@ -161,6 +168,10 @@ func (s *Service) FanoutProgress(ctx context.Context, postID int64) (FanoutProgr
 		p.Followers += int64(len(followers))
 		after = followers[len(followers)-1]
 		if len(followers) < s.cfg.FollowerPageSize {
+			break
+		}
+		if p.Followers >= MaxFanoutFollowers {
+			p.Truncated = true
 			break
 		}
 	}

@@ -123,7 +123,7 @@ export function mount(root, { requestJSON }) {
     fanout.replaceChildren(
       el('div', { class: 'kv' },
         el('span', {}, 'post', el('strong', { text: p.post })),
-        el('span', {}, 'reached', el('strong', { class: 'reached', text: `${p.reached.toLocaleString()} / ${p.followers.toLocaleString()}` }), ' followers'),
+        el('span', {}, 'reached', el('strong', { class: 'reached', text: `${p.reached.toLocaleString()} / ${p.followers.toLocaleString()}` }), p.truncated ? ' followers (the first ones counted)' : ' followers'),
         el('span', {}, done ? `done in ${secs} s` : p.pending ? `fan-out job pending · ${secs} s` : `${secs} s`)),
       el('p', { class: 'muted note', text: how }),
       el('div', { class: 'fanout-chart' }, lineChart([['reached', points]], { from: points[0].t, to: Math.max(points[points.length - 1].t, points[0].t + 1000), unit: 'followers' })));

@@ -290,6 +290,8 @@ export function mount(root, { meta, getJSON }) {
         run(fillForm(shared)); // a shared or reloaded URL, or the back button
       } else if (!lastParams) {
         submit();
+      } else if (location.hash !== hashFor(lastParams)) {
+        history.replaceState(null, '', hashFor(lastParams)); // back from another view
       }
       f.q.focus();
     },
