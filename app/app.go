@@ -193,7 +193,6 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	// The contract of every route registered here (api/openapi.json); the
 	// tests fail when a route is missing from it.
 	srv.Handle("GET /openapi.json", api.ServeOpenAPI)
-	console.RegisterRoutes(srv, console.Deps{Search: true, Gatherer: reg, DefaultLayout: srch.DefaultKind})
 
 	// S2: live reindex, behind the admin token.
 	reindexCfg := cfg.Reindex
@@ -203,6 +202,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		return err
 	}
 	reindex.RegisterRoutes(ctx, srv, reindexer)
+	console.RegisterRoutes(srv, console.Deps{Search: true, Feed: true, Links: true, Replicas: true, ReindexAliases: reindexer.Aliases(),
+		Gatherer: reg, DefaultLayout: srch.DefaultKind})
 
 	// S3: reads that tolerate replica lag go to the replica C3 ranks best.
 	var linkReader linkstore.Reader

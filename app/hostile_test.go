@@ -187,6 +187,17 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 			{body: `{"authorId":` + u + `,"text":`, status: 400, field: "body"},
 		}},
 		"GET /v1/posts/{id}": {sample: "/v1/posts/" + p, cases: []hostileCase{{target: "/v1/posts/0x1", status: 400, field: "id"}}},
+		"GET /v1/posts/{id}/fanout": {sample: "/v1/posts/" + p + "/fanout", cases: []hostileCase{
+			{target: "/v1/posts/0x1/fanout", status: 400, field: "id"},
+			{target: "/v1/posts/" + p + "/fanout?watch=1", status: 400, field: "watch"},
+			{target: "/v1/posts/999999999999/fanout", status: 404, field: "id"},
+		}},
+		"GET /v1/users/{id}/feed/strategies": {sample: "/v1/users/" + u + "/feed/strategies", cases: []hostileCase{
+			{target: "/v1/users/" + u + "/feed/strategies?limit=0", status: 400, field: "limit"},
+			{target: "/v1/users/" + u + "/feed/strategies?limit=100000", status: 400, field: "limit"},
+			{target: "/v1/users/" + u + "/feed/strategies?before=5", status: 400, field: "before"},
+			{target: "/v1/users/-1/feed/strategies", status: 400, field: "id"},
+		}},
 		"GET /v1/users/{id}/feed": {sample: "/v1/users/" + u + "/feed", cases: []hostileCase{
 			{target: "/v1/users/" + u + "/feed?limit=-1", status: 400, field: "limit"},
 			{target: "/v1/users/" + u + "/feed?limit=abc", status: 400, field: "limit"},
@@ -217,6 +228,13 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 		"GET /v1/clicks/{id}":           {sample: "/v1/clicks/" + click.ClickID, cases: []hostileCase{{target: "/v1/clicks/zzz", status: 400, field: "id"}}},
 		"POST /v1/clicks/{id}/resolve":  {sample: "/v1/clicks/" + click.ClickID + "/resolve", cases: []hostileCase{{target: "/v1/clicks/zzz/resolve", status: 400, field: "id"}}},
 		"GET /v1/admin/links/migration": {sample: "/v1/admin/links/migration"},
+		"GET /v1/admin/links/memory": {sample: "/v1/admin/links/memory?records=3", cases: []hostileCase{
+			{target: "/v1/admin/links/memory?records=0", status: 400, field: "records"},
+			{target: "/v1/admin/links/memory?records=2001", status: 400, field: "records"},
+			{target: "/v1/admin/links/memory?records=1e3", status: 400, field: "records"},
+			{target: "/v1/admin/links/memory?records=%zz", status: 400, field: "records"},
+			{target: "/v1/admin/links/memory?keys=1", status: 400, field: "keys"},
+		}},
 		"PUT /v1/admin/links/migration": {sample: "/v1/admin/links/migration", cases: []hostileCase{
 			{body: `{"mode":1}`, status: 400, field: "mode"},
 			{body: `{"mode":"x\u0000"}`, status: 400, field: "mode"},

@@ -284,7 +284,7 @@ func TestOpenAPIRoundTripEveryRoute(t *testing.T) {
 
 	// The routes that need nothing stored.
 	for _, r := range []string{"/livez", "/healthz", "/metrics", "/openapi.json", "/console/api/meta", "/console/api/ops",
-		"/console/", "/console/app.js", "/console/console.css", "/console/favicon.svg", "/console/views/search.js"} {
+		"/console/", "/console/app.js", "/console/console.css", "/console/favicon.svg", "/console/views/search.js", "/console/views/replicas.js", "/console/views/links.js", "/console/views/feed.js", "/console/views/reindex.js"} {
 		route := "GET " + r
 		if strings.HasPrefix(r, "/console/") && !strings.HasPrefix(r, "/console/api/") {
 			route = "GET /console/"
@@ -436,6 +436,12 @@ func TestOpenAPIRoundTripEveryRoute(t *testing.T) {
 	})
 	c.do(apiCase{route: "GET /v1/users/{id}/feed", method: "GET", target: "/v1/users/" + b + "/feed?limit=0", status: []int{400}, specRejects: true})
 	c.do(apiCase{route: "GET /v1/users/{id}/feed", method: "GET", target: "/v1/users/" + b + "/feed?cursor=1", status: []int{400}, specRejects: true})
+	c.do(apiCase{route: "GET /v1/users/{id}/feed/strategies", method: "GET", target: "/v1/users/" + b + "/feed/strategies?limit=10", status: ok})
+	c.do(apiCase{route: "GET /v1/users/{id}/feed/strategies", method: "GET", target: "/v1/users/" + b + "/feed/strategies?limit=0", status: []int{400}, specRejects: true})
+	c.do(apiCase{route: "GET /v1/users/{id}/feed/strategies", method: "GET", target: "/v1/users/999999999999/feed/strategies", status: []int{404}})
+	c.do(apiCase{route: "GET /v1/posts/{id}/fanout", method: "GET", target: "/v1/posts/" + p + "/fanout", status: ok})
+	c.do(apiCase{route: "GET /v1/posts/{id}/fanout", method: "GET", target: "/v1/posts/0x1/fanout", status: []int{400}, specRejects: true})
+	c.do(apiCase{route: "GET /v1/posts/{id}/fanout", method: "GET", target: "/v1/posts/999999999999/fanout", status: []int{404}})
 	c.do(apiCase{route: "GET /api/v1/feeds", method: "GET", target: "/api/v1/feeds?user-id=" + b + "&limit=5", status: ok})
 	c.do(apiCase{route: "GET /api/v1/feeds", method: "GET", target: "/api/v1/feeds", status: []int{400}, specRejects: true})
 	c.do(apiCase{route: "GET /api/v1/feeds", method: "GET", target: "/api/v1/feeds?user-id=999999999999", status: []int{404}})
@@ -475,6 +481,9 @@ func TestOpenAPIRoundTripEveryRoute(t *testing.T) {
 	c.do(apiCase{route: "POST /v1/clicks/{id}/resolve", method: "POST", target: "/v1/clicks/" + short.ClickID + "/resolve", status: []int{410, 404}})
 	c.do(apiCase{route: "GET /v1/admin/links/migration", method: "GET", target: "/v1/admin/links/migration", status: ok})
 	c.do(apiCase{route: "GET /v1/admin/links/migration", method: "GET", target: "/v1/admin/links/migration", noToken: true, status: []int{401}, specRejects: true})
+	c.do(apiCase{route: "GET /v1/admin/links/memory", method: "GET", target: "/v1/admin/links/memory?records=5", status: ok})
+	c.do(apiCase{route: "GET /v1/admin/links/memory", method: "GET", target: "/v1/admin/links/memory?records=0", status: []int{400}, specRejects: true})
+	c.do(apiCase{route: "GET /v1/admin/links/memory", method: "GET", target: "/v1/admin/links/memory", noToken: true, status: []int{401}, specRejects: true})
 	var migration struct {
 		Mode        string   `json:"mode"`
 		AllowedNext []string `json:"allowed_next"`

@@ -19,6 +19,7 @@ import (
 	"github.com/baedal/baedal/backend"
 	"github.com/baedal/baedal/catalog"
 	"github.com/baedal/baedal/indexer"
+	"github.com/baedal/baedal/internal/browsertest"
 	"github.com/baedal/baedal/internal/osapi"
 	"github.com/baedal/baedal/internal/stacktest"
 	"github.com/baedal/baedal/layout"
@@ -42,17 +43,17 @@ const (
 // the nested comparison, a bad request's error, and the Ops view.
 func TestConsoleInChromium(t *testing.T) {
 	st := stacktest.Require(t)
-	chromium := requireChromium(t)
+	chromium := browsertest.RequireChromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
 	fx := startConsoleServer(t, ctx, st)
 	base := fx.base
-	b := newBrowser(t, chromium)
-	b.screenshotOnFailure(t)
+	b := browsertest.New(t, chromium)
+	b.ScreenshotOnFailure(t)
 
 	// Open the console the way a person does: the root redirects to it.
-	b.do(t, "open the console", 30*time.Second, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.ID("search-form")))
+	b.Do(t, "open the console", 30*time.Second, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.ID("search-form")))
 	if u := eval[string](t, b, `location.pathname`); u != "/console/" {
 		t.Errorf("/ led to %q, want /console/", u)
 	}
@@ -63,17 +64,17 @@ func TestConsoleInChromium(t *testing.T) {
 
 	// The page opens with a first search around the first preset (강남역):
 	// every card shows its distance.
-	b.waitFor(t, "the first search around 강남역", shownQuery(url.Values{"lat": {"37.4979"}, "lon": {"127.0276"}}), 20*time.Second)
+	b.WaitFor(t, "the first search around 강남역", shownQuery(url.Values{"lat": {"37.4979"}, "lon": {"127.0276"}}), 20*time.Second)
 	if n := eval[int](t, b, `[...document.querySelectorAll('#results .shop-card')].filter(c => !c.querySelector('.distance')).length`); n != 0 {
 		t.Errorf("%d cards around 강남역 show no distance", n)
 	}
-	b.snapshot(t, "open")
+	b.Snapshot(t, "open")
 
 	// Search anywhere in Seoul for 치킨, typed into the box.
-	b.do(t, "pick 'anywhere'", 10*time.Second, choose("location", ""))
-	b.do(t, "type 치킨 and search", 10*time.Second,
+	b.Do(t, "pick 'anywhere'", 10*time.Second, choose("location", ""))
+	b.Do(t, "type 치킨 and search", 10*time.Second,
 		chromedp.SendKeys(chromedp.ID("q"), "치킨"), chromedp.Click(chromedp.ID("search-button")))
-	b.waitFor(t, "results of 치킨", shownQuery(url.Values{"q": {"치킨"}}), 20*time.Second)
+	b.WaitFor(t, "results of 치킨", shownQuery(url.Values{"q": {"치킨"}}), 20*time.Second)
 	relevance := shownShopIDs(t, b)
 	wantRelevance := apiShopIDs(t, base, url.Values{"q": {"치킨"}})
 	if len(relevance) == 0 || !slices.Equal(relevance, wantRelevance) {
@@ -86,17 +87,21 @@ func TestConsoleInChromium(t *testing.T) {
 	if len(marks) == 0 || !slices.Contains(marks, "치킨") {
 		t.Errorf("highlighted words in matched menus = %v, want 치킨 among them", marks)
 	}
-	b.snapshot(t, "search")
+	b.Snapshot(t, "search")
 
 	// Sort by delivery fee: the order changes, to the API's order.
-	b.do(t, "sort by delivery_fee", 10*time.Second, choose("sort", "delivery_fee"))
-	b.waitFor(t, "results sorted by delivery_fee", shownQuery(url.Values{"q": {"치킨"}, "sort": {"delivery_fee"}}), 20*time.Second)
+	b.Do(t, "sort by delivery_fee", 10*time.Second, choose("sort", "delivery_fee"))
+	b.WaitFor(t, "results sorted by delivery_fee", shownQuery(url.Values{"q": {"치킨"}, "sort": {"delivery_fee"}}), 20*time.Second)
 	byFee := shownShopIDs(t, b)
 	if want := apiShopIDs(t, base, url.Values{"q": {"치킨"}, "sort": {"delivery_fee"}}); !slices.Equal(byFee, want) {
 		t.Errorf("shown shops by delivery_fee = %v, want the API's order %v", byFee, want)
 	}
 	if slices.Equal(byFee, relevance) {
 		t.Errorf("sorting by delivery_fee did not change the order %v", byFee)
+	}
+	// The URL holds the request on screen, to be shared or reloaded.
+	if got := hashParams(t, b); !slices.Equal(got, []string{"q=치킨", "sort=delivery_fee"}) {
+		t.Errorf("location hash parameters = %v, want [q=치킨 sort=delivery_fee]", got)
 	}
 	fees := eval[[]string](t, b, `[...document.querySelectorAll('#results .shop-card .fee')].map(e => e.textContent)`)
 	if !slices.IsSortedFunc(fees, func(a, b string) int { return won(t, a) - won(t, b) }) {
@@ -113,14 +118,14 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	newMinutes := oldMinutes%60 + 61 // differs from any generated estimate
 	fx.setDeliveryMinutes(ctx, first, newMinutes)
-	b.waitFor(t, "the live update", fmt.Sprintf(`(() => {
+	b.WaitFor(t, "the live update", fmt.Sprintf(`(() => {
 		const m = document.querySelector('.shop-card[data-shop-id="%d"] .minutes');
 		return m !== null && m.textContent === '%d min' && m.classList.contains('changed');
 	})()`, first, newMinutes), 15*time.Second)
 
 	// Compare with the nested baseline: both plans' steps side by side.
-	b.do(t, "toggle the nested comparison", 10*time.Second, chromedp.Click(chromedp.ID("compare")))
-	b.waitFor(t, "every layout's step timings", `document.querySelectorAll('#timings .plan').length === 3 && document.getElementById('results').dataset.state === 'done'`, 20*time.Second)
+	b.Do(t, "toggle the nested comparison", 10*time.Second, chromedp.Click(chromedp.ID("compare")))
+	b.WaitFor(t, "every layout's step timings", `document.querySelectorAll('#timings .plan').length === 3 && document.getElementById('results').dataset.state === 'done'`, 20*time.Second)
 	compared := []string{"split", "nested"}
 	if slices.Contains(fx.kinds, layout.Hot) {
 		compared = append(compared, "hot")
@@ -142,12 +147,12 @@ func TestConsoleInChromium(t *testing.T) {
 	if got := eval[string](t, b, `document.getElementById('equivalence').className`); got != "same" {
 		t.Errorf("the page says the layouts differ (%q); with no updates running they must agree", got)
 	}
-	b.snapshot(t, "compare")
+	b.Snapshot(t, "compare")
 
 	// Stored text is shown as text, never run as HTML.
-	b.do(t, "search the hostile shop", 10*time.Second, clearInput("q"),
+	b.Do(t, "search the hostile shop", 10*time.Second, clearInput("q"),
 		chromedp.SendKeys(chromedp.ID("q"), "xsscheck"), chromedp.Click(chromedp.ID("search-button")))
-	b.waitFor(t, "results of xsscheck", shownQuery(url.Values{"q": {"xsscheck"}, "sort": {"delivery_fee"}}), 20*time.Second)
+	b.WaitFor(t, "results of xsscheck", shownQuery(url.Values{"q": {"xsscheck"}, "sort": {"delivery_fee"}}), 20*time.Second)
 	if got := eval[string](t, b, `document.querySelector('#results .shop-name').textContent`); got != hostileShopName {
 		t.Errorf("shop name shown as %q, want the literal text %q", got, hostileShopName)
 	}
@@ -162,11 +167,11 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 
 	// A bad request: the API's problem is shown in words, naming the field.
-	b.do(t, "enter an impossible price range", 10*time.Second,
+	b.Do(t, "enter an impossible price range", 10*time.Second,
 		clearInput("q"), chromedp.SendKeys(chromedp.ID("q"), "치킨"),
 		chromedp.SendKeys(chromedp.ID("min_price"), "20000"), chromedp.SendKeys(chromedp.ID("max_price"), "1000"),
 		chromedp.Click(chromedp.ID("search-button")))
-	b.waitFor(t, "the error", `document.getElementById('results').dataset.state === 'error'`, 20*time.Second)
+	b.WaitFor(t, "the error", `document.getElementById('results').dataset.state === 'error'`, 20*time.Second)
 	problem := eval[string](t, b, `document.getElementById('search-problem').innerText`)
 	for _, want := range []string{"invalid request (400)", "20000 is greater than max_price 1000", "field: min_price"} {
 		if !strings.Contains(problem, want) {
@@ -183,13 +188,39 @@ func TestConsoleInChromium(t *testing.T) {
 	if !strings.Contains(allowed, "field: sort") || !strings.Contains(allowed, "allowed: relevance, distance, delivery_minutes, rating, delivery_fee, eta") {
 		t.Errorf("a problem with allowed values renders as %q", allowed)
 	}
-	b.snapshot(t, "error")
+	b.Snapshot(t, "error")
+
+	// A shared URL, opened in a new page load: the form is filled from it
+	// and the search it names runs, with the comparison it asks for.
+	shared := url.Values{"q": {"피자"}, "sort": {"rating"}, "lat": {"37.5563"}, "lon": {"126.9236"}, "open_now": {"true"}}
+	b.Do(t, "open a shared search URL", 30*time.Second,
+		chromedp.Navigate("about:blank"), chromedp.Navigate(base+"/console/#search?"+shared.Encode()+"&compare=1"),
+		chromedp.WaitVisible(chromedp.ID("search-form")))
+	b.WaitFor(t, "the shared search", shownQuery(shared)+` && document.querySelectorAll('#timings .plan').length === 3`, 20*time.Second)
+	if got, want := shownShopIDs(t, b), apiShopIDs(t, base, shared); len(want) == 0 || !slices.Equal(got, want) {
+		t.Errorf("shops shown for the shared URL = %v, want the API's %v", got, want)
+	}
+	form := eval[[]string](t, b, `[document.getElementById('q').value, document.getElementById('sort').value,
+		document.getElementById('location').selectedOptions[0].textContent, String(document.getElementById('open_now').checked),
+		String(document.getElementById('compare').checked)]`)
+	if want := []string{"피자", "rating", "홍대입구 (37.5563, 126.9236)", "true", "true"}; !slices.Equal(form, want) {
+		t.Errorf("form after opening the shared URL = %q, want %q", form, want)
+	}
+	// A location that is no preset is kept as it was shared; a new hash in
+	// the same page (a pasted URL, the back button) runs its search.
+	odd := url.Values{"q": {"치킨"}, "lat": {"37.51"}, "lon": {"127.01"}}
+	b.Do(t, "open a shared URL with another location", 30*time.Second, chromedp.Navigate(base+"/console/#search?"+odd.Encode()))
+	b.WaitFor(t, "the search at the shared location", shownQuery(odd), 20*time.Second)
+	if got, want := shownShopIDs(t, b), apiShopIDs(t, base, odd); len(want) == 0 || !slices.Equal(got, want) {
+		t.Errorf("shops shown at the shared location = %v, want the API's %v", got, want)
+	}
+	b.Snapshot(t, "shared")
 
 	// Ops: live charts from the server's metrics; searches made while the
 	// page polls show up as search latency, a metric nobody reports as
 	// "no data".
-	b.do(t, "open Ops", 10*time.Second, chromedp.Click(chromedp.CSS(`#nav a[data-view=ops]`)), chromedp.WaitVisible(chromedp.ID("panel-search")))
-	b.waitFor(t, "the first ops poll", `document.getElementById('panel-search').dataset.state !== undefined && document.getElementById('panel-lag').dataset.state === 'nodata'`, 10*time.Second)
+	b.Do(t, "open Ops", 10*time.Second, chromedp.Click(chromedp.CSS(`#nav a[data-view=ops]`)), chromedp.WaitVisible(chromedp.ID("panel-search")))
+	b.WaitFor(t, "the first ops poll", `document.getElementById('panel-search').dataset.state !== undefined && document.getElementById('panel-lag').dataset.state === 'nodata'`, 10*time.Second)
 	before := fx.searches()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
@@ -215,9 +246,9 @@ func TestConsoleInChromium(t *testing.T) {
 	if got := eval[string](t, b, `document.getElementById('panel-event-rate').dataset.state`); got != "data" {
 		t.Errorf("event rate panel state = %q, want data (the catalog load counted events)", got)
 	}
-	b.snapshot(t, "ops")
+	b.Snapshot(t, "ops")
 
-	if errs := b.takeJSErrors(); len(errs) > 0 {
+	if errs := b.TakeJSErrors(); len(errs) > 0 {
 		t.Errorf("the page logged errors: %v", errs)
 	}
 }
@@ -354,7 +385,7 @@ func shownQuery(want url.Values) string {
 	})()`, want.Encode())
 }
 
-func shownShopIDs(t *testing.T, b *browser) []int64 {
+func shownShopIDs(t *testing.T, b *browsertest.Browser) []int64 {
 	t.Helper()
 	ids := eval[[]string](t, b, `[...document.querySelectorAll('#results .shop-card')].map(c => c.dataset.shopId)`)
 	out := make([]int64, len(ids))
@@ -433,4 +464,21 @@ func choose(id, value string) chromedp.Action[chromedp.Void] {
 // value attribute, not what the input holds once typed into).
 func clearInput(id string) chromedp.Action[chromedp.Void] {
 	return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.getElementById(%q).value = ''`, id))
+}
+
+// eval evaluates a JavaScript expression in b's page into T.
+func eval[T any](t *testing.T, b *browsertest.Browser, expr string) T {
+	t.Helper()
+	return browsertest.Eval[T](t, b, expr)
+}
+
+// hashParams is the page's location hash (#search?…) as sorted, decoded
+// key=value pairs.
+func hashParams(t *testing.T, b *browsertest.Browser) []string {
+	t.Helper()
+	return eval[[]string](t, b, `(() => {
+		const at = location.hash.indexOf('?');
+		if (!location.hash.startsWith('#search') || at < 0) return [];
+		return [...new URLSearchParams(location.hash.slice(at + 1))].map(([k, v]) => k + '=' + v).sort();
+	})()`)
 }

@@ -26,6 +26,18 @@ var staticFiles embed.FS
 type Deps struct {
 	// Search is true when GET /v1/search is served: shows the Search view.
 	Search bool
+	// Feed is true when the feed routes, /v1/users/{id}/feed/strategies
+	// and /v1/posts/{id}/fanout included, are served: shows the Feed view.
+	Feed bool
+	// ReindexAliases are the aliases the live reindex routes (/admin/reindex)
+	// can rebuild; when not empty, shows the Reindex view.
+	ReindexAliases []string
+	// Replicas is true when GET /v1/admin/replicas and
+	// /v1/admin/opensearch-endpoints are served: shows the Replicas view.
+	Replicas bool
+	// Links is true when the click routes and /v1/admin/links/migration and
+	// /v1/admin/links/memory are served: shows the Links view.
+	Links bool
 	// Gatherer is read by /console/api/ops (usually the server's registry);
 	// nil hides the Ops view and makes the endpoint answer 404.
 	Gatherer prometheus.Gatherer
@@ -39,6 +51,18 @@ func (d Deps) views() []string {
 	views := []string{}
 	if d.Search {
 		views = append(views, "search")
+	}
+	if d.Feed {
+		views = append(views, "feed")
+	}
+	if d.Links {
+		views = append(views, "links")
+	}
+	if len(d.ReindexAliases) > 0 {
+		views = append(views, "reindex")
+	}
+	if d.Replicas {
+		views = append(views, "replicas")
 	}
 	if d.Gatherer != nil {
 		views = append(views, "ops")
@@ -76,6 +100,8 @@ type Meta struct {
 	Layouts    []string `json:"layouts"`
 	Presets    []Preset `json:"presets"`
 	MaxSize    int      `json:"max_size"`
+	// ReindexAliases are the aliases the Reindex view offers.
+	ReindexAliases []string `json:"reindex_aliases"`
 }
 
 func newMeta(d Deps) Meta {
@@ -91,12 +117,13 @@ func newMeta(d Deps) Meta {
 		}
 	}
 	return Meta{
-		Views:      d.views(),
-		Categories: catalog.Categories(),
-		Sorts:      query.Sorts(),
-		Layouts:    layouts,
-		Presets:    SeoulPresets(),
-		MaxSize:    query.MaxSize,
+		Views:          d.views(),
+		Categories:     catalog.Categories(),
+		Sorts:          query.Sorts(),
+		Layouts:        layouts,
+		Presets:        SeoulPresets(),
+		MaxSize:        query.MaxSize,
+		ReindexAliases: append([]string{}, d.ReindexAliases...),
 	}
 }
 

@@ -76,6 +76,34 @@ func TestMetaListsTheServersDefaultLayoutFirst(t *testing.T) {
 	}
 }
 
+// A view is listed exactly when the server serves its routes, and the page
+// (app.js) shows the nav in this order.
+func TestMetaListsAViewOnlyWithItsRoutes(t *testing.T) {
+	for _, c := range []struct {
+		deps Deps
+		want []string
+	}{
+		{Deps{}, []string{}},
+		{Deps{Feed: true}, []string{"feed"}},
+		{Deps{ReindexAliases: []string{"shops"}, Replicas: true}, []string{"reindex", "replicas"}},
+		{Deps{Search: true, Feed: true, Links: true, ReindexAliases: []string{"shops", "menus"}, Replicas: true, Gatherer: prometheus.NewRegistry()},
+			[]string{"search", "feed", "links", "reindex", "replicas", "ops"}},
+	} {
+		ts := newTestServer(t, c.deps)
+		_, body := get(t, ts.Client(), ts.URL+"/console/api/meta")
+		var meta Meta
+		if err := json.Unmarshal(body, &meta); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(meta.Views, c.want) {
+			t.Errorf("deps %+v: views = %v, want %v", c.deps, meta.Views, c.want)
+		}
+		if !slices.Equal(meta.ReindexAliases, c.deps.ReindexAliases) && len(c.deps.ReindexAliases)+len(meta.ReindexAliases) > 0 {
+			t.Errorf("reindex aliases = %v, want %v", meta.ReindexAliases, c.deps.ReindexAliases)
+		}
+	}
+}
+
 func TestMetaListsCategoriesSortsPresetsAndViews(t *testing.T) {
 	ts := newTestServer(t, Deps{Search: true, Gatherer: prometheus.NewRegistry()})
 	resp, body := get(t, ts.Client(), ts.URL+"/console/api/meta")
@@ -170,7 +198,7 @@ func TestStaticFilesRedirectAndHeaders(t *testing.T) {
 // URLs and inline script, which the CSP would block and offline use forbids.
 func TestPagesLoadNothingFromOutside(t *testing.T) {
 	files := mustLoadStatic()
-	for _, name := range []string{"index.html", "app.js", "lib.js", "chart.js", "console.css", "views/search.js", "views/ops.js"} {
+	for _, name := range []string{"index.html", "app.js", "lib.js", "chart.js", "console.css", "views/search.js", "views/ops.js", "views/replicas.js", "views/links.js", "views/feed.js", "views/reindex.js"} {
 		f, ok := files[name]
 		if !ok {
 			t.Errorf("%s is not embedded", name)

@@ -4,8 +4,9 @@
 //
 //	GET /                   redirects to /console/
 //	GET /console/...        the embedded files under static/
-//	GET /console/api/meta   categories, sorts, layouts, location presets and
-//	                        the views this server can show
+//	GET /console/api/meta   categories, sorts, layouts, location presets, the
+//	                        aliases live reindex can rebuild and the views
+//	                        this server can show
 //	GET /console/api/ops    the process's baedal_* metrics: counters, gauges
 //	                        and histogram quantiles by metric name
 //
@@ -29,6 +30,15 @@
 // The nav shows a view only when /console/api/meta lists its id in "views",
 // so a view appears exactly when its endpoints exist: add a boolean to Deps
 // (e.g. Feed, set by app when the feed routes are registered) and one line to
-// Deps.views. ctx gives the view the meta object, getJSON (which turns
-// problem bodies into errors carrying the problem) and showProblem.
+// Deps.views. ctx gives the view the meta object, getJSON and requestJSON
+// (which turn problem bodies into errors carrying the problem),
+// hasAdminToken and showProblem. A view of admin routes is marked admin in
+// VIEWS: the page then shows the admin token box, and requestJSON(...,
+// {admin: true}) sends the token, which lib.js keeps in memory only (never
+// in storage, a cookie or the URL); the view hears of a new token by the
+// 'admintoken' event on window.
+//
+// The views are Search, Feed, Links, Reindex, Replicas and Ops; the search
+// view keeps its request in the location hash (#search?q=…), so a result
+// page can be shared and reloaded.
 package console

@@ -27,6 +27,8 @@ const maxRequestBytes = 64 << 10
 //	POST   /v1/posts                         {authorId, text} → 201 Post
 //	GET    /v1/posts/{id}                    → Post
 //	GET    /v1/users/{id}/feed?limit=&before= → Page
+//	GET    /v1/users/{id}/feed/strategies?limit= → the newest page by pull, push and hybrid (StrategiesView)
+//	GET    /v1/posts/{id}/fanout             → FanoutProgress: followers whose timeline holds the post
 //
 // and the compatibility routes of the write-up's load scripts:
 //
@@ -45,6 +47,8 @@ func RegisterRoutes(s *api.Server, svc *Service) {
 	s.Handle("POST /v1/posts", h.createPost)
 	s.Handle("GET /v1/posts/{id}", h.getPost)
 	s.Handle("GET /v1/users/{id}/feed", h.feed)
+	s.Handle("GET /v1/users/{id}/feed/strategies", h.feedStrategies)
+	s.Handle("GET /v1/posts/{id}/fanout", h.postFanout)
 	s.Handle("GET /api/v1/feeds", h.compatFeed)
 	s.Handle("POST /api/v1/tweets", h.compatTweet)
 }

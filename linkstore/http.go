@@ -24,12 +24,14 @@ const MaxClickBodyBytes = 16 << 10
 //	POST /v1/clicks/{id}/resolve      the deep link; marks it consumed, says if it already was; 410 once expired
 //	GET  /v1/admin/links/migration    mode, allowed next modes, shadow-read report (admin)
 //	PUT  /v1/admin/links/migration    {"mode": "..."} switches the mode (admin)
+//	GET  /v1/admin/links/memory       ?records=N: bytes per record of every format in Redis (admin)
 func RegisterRoutes(s *api.Server, svc *Service) {
 	s.Handle("POST /v1/clicks", svc.handlePost)
 	s.Handle("GET /v1/clicks/{id}", svc.handleGet)
 	s.Handle("POST /v1/clicks/{id}/resolve", svc.handleResolve)
 	s.HandleAdmin("GET /v1/admin/links/migration", svc.handleGetMigration)
 	s.HandleAdmin("PUT /v1/admin/links/migration", svc.handlePutMigration)
+	s.HandleAdmin("GET /v1/admin/links/memory", svc.handleGetMemory)
 }
 
 // postClickResponse is the body of a 201 from POST /v1/clicks.

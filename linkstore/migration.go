@@ -175,6 +175,8 @@ type Service struct {
 
 	writes, shadowResults *prometheus.CounterVec
 	dualWriteErrors       prometheus.Counter
+
+	mem memoryCodecs // the codecs of the memory report
 }
 
 type shadowJob struct {

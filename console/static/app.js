@@ -1,11 +1,16 @@
 // The console shell: reads /console/api/meta, shows a nav entry for each
 // view the server lists there, and mounts a view when its tab is opened
-// (location hash #<id>). To add a view, add one entry here and one module
+// (location hash #<id>, or #<id>?<state> for a view that keeps its state in
+// the URL, like the search view). To add a view, add one entry here and one module
 // under views/ (see the package doc of console).
-import { el, getJSON, showProblem } from './lib.js';
+import { el, getJSON, requestJSON, setAdminToken, hasAdminToken, showProblem } from './lib.js';
 
 const VIEWS = [
   { id: 'search', title: 'Search', module: './views/search.js' },
+  { id: 'feed', title: 'Feed', module: './views/feed.js' },
+  { id: 'links', title: 'Links', module: './views/links.js', admin: true },
+  { id: 'reindex', title: 'Reindex', module: './views/reindex.js', admin: true },
+  { id: 'replicas', title: 'Replicas', module: './views/replicas.js', admin: true },
   { id: 'ops', title: 'Ops', module: './views/ops.js' },
 ];
 
@@ -27,9 +32,21 @@ async function start() {
   for (const v of views) {
     nav.append(el('a', { text: v.title, attrs: { href: '#' + v.id }, dataset: { view: v.id } }));
   }
-  const ctx = { meta, getJSON, showProblem };
+  // Views that read admin routes take the token from the header's box;
+  // it is kept in lib.js's memory only, and views hear of a new one by the
+  // 'admintoken' event on window.
+  if (views.some((v) => v.admin)) {
+    const box = document.getElementById('admin-token');
+    document.getElementById('admin').hidden = false;
+    box.addEventListener('change', () => {
+      setAdminToken(box.value);
+      window.dispatchEvent(new Event('admintoken'));
+    });
+  }
+  const ctx = { meta, getJSON, requestJSON, hasAdminToken, showProblem };
   const open = async () => {
-    const wanted = views.find((v) => '#' + v.id === location.hash) || views[0];
+    const id = location.hash.slice(1).split('?')[0];
+    const wanted = views.find((v) => v.id === id) || views[0];
     if (!wanted) {
       document.getElementById('loading').textContent = 'This server serves no console views.';
       return;

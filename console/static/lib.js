@@ -34,22 +34,43 @@ export class ProblemError extends Error {
   }
 }
 
+// The admin token, entered in the page header, lives only in this
+// module's memory: never in localStorage, sessionStorage, a cookie or the
+// URL, so a reload or a new tab forgets it.
+let adminToken = '';
+
+// setAdminToken replaces the token sent with admin requests.
+export function setAdminToken(token) { adminToken = String(token || '').trim(); }
+
+// hasAdminToken reports whether a token was entered.
+export function hasAdminToken() { return adminToken !== ''; }
+
 // getJSON fetches url and returns its JSON body, or throws a ProblemError
 // (an API error, or a network failure as a problem of status 0).
 export async function getJSON(url, signal) {
+  return requestJSON('GET', url, { signal });
+}
+
+// requestJSON sends method to url with an optional JSON body; admin adds
+// the admin token (Authorization: Bearer). It returns the JSON body (null
+// for 204) or throws a ProblemError, as getJSON.
+export async function requestJSON(method, url, { body, admin = false, signal } = {}) {
+  const headers = { Accept: 'application/json' };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (admin) headers.Authorization = 'Bearer ' + adminToken;
   let resp;
   try {
-    resp = await fetch(url, { signal, headers: { Accept: 'application/json' } });
+    resp = await fetch(url, { method, signal, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   } catch (err) {
     if (err.name === 'AbortError') throw err;
     throw new ProblemError(0, { title: 'server unreachable', detail: `${url}: ${err.message}` });
   }
   const type = resp.headers.get('Content-Type') || '';
-  const body = type.includes('json') ? await resp.json().catch(() => null) : null;
+  const answer = type.includes('json') ? await resp.json().catch(() => null) : null;
   if (!resp.ok) {
-    throw new ProblemError(resp.status, body || { title: `HTTP ${resp.status}`, detail: `${url} answered ${resp.status} ${resp.statusText}` });
+    throw new ProblemError(resp.status, answer || { title: `HTTP ${resp.status}`, detail: `${url} answered ${resp.status} ${resp.statusText}` });
   }
-  return body;
+  return answer;
 }
 
 // showProblem renders err into box in words: title, detail, the field at

@@ -1,7 +1,12 @@
 // Search view: a form over GET /v1/search (every parameter the API takes),
 // results as shop cards with matched menus, a live refresh every 2 s while
-// the tab is visible (changed values flash), and a comparison with the
-// nested baseline showing both plans' step timings side by side.
+// the tab is visible (changed values flash), and a comparison of every
+// layout (the default one first) with their step timings side by side.
+//
+// The location hash holds the request (#search?q=치킨&sort=eta&compare=1):
+// the API parameters as sent, plus compare=1 when the comparison is on, so
+// a result page can be shared and reloaded. Opening such a URL fills the
+// form from it and runs it.
 import { el, highlighted, showProblem } from '../lib.js';
 
 export const title = 'Search';
@@ -53,7 +58,7 @@ export function mount(root, { meta, getJSON }) {
       label('page size', f.size)),
     el('div', { class: 'row toggles' },
       el('label', { class: 'check' }, live, 'live: re-run every 2 s'),
-      el('label', { class: 'check' }, compare, 'compare with the nested baseline (step timings side by side)')));
+      el('label', { class: 'check' }, compare, `compare every layout side by side (${meta.layouts.join(', ')}: step timings)`)));
 
   const problemBox = el('div', { class: 'problem', attrs: { id: 'search-problem', role: 'alert' } });
   problemBox.hidden = true;
@@ -92,7 +97,57 @@ export function mount(root, { meta, getJSON }) {
     return p;
   }
 
+  // hashFor is the location hash of a search: its parameters, and
+  // compare=1 when the layouts are compared.
+  function hashFor(params) {
+    const p = new URLSearchParams(params);
+    if (compare.checked) p.set('compare', '1');
+    const query = p.toString();
+    return '#search' + (query ? '?' + query : '');
+  }
+
+  // fillForm sets the form from the parameters of a shared URL; a location
+  // that is no preset becomes an option of its own. It returns the API
+  // parameters (compare removed).
+  function fillForm(hashParams) {
+    const p = new URLSearchParams(hashParams);
+    compare.checked = p.get('compare') === '1';
+    p.delete('compare');
+    f.q.value = p.get('q') || '';
+    const lat = p.get('lat'), lon = p.get('lon');
+    f.location.value = '';
+    if (lat !== null && lon !== null) {
+      let i = meta.presets.findIndex((pr) => String(pr.lat) === lat && String(pr.lon) === lon);
+      if (i < 0) {
+        meta.presets.push({ name: 'shared location', lat: Number(lat), lon: Number(lon) });
+        i = meta.presets.length - 1;
+        f.location.append(option(String(i), `shared location (${lat}, ${lon})`));
+      }
+      f.location.value = String(i);
+    }
+    f.open_now.checked = p.get('open_now') === 'true';
+    f.category.value = p.get('category') || '';
+    for (const [name] of NUMBER_FILTERS) f[name].value = p.get(name) || '';
+    f.sort.value = p.get('sort') || 'relevance';
+    const size = p.get('size') || '20';
+    if (![...f.size.options].some((o) => o.value === size)) f.size.append(option(size, `${size} per page`));
+    f.size.value = size;
+    page = Math.max(1, Number(p.get('page')) || 1);
+    return p;
+  }
+
+  // fromHash is the part of the location hash after "#search?".
+  const fromHash = () => {
+    const at = location.hash.indexOf('?');
+    return location.hash.startsWith('#search?') && at >= 0 ? location.hash.slice(at + 1) : '';
+  };
+
   async function run(params, { isLive = false } = {}) {
+    if (!isLive && location.hash !== hashFor(params)) {
+      // replaceState: the URL follows the form without a hashchange, so
+      // the shell does not reopen the view.
+      history.replaceState(null, '', hashFor(params));
+    }
     inFlight?.abort();
     const ctl = new AbortController();
     inFlight = ctl;
@@ -230,7 +285,14 @@ export function mount(root, { meta, getJSON }) {
   return {
     show() {
       visible = true;
-      if (!lastParams) submit();
+      const shared = fromHash();
+      if (shared && (!lastParams || hashFor(lastParams) !== location.hash)) {
+        run(fillForm(shared)); // a shared or reloaded URL, or the back button
+      } else if (!lastParams) {
+        submit();
+      } else if (location.hash !== hashFor(lastParams)) {
+        history.replaceState(null, '', hashFor(lastParams)); // back from another view
+      }
       f.q.focus();
     },
     hide() { visible = false; },

@@ -1,4 +1,11 @@
-package console
+// Package browsertest drives a real headless Chromium for the console's
+// browser tests: it finds (or installs) the browser, starts it with a fresh
+// profile, evaluates JavaScript, polls predicates, collects page errors and
+// saves screenshots of failed tests.
+//
+// Invariant: a test that cannot get a browser fails in CI and is skipped
+// locally (testenv.Unavailable).
+package browsertest
 
 import (
 	"context"
@@ -24,10 +31,10 @@ const chromiumPath = "/usr/bin/chromium"
 // and a Korean font, so that screenshots show Hangul rather than boxes.
 var chromiumPackages = []string{"chromium", "fonts-nanum"}
 
-// requireChromium returns the browser's path, installing Debian's chromium
+// RequireChromium returns the browser's path, installing Debian's chromium
 // with apt-get when it is missing and the test runs as root. When it cannot,
 // the test fails in CI and is skipped locally.
-func requireChromium(t *testing.T) string {
+func RequireChromium(t *testing.T) string {
 	t.Helper()
 	if _, err := os.Stat(chromiumPath); err == nil {
 		return chromiumPath
@@ -67,16 +74,16 @@ func tail(out []byte) string {
 	return string(out)
 }
 
-// browser is one headless Chromium with one tab.
-type browser struct {
+// Browser is one headless Chromium with one tab.
+type Browser struct {
 	tab      context.Context
 	jsErrors chan string
 }
 
-// newBrowser starts a headless Chromium with a fresh profile; it is stopped
+// New starts a headless Chromium with a fresh profile; it is stopped
 // when the test ends. Page exceptions and console errors are collected in
 // jsErrors.
-func newBrowser(t *testing.T, execPath string) *browser {
+func New(t *testing.T, execPath string) *Browser {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(execPath),
@@ -97,7 +104,7 @@ func newBrowser(t *testing.T, execPath string) *browser {
 	// The browser lives as long as this context: not the test's deadline,
 	// so a screenshot can still be taken after a step timed out.
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	b := &browser{jsErrors: make(chan string, 64)}
+	b := &Browser{jsErrors: make(chan string, 64)}
 	tab, cancelTab := chromedp.NewContext(alloc, chromedp.WithListener(b.listen))
 	b.tab = tab
 	t.Cleanup(func() {
@@ -111,8 +118,8 @@ func newBrowser(t *testing.T, execPath string) *browser {
 	return b
 }
 
-// do runs actions with a timeout.
-func (b *browser) do(t *testing.T, what string, timeout time.Duration, actions ...chromedp.Action[chromedp.Void]) {
+// Do runs actions with a timeout.
+func (b *Browser) Do(t *testing.T, what string, timeout time.Duration, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(b.tab, timeout)
 	defer cancel()
@@ -121,8 +128,8 @@ func (b *browser) do(t *testing.T, what string, timeout time.Duration, actions .
 	}
 }
 
-// eval evaluates a JavaScript expression (awaiting a promise) into T.
-func eval[T any](t *testing.T, b *browser, expr string) T {
+// Eval evaluates a JavaScript expression (awaiting a promise) into T.
+func Eval[T any](t *testing.T, b *Browser, expr string) T {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(b.tab, 20*time.Second)
 	defer cancel()
@@ -133,8 +140,8 @@ func eval[T any](t *testing.T, b *browser, expr string) T {
 	return v
 }
 
-// waitFor polls a JavaScript predicate until it is truthy.
-func (b *browser) waitFor(t *testing.T, what, predicate string, timeout time.Duration) {
+// WaitFor polls a JavaScript predicate until it is truthy.
+func (b *Browser) WaitFor(t *testing.T, what, predicate string, timeout time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(b.tab, timeout+5*time.Second)
 	defer cancel()
@@ -146,7 +153,7 @@ func (b *browser) waitFor(t *testing.T, what, predicate string, timeout time.Dur
 }
 
 // screenshot saves a full-page PNG as name under dir and returns its path.
-func (b *browser) screenshot(dir, name string) (string, error) {
+func (b *Browser) screenshot(dir, name string) (string, error) {
 	ctx, cancel := context.WithTimeout(b.tab, 20*time.Second)
 	defer cancel()
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
@@ -164,10 +171,10 @@ func (b *browser) screenshot(dir, name string) (string, error) {
 // when BAEDAL_CONSOLE_SCREENSHOTS is set); it is not committed.
 const artifactDir = "testdata/artifacts"
 
-// screenshotOnFailure registers a cleanup that saves a screenshot when t
-// failed. Register it after newBrowser: cleanups run last-in first-out, so
+// ScreenshotOnFailure registers a cleanup that saves a screenshot when t
+// failed. Register it after New: cleanups run last-in first-out, so
 // the browser is still open.
-func (b *browser) screenshotOnFailure(t *testing.T) {
+func (b *Browser) ScreenshotOnFailure(t *testing.T) {
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
@@ -182,9 +189,9 @@ func (b *browser) screenshotOnFailure(t *testing.T) {
 	})
 }
 
-// snapshot saves a screenshot of a step when BAEDAL_CONSOLE_SCREENSHOTS is
+// Snapshot saves a screenshot of a step when BAEDAL_CONSOLE_SCREENSHOTS is
 // set, to look at the page as a person would.
-func (b *browser) snapshot(t *testing.T, step string) {
+func (b *Browser) Snapshot(t *testing.T, step string) {
 	t.Helper()
 	if os.Getenv("BAEDAL_CONSOLE_SCREENSHOTS") == "" {
 		return
@@ -197,8 +204,8 @@ func (b *browser) snapshot(t *testing.T, step string) {
 	t.Logf("screenshot: %s", path)
 }
 
-// takeJSErrors returns the page errors seen so far.
-func (b *browser) takeJSErrors() []string {
+// TakeJSErrors returns the page errors seen so far.
+func (b *Browser) TakeJSErrors() []string {
 	var out []string
 	for {
 		select {
@@ -212,7 +219,7 @@ func (b *browser) takeJSErrors() []string {
 
 // listen collects uncaught exceptions, console.error calls and browser log
 // errors (a Content-Security-Policy violation is one).
-func (b *browser) listen(ev any) {
+func (b *Browser) listen(ev any) {
 	var msg string
 	switch e := ev.(type) {
 	case *runtime.EventExceptionThrown:
