@@ -286,7 +286,7 @@ func compareIndex(t *testing.T, osc *osapi.Client, index string, want map[int64]
 }
 
 // Environment of the orchestrator child process of the kill test.
-const envKillChild = "BAEDAL_REINDEX_KILL_CHILD" // namespace; the job id follows after a comma
+const envKillChild = "BAEDAL_REINDEX_KILL_CHILD" // namespace, job id[, phase to stop in], comma-separated
 
 // TestKillChildOrchestrator is not a test of its own: it is the orchestrator
 // process TestLiveReindexSurvivesKilledOrchestrator starts and kills.
@@ -296,9 +296,16 @@ func TestKillChildOrchestrator(t *testing.T) {
 		t.Skip("helper process of TestLiveReindexSurvivesKilledOrchestrator")
 	}
 	ns, job, _ := strings.Cut(arg, ",")
+	job, stopIn, _ := strings.Cut(job, ",")
 	e := newTestEnv(t, ns)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	o := e.orchestrator(t, log)
+	o.OnPhase = func(_, phase string) {
+		fmt.Fprintf(os.Stderr, "PHASE %s\n", phase)
+		if phase == stopIn {
+			time.Sleep(time.Minute) // the parent kills this process now
+		}
+	}
 	o.OnProgress = func(st Status) {
 		fmt.Fprintf(os.Stderr, "PROGRESS step=%s done=%d total=%d\n", st.Step, st.Copy.Done(), st.Copy.Total)
 	}
