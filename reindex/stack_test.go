@@ -319,7 +319,9 @@ func TestKillChildOrchestrator(t *testing.T) {
 // TestLiveReindexSurvivesKilledOrchestrator loads a catalog through the event
 // log and the real indexer worker, keeps appending a steady stream of
 // realistic updates, reindexes the nested index into 2 shards in a child
-// process, SIGKILLs that process in the middle of the copy, resumes the job
+// process, SIGKILLs that process in the middle of the copy (the kills
+// during the verification and the dual-write swap are
+// TestKillDuringVerificationAndDualWrite's), resumes the job
 // here, and compares every document of the new index with the latest event
 // of its shop: zero lost, zero stale. Then it keeps writing, rolls back, and
 // checks that the alias is on the old index and that it, too, holds the
@@ -464,6 +466,9 @@ func TestLiveReindexSurvivesKilledOrchestrator(t *testing.T) {
 	}
 	if done.CatchUpEvents == 0 {
 		t.Errorf("no event was caught up although updates were appended during the copy")
+	}
+	if done.FreezeSeconds != 0 || done.VerifiedDocs < numShops || done.MismatchedDocs != 0 {
+		t.Errorf("freeze %.3fs, verified %d, mismatched %d: want no freeze, >= %d verified, 0 mismatched", done.FreezeSeconds, done.VerifiedDocs, done.MismatchedDocs, numShops)
 	}
 	t.Logf("copy: %+v; catch-up events %d (rejected %d), freeze %.3fs", done.Copy, done.CatchUpEvents, done.CatchUpRejected, done.FreezeSeconds)
 
