@@ -277,8 +277,11 @@ func (r *replayer) partition(ctx context.Context, p int, cursor *string) (int64,
 }
 
 func kindOf(role string) layout.Kind {
-	if role == layout.RoleNested {
+	switch role {
+	case layout.RoleNested:
 		return layout.Nested
+	case layout.RoleHotShops, layout.RoleHotMenus:
+		return layout.Hot
 	}
 	return layout.Split
 }

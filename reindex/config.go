@@ -119,8 +119,8 @@ func (c *Config) Validate() error {
 // Options say what a job changes and how it copies. The zero values of
 // Shards, Replicas and RefreshInterval keep the source's.
 type Options struct {
-	// Alias is the alias to rebuild: <prefix>shops_nested, <prefix>shops or
-	// <prefix>menus.
+	// Alias is the alias to rebuild: <prefix>shops_nested, <prefix>shops,
+	// <prefix>menus, <prefix>hot_shops or <prefix>hot_menus.
 	Alias string `json:"alias"`
 	// Body is the new index body (settings, mappings); empty = the layout's
 	// current body for the role. It must not carry aliases.

@@ -96,7 +96,8 @@ func New(cfg Config, os *osapi.Client, rdb *redis.Client, log *slog.Logger, reg 
 
 // Aliases returns the aliases a job may rebuild.
 func (o *Orchestrator) Aliases() []string {
-	return append(o.cfg.Layout.Aliases(layout.Nested), o.cfg.Layout.Aliases(layout.Split)...)
+	out := append(o.cfg.Layout.Aliases(layout.Nested), o.cfg.Layout.Aliases(layout.Split)...)
+	return append(out, o.cfg.Layout.Aliases(layout.Hot)...)
 }
 
 // Start plans a job: it checks the options, resolves the source behind the
@@ -414,6 +415,15 @@ func (o *Orchestrator) restore(ctx context.Context, st Status, fields map[string
 	}
 	if err := waitGreen(ctx, o.os, st.Target, o.cfg.GreenTimeout); err != nil {
 		return "", err
+	}
+	if st.Role == layout.RoleHotShops {
+		// The plugin built the target's table when the index was created,
+		// empty; the copy wrote documents, not table rows. Rebuild it from
+		// the target before the catch-up, whose rows (indexer.Apply sends
+		// them beside the heads) it then merges by version.
+		if err := rebuildHotTable(ctx, o.os, st.Target); err != nil {
+			return "", err
+		}
 	}
 	secs := time.Since(start).Seconds()
 	o.log.Info("target restored", "job", st.ID, "replicas", st.ReplicaSetting, "refresh_interval", st.Refresh, "replica_build_seconds", secs)
