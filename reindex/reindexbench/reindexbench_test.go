@@ -43,14 +43,19 @@ func TestSmoke(t *testing.T) {
 	if missing := bench.MissingKeys(parsed, "bench", "docs", "slices_auto_vs_1", "replicas0_vs_1", "shards6_vs_3",
 		"live_updates_applied", "lost_updates", "stale_docs", "live_freeze_seconds", "resurrected_docs", "verified_docs", "mismatched_docs",
 		"freshness_p99_ms_during_swap", "slices_auto_vs_1_min", "slices_auto_vs_1_max", "replicas0_vs_1_min", "replicas0_vs_1_max",
-		"shards6_vs_3_min", "shards6_vs_3_max", "live_shop_deletes", "live_shop_recreates"); len(missing) > 0 {
+		"shards6_vs_3_min", "shards6_vs_3_max", "live_shop_deletes", "live_shop_recreates",
+		"slices_fewer_speed_ratio", "slices_fewer_speed_ratio_min", "slices_fewer_speed_ratio_max", "slices_fewer_cpu_ratio"); len(missing) > 0 {
 		t.Fatalf("summary lacks %v", missing)
 	}
 	if problems := bench.IntervalProblems(parsed, "slices_auto_vs_1", "replicas0_vs_1", "shards6_vs_3"); len(problems) > 0 {
 		t.Errorf("intervals: %q", problems)
 	}
-	if len(sum.Targets) != 5 {
-		t.Errorf("targets %v, want lost_updates, stale_docs, resurrected_docs, mismatched_docs and live_freeze_seconds", sum.Targets)
+	if len(sum.Targets) != 8 {
+		t.Errorf("targets %v, want lost_updates, stale_docs, resurrected_docs, mismatched_docs, live_freeze_seconds and the 3 ratios", sum.Targets)
+	}
+	if sum.SlicesFewer != 4 || !(sum.SlicesFewerSpeedRatio > 0) || !(sum.SlicesFewerCPURatio > 0) || !(sum.SlicesShardsCPUCores > 0) {
+		t.Errorf("slices experiment: slices %d, speed ratio %v, CPU ratio %v, CPU %v cores; want 4 and positive figures",
+			sum.SlicesFewer, sum.SlicesFewerSpeedRatio, sum.SlicesFewerCPURatio, sum.SlicesShardsCPUCores)
 	}
 	if parsed["bench"] != "reindex" || sum.Docs <= 0 || sum.SlicesAutoVs1 <= 0 || sum.Replicas0Vs1 <= 0 || sum.Shards6Vs3 <= 0 {
 		t.Errorf("summary %+v", sum)
