@@ -103,7 +103,10 @@
 // only on a 409, a refused document or a restart) and applies a later
 // event of S, it rebuilds S from the target without e and writes a
 // document at a higher version that lacks e's fields; the tailer's e then
-// answers 409. Closing it needs the live indexer's help (e.g. to refetch
+// answers 409. An orchestrator killed between the swap and the end of the
+// dual-write widens the window to the time until the job resumes (the
+// post-swap pass then replays from positions:swap). Closing it needs the
+// live indexer's help (e.g. to refetch
 // a shop whose first event after a fetch skips versions and wait for the
 // gap to fill), not a freeze.
 //
