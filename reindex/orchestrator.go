@@ -31,9 +31,10 @@ type Orchestrator struct {
 	// OnProgress, if set, is called after every poll of a running copy.
 	OnProgress func(Status)
 	// OnPhase, if set, is called (synchronously) when a job reaches a phase
-	// inside a step: "verifying" (before the checksum scan), "dual_write" (the catch-up follows the log, the alias is
-	// still on the old index) and "swapped" (the alias moved, the
-	// dual-write still runs). The kill test stops the orchestrator there.
+	// inside a step: "verifying" (before the checksum scan), "dual_write"
+	// (the catch-up follows the log, the alias is still on the old index)
+	// and "swapped" (the alias moved, the dual-write still runs). The kill
+	// test stops the orchestrator there.
 	OnPhase func(job, phase string)
 }
 
