@@ -3,6 +3,7 @@ package reindex
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -388,6 +389,13 @@ func TestVerificationRefusesSwapOnMismatch(t *testing.T) {
 	wantIDs := []string{"5: " + ReasonVersion, "6: " + ReasonMissingInTarget, "777777: " + ReasonOnlyInTarget}
 	if st.Step != StepFailed || st.FailedStep != StepCaughtUp || st.MismatchedDocs != 3 || !slices.Equal(ids, wantIDs) {
 		t.Errorf("status: step %s failed step %s, mismatched %d %v; want failed in caught_up, 3: %v", st.Step, st.FailedStep, st.MismatchedDocs, ids, wantIDs)
+	}
+	// The status the CLI and GET /admin/reindex print carries the report.
+	raw, _ := json.Marshal(st)
+	for _, want := range []string{`"mismatched_docs":3`, `"verified_docs":298`, `"mismatches":[{"id":"5","reason":"version differs"`} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("status JSON lacks %s: %.400s", want, raw)
+		}
 	}
 	if st.VerifiedDocs != numShops-2 {
 		t.Errorf("verified %d documents, want %d", st.VerifiedDocs, numShops-2)
