@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -275,8 +277,111 @@ func (r *replayer) partition(ctx context.Context, p int, cursor *string) (int64,
 }
 
 func kindOf(role string) layout.Kind {
-	if role == layout.RoleNested {
+	switch role {
+	case layout.RoleNested:
 		return layout.Nested
+	case layout.RoleHotShops, layout.RoleHotMenus:
+		return layout.Hot
 	}
 	return layout.Split
+}
+
+// swapReadyWithin: the dual-write swaps once the tailer reached the log's
+// end read at most this long before (else it reads the end again, for up to
+// dualWriteSettle; then it swaps with the lag it has: the post-swap
+// catch-up covers any lag, a smaller one only narrows the residual window
+// described in the package doc).
+const (
+	swapReadyWithin = 200 * time.Millisecond
+	dualWriteSettle = 5 * time.Second
+)
+
+// tailer is the catch-up side of the dual-write: it replays the log into one
+// index in back-to-back passes (a pass that finds nothing new waits 10 ms)
+// until stopped, and publishes its position after every pass.
+type tailer struct {
+	mu      sync.Mutex
+	pos     []string
+	failure error
+	cancel  context.CancelFunc
+	done    chan struct{}
+	once    sync.Once
+}
+
+func startTailer(ctx context.Context, r *replayer, cursors []string) *tailer {
+	ctx, cancel := context.WithCancel(ctx)
+	t := &tailer{pos: slices.Clone(cursors), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(t.done)
+		cur := slices.Clone(cursors)
+		for ctx.Err() == nil {
+			n, err := r.pass(ctx, cur)
+			t.mu.Lock()
+			t.pos = slices.Clone(cur)
+			if err != nil && ctx.Err() == nil {
+				t.failure = err
+			}
+			t.mu.Unlock()
+			if err != nil {
+				return
+			}
+			if n == 0 {
+				select {
+				case <-ctx.Done():
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+		}
+	}()
+	return t
+}
+
+// position returns the entries up to which every partition was replayed.
+func (t *tailer) position() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.pos)
+}
+
+func (t *tailer) err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.failure
+}
+
+// waitFor waits until the tailer replayed every partition up to end.
+func (t *tailer) waitFor(ctx context.Context, end []string, deadline time.Time) error {
+	for {
+		t.mu.Lock()
+		pos, failure := slices.Clone(t.pos), t.failure
+		t.mu.Unlock()
+		if failure != nil {
+			return failure
+		}
+		if reached(pos, end) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the catch-up stands at %v, behind the log's end %v, at the deadline (the log grows faster than it is replayed?)", pos, end)
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-t.done:
+			if err := t.err(); err != nil {
+				return err
+			}
+			return fmt.Errorf("the catch-up stopped at %v before the log's end %v", t.position(), end)
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// stop ends the tailer and returns its final position.
+func (t *tailer) stop() []string {
+	t.once.Do(func() {
+		t.cancel()
+		<-t.done
+	})
+	return t.position()
 }

@@ -29,11 +29,22 @@ type Config struct {
 	// CatchUpBatch is how many log entries one catch-up Apply carries.
 	CatchUpBatch int
 	// FreezeBelow: catch-up passes repeat until one replays fewer events
-	// than this; then the source is frozen for the final pass and the swap.
+	// than this; then the dual-write swap begins. (The name is the flag's,
+	// from when the swap froze writes; it no longer does.)
 	FreezeBelow int
-	// MaxCatchUpPasses bounds the passes before the freeze (the log may grow
-	// faster than a pass replays it; the freeze then takes the rest).
+	// MaxCatchUpPasses bounds the passes before the dual-write swap (the log
+	// may grow faster than a pass replays it; the dual-write follows it).
 	MaxCatchUpPasses int
+	// VerifyRounds is how many times the documents that differ between
+	// source and target are re-checked (after another catch-up pass) before
+	// the job refuses to swap.
+	VerifyRounds int
+	// VerifyWait bounds, per re-check, the wait for the live indexer to
+	// acknowledge every entry the catch-up replayed.
+	VerifyWait time.Duration
+	// DualWriteTimeout bounds the dual-write phase's waits for the catch-up
+	// to reach the log's end before and after the swap.
+	DualWriteTimeout time.Duration
 	// LeaseTTL: one orchestrator runs a job at a time, under a lease it
 	// renews every LeaseTTL/3. A killed orchestrator's lease expires after it.
 	LeaseTTL time.Duration
@@ -42,12 +53,14 @@ type Config struct {
 }
 
 // Defaults returns polling every second, 10 minutes for green, catch-up
-// batches of 1,000, freeze below 2,000 events, 20 passes, a 15 s lease.
+// batches of 1,000, dual-write below 2,000 events, 20 passes, 5 verification
+// re-checks waiting up to 10 s each, 2 minutes of dual-write, a 15 s lease.
 func Defaults() Config {
 	return Config{
 		Layout: layout.Defaults(), Log: eventlog.Defaults(),
 		StatePrefix: "baedal:reindex:", PollEvery: time.Second, GreenTimeout: 10 * time.Minute,
 		CatchUpBatch: 1000, FreezeBelow: 2000, MaxCatchUpPasses: 20, LeaseTTL: 15 * time.Second,
+		VerifyRounds: 5, VerifyWait: 10 * time.Second, DualWriteTimeout: 2 * time.Minute,
 		PauseRequestsPerSecond: 0.001,
 	}
 }
@@ -58,7 +71,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.PollEvery, "reindex-poll", c.PollEvery, "how often the copy task is polled")
 	fs.DurationVar(&c.GreenTimeout, "reindex-green-timeout", c.GreenTimeout, "longest wait for the new index to become green")
 	fs.IntVar(&c.CatchUpBatch, "reindex-catchup-batch", c.CatchUpBatch, "log entries per catch-up batch")
-	fs.IntVar(&c.FreezeBelow, "reindex-freeze-below", c.FreezeBelow, "freeze writes for the swap once a catch-up pass replays fewer events than this")
+	fs.IntVar(&c.FreezeBelow, "reindex-freeze-below", c.FreezeBelow, "start the dual-write swap once a catch-up pass replays fewer events than this (the swap no longer freezes writes)")
+	fs.IntVar(&c.VerifyRounds, "reindex-verify-rounds", c.VerifyRounds, "re-checks of differing documents before a reindex refuses to swap")
 	fs.DurationVar(&c.LeaseTTL, "reindex-lease", c.LeaseTTL, "lease of the orchestrator running a job")
 }
 
@@ -83,6 +97,15 @@ func (c *Config) Validate() error {
 	if c.MaxCatchUpPasses < 1 {
 		errs = append(errs, fmt.Errorf("max catch-up passes: got %d, allowed: >= 1", c.MaxCatchUpPasses))
 	}
+	if c.VerifyRounds < 1 || c.VerifyRounds > 100 {
+		errs = append(errs, fmt.Errorf("reindex-verify-rounds: got %d, allowed: 1..100", c.VerifyRounds))
+	}
+	if c.VerifyWait < 0 {
+		errs = append(errs, fmt.Errorf("verify wait: got %s, allowed: >= 0", c.VerifyWait))
+	}
+	if c.DualWriteTimeout < time.Second {
+		errs = append(errs, fmt.Errorf("dual-write timeout: got %s, allowed: >= 1s", c.DualWriteTimeout))
+	}
 	if c.LeaseTTL < time.Second || c.LeaseTTL > 10*time.Minute {
 		errs = append(errs, fmt.Errorf("reindex-lease: got %s, allowed: 1s..10m", c.LeaseTTL))
 	}
@@ -96,8 +119,8 @@ func (c *Config) Validate() error {
 // Options say what a job changes and how it copies. The zero values of
 // Shards, Replicas and RefreshInterval keep the source's.
 type Options struct {
-	// Alias is the alias to rebuild: <prefix>shops_nested, <prefix>shops or
-	// <prefix>menus.
+	// Alias is the alias to rebuild: <prefix>shops_nested, <prefix>shops,
+	// <prefix>menus, <prefix>hot_shops or <prefix>hot_menus.
 	Alias string `json:"alias"`
 	// Body is the new index body (settings, mappings); empty = the layout's
 	// current body for the role. It must not carry aliases.

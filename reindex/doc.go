@@ -28,17 +28,36 @@
 //     configured setting, auto-expanding 0-1) and refresh interval are set
 //     on the target and the orchestrator waits for green (the replica build
 //     is timed), all before the swap.
+//     For the hot layout's shop index (<prefix>hot_shops), the baedal-hot
+//     plugin's table of the target is rebuilt from the target here
+//     (POST _baedal/hot/<target>/_rebuild): the plugin built it, empty,
+//     when the index was created, and the copy writes documents, not table
+//     rows. Every later writer (catch-up, tailer, post-swap pass: all
+//     indexer.Apply; the live indexer after the swap) sends rows beside the
+//     documents to the table of the index its alias names, and the table
+//     keeps the newest version of a row, so after the swap the table that
+//     searches read through the alias holds every shop's newest hot state.
 //  6. caught_up: the event log is replayed from the recorded start into the
 //     target with the indexer's own code (indexer.Apply) through a catch-up
 //     alias (<index>_cu_<role>) that points the role at the target, in
 //     passes, until a pass replays fewer than Config.FreezeBelow events.
-//  7. swapped: the alias moves (see "Swap" below).
-//  8. done: the source is kept for rollback until cleanup deletes it.
+//     The copy task has ended before the first pass, so every document the
+//     copy wrote precedes every replayed event (see "Deletes" below).
+//  7. verified: every document's checksum (external _version and a hash
+//     of its canonical _source) is compared in source and target (see
+//     "Verification"); a mismatch fails the job, the alias stays.
+//  8. swapped: the alias moves without a write freeze (see "Dual-write
+//     swap").
+//  9. done: a post-swap pass replayed the log from the swap positions; the
+//     source is kept for rollback until cleanup deletes it.
+//
+// A step's phases are recorded too (Status.Phase: verifying, dual_write,
+// swapped), and Orchestrator.OnPhase lets a test stop the process there.
 //
 // # Concurrent writes and the guarantee
 //
 // The live indexer writes to the alias, so to the source, during the whole
-// copy. Three things make the target exact:
+// copy and the verification, and nothing ever stops it:
 //
 //   - versions: the indexer writes full documents with version_type external
 //     (version = the shop aggregate's event version), `_reindex` keeps them
@@ -47,34 +66,96 @@
 //   - catch-up: every event the copy may have missed was appended after the
 //     recorded start, and is replayed into the target; replay is idempotent
 //     (a replayed event at or below a document's version is a no-op or 409).
-//   - swap under a write freeze: right before the swap the source gets the
-//     index.blocks.read_only_allow_delete block, which answers the live
-//     indexer's index actions with 429, which it retries with backoff (it
-//     never dead-letters them). A final catch-up pass then brings the target
-//     up to the log's end, the block is lifted and the alias is swapped in
-//     one `_aliases` request (remove source, add target as write index;
-//     OpenSearch refuses alias changes on a blocked index, hence the order).
-//     A post-swap pass replays from the final pass's end to the log's end
-//     again, which covers the deletes the block lets through and any retry
-//     that landed in the milliseconds between unblock and swap.
 //
-// Guarantee: after the swap (and its post-swap pass), every document in the
-// new index equals the state after the latest accepted event of its shop:
-// no lost update (every event after the start is replayed), no stale
-// overwrite (external versions). Residual risk, documented rather than
-// hidden: a live-indexer write retried into the old index in the
-// milliseconds between unblock and swap is repaired by the post-swap pass,
-// unless the live indexer, before that pass, evicts the same shop from its
-// state cache and rebuilds it from the new index (it would then apply a
-// later event to a state missing that write). An indexer-side pause flag
-// would close this window completely; see the report to the lead.
+// # Dual-write swap
+//
+// After the catch-up passes, a tailer replays every entry appended to the
+// log into the target as soon as it appears (back-to-back passes; cursors
+// persisted per batch), while the live indexer keeps writing the same
+// events into the source through the alias: both indices receive every
+// event, each writer with external versions, so whichever writes a document
+// last, the newer version stays. Once the tailer has replayed up to the
+// log's end as read at most 200 ms before (Status.SwapLagSeconds; after 5 s
+// of trying it swaps with the lag it has), its position is persisted
+// (positions:swap) and the alias moves in one `_aliases` request (remove
+// source, add target as write index). No index is blocked: live updates
+// keep flowing (live_freeze_seconds is 0). The live indexer wrote the source
+// only with entries appended before the swap, so the tailer keeps running
+// until it has passed the log's end as read after the swap; then the
+// catch-up aliases go. A resumed orchestrator that finds the alias moved
+// replays from positions:swap (persisted before the request); one that
+// finds it unmoved starts the dual-write again.
+//
+// Guarantee: after the swap and its post-swap replay, every document in
+// the new index equals the state after the latest accepted event of its
+// shop: no lost update (every event after the start is replayed into the
+// target by the catch-up, the tailer or the post-swap pass), no stale
+// overwrite (external versions), no resurrected delete (below), and before
+// the swap every document of the target was verified against the source.
+//
+// Residual window (narrower than the old freeze's, not closed): the live
+// indexer may apply an entry e of shop S to the source in the last moments
+// before the swap (e appended at most SwapLagSeconds plus the alias
+// request's duration before it) that the tailer has not yet written into
+// the target. e itself is not lost: the tailer writes it a few
+// milliseconds later. But if, in between, the live indexer no longer holds
+// S's state (it holds every shop it just wrote, in an LRU; it drops one
+// only on a 409, a refused document or a restart) and applies a later
+// event of S, it rebuilds S from the target without e and writes a
+// document at a higher version that lacks e's fields; the tailer's e then
+// answers 409. An orchestrator killed between the swap and the end of the
+// dual-write widens the window to the time until the job resumes (the
+// post-swap pass then replays from positions:swap). Closing it needs the
+// live indexer's help (e.g. to refetch
+// a shop whose first event after a fetch skips versions and wait for the
+// gap to fill), not a freeze.
+//
+// # Deletes and re-creates during the copy
+//
+// `_reindex` copies the scroll snapshot taken when it starts, so a shop
+// deleted during the copy is copied back into the target (at its version
+// before the delete). The catch-up replays the delete afterwards with its
+// higher external version, and external versioning deletes a document
+// whose version is lower: this relies only on the document, never on a
+// delete tombstone (index.gc_deletes, 60 s), because the copy task has
+// completed before the first catch-up pass, and every later writer
+// (catch-up, tailer, live indexer, post-swap pass) applies a shop's events
+// in log order. A tombstone would matter only if an older write of a shop
+// could reach the target after its delete: the copy cannot (it has ended;
+// a copy that must start again, its task lost, does so before any pass),
+// and a replay re-read after a kill repeats at most one batch, in order, so
+// the delete follows any re-created older state again. A re-created shop
+// (upsert after a delete) is replayed as a full document at its newer
+// version. The kill test's churned shops and the benchmark's
+// resurrected_docs check it.
+//
+// # Verification
+//
+// A scroll over both indices yields candidates whose version or hash
+// differ. Writes continue, so each re-check round (Config.VerifyRounds)
+// first replays the log into the target up to P (the target then holds
+// exactly the events up to P), waits for the live indexer to acknowledge
+// up to P and reads its frontier F, reads both sides of the candidates
+// (realtime _mget), then the log's end E. A candidate that still differs
+// is explained if its shop has an event in (min(F, P), E] and re-checked
+// in the next round; otherwise both sides hold the same events of the
+// shop and the difference is a mismatch: the job fails in step caught_up
+// with the differing documents (Status.Mismatches, mismatched_docs,
+// verified_docs; the CLI and HTTP status show them) and the alias stays on
+// the source. Candidates still explained after the last round (a shop
+// updated during every round) are counted in explained_docs, not as
+// verified; the dual-write applies their newer events. The scan keeps one
+// checksum per document in memory (~50 bytes: 50 MB per million shops).
 //
 // # Rollback, cleanup, throttling
 //
-// Rollback after the swap runs the same freeze-and-swap in reverse: the
-// source is caught up from the swap positions (events the live indexer
-// wrote only into the target), then the alias moves back in one request.
-// Rollback before the swap cancels the task and deletes the target; the
+// Rollback after the swap runs the same dual-write swap in reverse (without
+// verification): the source is caught up from the live indexer's frontier
+// recorded before the swap (positions:back: events it may have written
+// only into the target), the tailer follows the log into the source, the
+// alias moves back in one request, and a post-swap pass follows. A job
+// stored by a version that froze writes has its block lifted on Run or
+// Rollback. Rollback before the swap cancels the task and deletes the target; the
 // alias never moved. Cleanup deletes the index the alias no longer points
 // at. pause, resume and rethrottle call _reindex/<task>/_rethrottle: resume
 // and rethrottle take effect at once; pause sets requests_per_second to
@@ -83,6 +164,6 @@
 // the scroll stays open meanwhile.
 //
 // Main invariant: the alias points at exactly one index at every moment,
-// and only a completed copy that was caught up moves it; any failure before
-// the `_aliases` request leaves it on the source.
+// and only a completed copy that was caught up and verified moves it; any
+// failure before the `_aliases` request leaves it on the source.
 package reindex

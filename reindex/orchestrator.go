@@ -30,6 +30,21 @@ type Orchestrator struct {
 	m     *metrics
 	// OnProgress, if set, is called after every poll of a running copy.
 	OnProgress func(Status)
+	// OnPhase, if set, is called (synchronously) when a job reaches a phase
+	// inside a step: "verifying" (before the checksum scan), "dual_write"
+	// (the catch-up follows the log, the alias is still on the old index)
+	// and "swapped" (the alias moved, the dual-write still runs). The kill
+	// test stops the orchestrator there.
+	OnPhase func(job, phase string)
+}
+
+// phase records that a job reached a phase inside a step.
+func (o *Orchestrator) phase(id, name string) {
+	_ = o.store.set(context.Background(), id, fPhase, name)
+	o.log.Info("reindex phase", "job", id, "phase", name)
+	if o.OnPhase != nil {
+		o.OnPhase(id, name)
+	}
 }
 
 type metrics struct {
@@ -82,7 +97,8 @@ func New(cfg Config, os *osapi.Client, rdb *redis.Client, log *slog.Logger, reg 
 
 // Aliases returns the aliases a job may rebuild.
 func (o *Orchestrator) Aliases() []string {
-	return append(o.cfg.Layout.Aliases(layout.Nested), o.cfg.Layout.Aliases(layout.Split)...)
+	out := append(o.cfg.Layout.Aliases(layout.Nested), o.cfg.Layout.Aliases(layout.Split)...)
+	return append(out, o.cfg.Layout.Aliases(layout.Hot)...)
 }
 
 // Start plans a job: it checks the options, resolves the source behind the
@@ -244,6 +260,8 @@ func (o *Orchestrator) Run(ctx context.Context, id string) (err error) {
 		case StepRestored:
 			next, err = o.catchUp(ctx, st, fields)
 		case StepCaughtUp:
+			next, err = o.verify(ctx, st, fields)
+		case StepVerified:
 			next, err = o.switchAlias(ctx, st, fields, st.Source, st.Target, "fwd", fStart, StepSwapped)
 		case StepSwapped:
 			next, err = o.afterSwap(ctx, st, fields, st.Target, "post", StepDone)
@@ -399,6 +417,15 @@ func (o *Orchestrator) restore(ctx context.Context, st Status, fields map[string
 	if err := waitGreen(ctx, o.os, st.Target, o.cfg.GreenTimeout); err != nil {
 		return "", err
 	}
+	if st.Role == layout.RoleHotShops {
+		// The plugin built the target's table when the index was created,
+		// empty; the copy wrote documents, not table rows. Rebuild it from
+		// the target before the catch-up, whose rows (indexer.Apply sends
+		// them beside the heads) it then merges by version.
+		if err := rebuildHotTable(ctx, o.os, st.Target); err != nil {
+			return "", err
+		}
+	}
 	secs := time.Since(start).Seconds()
 	o.log.Info("target restored", "job", st.ID, "replicas", st.ReplicaSetting, "refresh_interval", st.Refresh, "replica_build_seconds", secs)
 	if err := o.store.set(ctx, st.ID, fTimings+"replica_build", strconv.FormatFloat(secs, 'f', 3, 64)); err != nil {
@@ -450,21 +477,23 @@ func (o *Orchestrator) catchUpPasses(ctx context.Context, st Status, fields map[
 	}
 }
 
-// switchAlias moves the alias from one index to another with zero lost
-// updates: catch-up passes into to (phase), a write freeze on from, a final
-// pass, the swap, and then (afterSwap) a post-swap pass (postPhase) from the
-// final pass's end. fromKey names the positions the phase starts after. A
-// resumed call finds the alias already moved, or lifts a freeze a killed
-// orchestrator left, and carries on.
+// switchAlias moves the alias from one index to another without freezing
+// writes: catch-up passes into to (phase), then the dual-write: a tailer
+// replays every entry appended to the log into to as it appears while the
+// live indexer keeps writing from (through the alias); once the tailer
+// stands at the log's end the alias moves in one request, and the tailer
+// keeps following the log until it has passed the log's end as read after
+// the swap (the live indexer then writes to). External versions keep the
+// newer copy of every document whichever writer comes first. fromKey names
+// the positions the phase starts after. A resumed call finds the alias
+// already moved (the post-swap pass then starts at the positions persisted
+// before the swap request) or starts the dual-write again.
 func (o *Orchestrator) switchAlias(ctx context.Context, st Status, fields map[string]string, from, to, phase, fromKey string, next Step) (Step, error) {
 	current, err := aliasTarget(ctx, o.os, st.Alias)
 	if err != nil {
 		return "", err
 	}
-	if current == to { // swapped just before a crash
-		if err := setWriteFreeze(ctx, o.os, from, false); err != nil {
-			return "", err
-		}
+	if current == to { // swapped just before a crash: afterSwap replays from fSwap
 		return next, nil
 	}
 	if current != from {
@@ -487,21 +516,10 @@ func (o *Orchestrator) switchAlias(ctx context.Context, st Status, fields map[st
 	if err := o.catchUpPasses(ctx, st, fields, to, phase, startPos); err != nil {
 		return "", err
 	}
-	fields, err = o.store.fields(ctx, st.ID)
-	if err != nil {
-		return "", err
-	}
-	r, err := o.newReplayer(ctx, st, to, phase)
-	if err != nil {
-		return "", err
-	}
-	cursors := r.cursors(fields, startPos)
-
 	if phase == "fwd" {
 		// A rollback must replay into the source everything the live indexer
-		// may not have written there: from its group's frontier right before
-		// the freeze (writes refused by the freeze are retried into the new
-		// index after the swap).
+		// may have written only into the target: from its group's frontier
+		// before the swap.
 		back, err := replayStart(ctx, o.evlog, kindOf(st.Role))
 		if err != nil {
 			return "", err
@@ -511,41 +529,85 @@ func (o *Orchestrator) switchAlias(ctx context.Context, st Status, fields map[st
 			return "", err
 		}
 	}
-	freezeStart := time.Now()
-	if err := o.store.set(ctx, st.ID, fFrozen, from); err != nil {
-		return "", err
-	}
-	unfreeze := func() error {
-		if err := setWriteFreeze(context.WithoutCancel(ctx), o.os, from, false); err != nil {
-			return err
-		}
-		return o.store.set(context.WithoutCancel(ctx), st.ID, fFrozen, "")
-	}
-	if err := setWriteFreeze(ctx, o.os, from, true); err != nil {
-		return "", errors.Join(err, unfreeze())
-	}
-	n, err := r.pass(ctx, cursors)
+	fields, err = o.store.fields(ctx, st.ID)
 	if err != nil {
-		return "", errors.Join(err, unfreeze())
-	}
-	rawEnd, _ := json.Marshal(cursors)
-	if err := o.store.set(ctx, st.ID, fSwap, rawEnd); err != nil {
-		return "", errors.Join(err, unfreeze())
-	}
-	// OpenSearch refuses alias changes on a blocked index: lift, then swap
-	// at once; the post-swap pass covers what lands in between.
-	if err := unfreeze(); err != nil {
 		return "", err
 	}
+	r, err := o.newReplayer(ctx, st, to, phase)
+	if err != nil {
+		return "", err
+	}
+	dualStart := time.Now()
+	t := startTailer(ctx, r, r.cursors(fields, startPos))
+	defer t.stop()
+	o.phase(st.ID, "dual_write")
+
+	// Swap only when the tailer stood at the log's end a moment ago, so
+	// that only entries appended within milliseconds of the swap can be in
+	// from and not yet in to.
+	deadline := time.Now().Add(o.cfg.DualWriteTimeout)
+	settleBy := time.Now().Add(dualWriteSettle)
+	var lag time.Duration
+	for {
+		end, err := o.logEnds(ctx)
+		if err != nil {
+			return "", err
+		}
+		asked := time.Now()
+		if err := t.waitFor(ctx, end, deadline); err != nil {
+			return "", fmt.Errorf("dual-write into %s before the swap: %w; the alias stays on %s", to, err, from)
+		}
+		if lag = time.Since(asked); lag < swapReadyWithin || time.Now().After(settleBy) {
+			break
+		}
+	}
+	// Everything up to the tailer's position is in to; the post-swap pass
+	// of a resumed job replays from there.
+	rawSwap, _ := json.Marshal(t.position())
+	if err := o.store.set(ctx, st.ID, fSwap, rawSwap); err != nil {
+		return "", err
+	}
+	swapStart := time.Now()
 	if err := swapAlias(ctx, o.os, st.Alias, from, to); err != nil {
 		return "", err
 	}
-	frozen := time.Since(freezeStart)
-	o.log.Info("alias swapped", "job", st.ID, "alias", st.Alias, "from", from, "to", to, "final_pass_events", n, "freeze_ms", frozen.Milliseconds())
-	if err := o.store.set(ctx, st.ID, fTimings+"freeze", strconv.FormatFloat(frozen.Seconds(), 'f', 3, 64)); err != nil {
+	swapTook := time.Since(swapStart)
+	o.phase(st.ID, "swapped")
+	// The live indexer wrote from until the swap, only entries appended
+	// before it: follow the log to its end as read now.
+	end, err := o.logEnds(ctx)
+	if err != nil {
+		return "", err
+	}
+	if err := t.waitFor(ctx, end, time.Now().Add(o.cfg.DualWriteTimeout)); err != nil {
+		return "", fmt.Errorf("dual-write into %s after the swap: %w (the post-swap pass replays from the swap positions)", to, err)
+	}
+	final := t.stop()
+	if err := t.err(); err != nil {
+		return "", err
+	}
+	rawEnd, _ := json.Marshal(final)
+	dual := time.Since(dualStart)
+	o.log.Info("alias swapped without a write freeze", "job", st.ID, "alias", st.Alias, "from", from, "to", to,
+		"swap_request_ms", swapTook.Milliseconds(), "catchup_lag_at_swap_ms", lag.Milliseconds(), "dual_write_ms", dual.Milliseconds())
+	if err := o.store.set(ctx, st.ID, fSwap, rawEnd, fTimings+"freeze", "0", fTimings+"dual_write", strconv.FormatFloat(dual.Seconds(), 'f', 3, 64),
+		fTimings+"swap_request", strconv.FormatFloat(swapTook.Seconds(), 'f', 3, 64), fTimings+"swap_lag", strconv.FormatFloat(lag.Seconds(), 'f', 3, 64)); err != nil {
 		return "", err
 	}
 	return next, nil
+}
+
+// logEnds returns the id of every partition's last entry.
+func (o *Orchestrator) logEnds(ctx context.Context) ([]string, error) {
+	out := make([]string, o.cfg.Log.Partitions)
+	for p := range out {
+		end, err := lastEntryID(ctx, o.rdb, o.evlog.StreamKey(p))
+		if err != nil {
+			return nil, err
+		}
+		out[p] = end
+	}
+	return out, nil
 }
 
 // afterSwap replays from the swap positions to the log's end into the index

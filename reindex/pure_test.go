@@ -3,6 +3,7 @@ package reindex
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -226,4 +227,74 @@ func FuzzParseTask(f *testing.F) {
 			t.Fatalf("negative ETA %s", s.ETA())
 		}
 	})
+}
+
+// TestCanonicalHashIgnoresKeyOrderNotValues: the copy keeps the indexer's
+// bytes, a replay re-encodes them; only a change of a value may change the
+// checksum.
+func TestCanonicalHashIgnoresKeyOrderNotValues(t *testing.T) {
+	a, err := CanonicalHash([]byte(`{"id":7,"name":"Kimbap","menus":[{"p":1.50,"n":"a"}],"version":3}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := CanonicalHash([]byte(` { "version":3, "menus":[{"n":"a","p":1.50}], "name":"Kimbap", "id":7 }`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b {
+		t.Errorf("same document in another key order hashes %x and %x", a, b)
+	}
+	for _, changed := range []string{
+		`{"id":7,"name":"Kimbap!","menus":[{"p":1.50,"n":"a"}],"version":3}`,
+		`{"id":7,"name":"Kimbap","menus":[{"p":1.5,"n":"a"}],"version":3}`, // number as written
+		`{"id":7,"name":"Kimbap","menus":[],"version":3}`,
+	} {
+		c, err := CanonicalHash([]byte(changed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c == a {
+			t.Errorf("%s hashes like the original", changed)
+		}
+	}
+	if _, err := CanonicalHash([]byte(`{"id":`)); err == nil {
+		t.Error("a truncated _source hashed without an error")
+	}
+}
+
+// TestCompareSums covers every kind of difference and sorts ids numerically.
+func TestCompareSums(t *testing.T) {
+	source := map[string]DocSum{"1": {3, 10}, "2": {4, 20}, "10": {5, 30}, "11": {6, 40}, "12": {2, 50}}
+	target := map[string]DocSum{"1": {3, 10}, "2": {5, 21}, "10": {5, 31}, "12": {2, 50}, "9": {8, 90}}
+	got := CompareSums(source, target)
+	want := []Mismatch{
+		{ID: "2", Reason: ReasonVersion, SourceVersion: 4, TargetVersion: 5, SourceHash: "14", TargetHash: "15"},
+		{ID: "9", Reason: ReasonOnlyInTarget, TargetVersion: 8, TargetHash: "5a"},
+		{ID: "10", Reason: ReasonContent, SourceVersion: 5, TargetVersion: 5, SourceHash: "1e", TargetHash: "1f"},
+		{ID: "11", Reason: ReasonMissingInTarget, SourceVersion: 6, SourceHash: "28"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("CompareSums:\n got %+v\nwant %+v", got, want)
+	}
+	if d := CompareSums(source, source); len(d) != 0 {
+		t.Errorf("an index compared with itself differs: %v", d)
+	}
+}
+
+// TestReached compares positions partition by partition.
+func TestReached(t *testing.T) {
+	cases := []struct {
+		have, want []string
+		ok         bool
+	}{
+		{[]string{"5-0", "7-1"}, []string{"5-0", "7-0"}, true},
+		{[]string{"5-0", "6-9"}, []string{"5-0", "7-0"}, false},
+		{[]string{"0-0"}, []string{"0-0"}, true},
+		{[]string{"x"}, []string{"0-0"}, false},
+	}
+	for _, c := range cases {
+		if got := reached(c.have, c.want); got != c.ok {
+			t.Errorf("reached(%v, %v) = %v, want %v", c.have, c.want, got, c.ok)
+		}
+	}
 }

@@ -286,7 +286,7 @@ func compareIndex(t *testing.T, osc *osapi.Client, index string, want map[int64]
 }
 
 // Environment of the orchestrator child process of the kill test.
-const envKillChild = "BAEDAL_REINDEX_KILL_CHILD" // namespace; the job id follows after a comma
+const envKillChild = "BAEDAL_REINDEX_KILL_CHILD" // namespace, job id[, phase to stop in], comma-separated
 
 // TestKillChildOrchestrator is not a test of its own: it is the orchestrator
 // process TestLiveReindexSurvivesKilledOrchestrator starts and kills.
@@ -296,9 +296,16 @@ func TestKillChildOrchestrator(t *testing.T) {
 		t.Skip("helper process of TestLiveReindexSurvivesKilledOrchestrator")
 	}
 	ns, job, _ := strings.Cut(arg, ",")
+	job, stopIn, _ := strings.Cut(job, ",")
 	e := newTestEnv(t, ns)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	o := e.orchestrator(t, log)
+	o.OnPhase = func(_, phase string) {
+		fmt.Fprintf(os.Stderr, "PHASE %s\n", phase)
+		if phase == stopIn {
+			time.Sleep(time.Minute) // the parent kills this process now
+		}
+	}
 	o.OnProgress = func(st Status) {
 		fmt.Fprintf(os.Stderr, "PROGRESS step=%s done=%d total=%d\n", st.Step, st.Copy.Done(), st.Copy.Total)
 	}
@@ -312,7 +319,9 @@ func TestKillChildOrchestrator(t *testing.T) {
 // TestLiveReindexSurvivesKilledOrchestrator loads a catalog through the event
 // log and the real indexer worker, keeps appending a steady stream of
 // realistic updates, reindexes the nested index into 2 shards in a child
-// process, SIGKILLs that process in the middle of the copy, resumes the job
+// process, SIGKILLs that process in the middle of the copy (the kills
+// during the verification and the dual-write swap are
+// TestKillDuringVerificationAndDualWrite's), resumes the job
 // here, and compares every document of the new index with the latest event
 // of its shop: zero lost, zero stale. Then it keeps writing, rolls back, and
 // checks that the alias is on the old index and that it, too, holds the
@@ -457,6 +466,9 @@ func TestLiveReindexSurvivesKilledOrchestrator(t *testing.T) {
 	}
 	if done.CatchUpEvents == 0 {
 		t.Errorf("no event was caught up although updates were appended during the copy")
+	}
+	if done.FreezeSeconds != 0 || done.VerifiedDocs < numShops || done.MismatchedDocs != 0 {
+		t.Errorf("freeze %.3fs, verified %d, mismatched %d: want no freeze, >= %d verified, 0 mismatched", done.FreezeSeconds, done.VerifiedDocs, done.MismatchedDocs, numShops)
 	}
 	t.Logf("copy: %+v; catch-up events %d (rejected %d), freeze %.3fs", done.Copy, done.CatchUpEvents, done.CatchUpRejected, done.FreezeSeconds)
 

@@ -26,6 +26,7 @@ const (
 	StepCopied      Step = "copied"       // copy task finished without failures
 	StepRestored    Step = "restored"     // final replicas/refresh set, target green
 	StepCaughtUp    Step = "caught_up"    // log replayed into the target up to a small lag
+	StepVerified    Step = "verified"     // every document's checksum equal in source and target
 	StepSwapped     Step = "swapped"      // alias on the target; post-swap pass pending
 	StepDone        Step = "done"         // old index kept for rollback
 	StepRollingBack Step = "rolling_back" // rollback in progress
@@ -61,8 +62,21 @@ type Status struct {
 	Error      string `json:"error,omitempty"`
 	TaskID     string `json:"task_id,omitempty"`
 	Paused     bool   `json:"paused"`
-	// Frozen names the index under the swap's write freeze, if any.
+	// Frozen names an index under the write freeze of an older version of
+	// the swap (lifted on Run), if any; swaps no longer freeze.
 	Frozen string `json:"frozen,omitempty"`
+	// Phase is the last phase reached inside a step ("verifying",
+	// "dual_write", "swap"), for status and tests.
+	Phase string `json:"phase,omitempty"`
+	// Verification before the swap: documents whose version and content
+	// hash are equal in source and target, those that still differed after
+	// the re-checks (the job then refuses to swap), and the first of them.
+	VerifiedDocs   int64 `json:"verified_docs"`
+	MismatchedDocs int64 `json:"mismatched_docs"`
+	// ExplainedDocs differed after every re-check, each time explained by
+	// an event newer than the catch-up position (shops updated all along).
+	ExplainedDocs int64      `json:"explained_docs"`
+	Mismatches    []Mismatch `json:"mismatches,omitempty"`
 	// RequestsPerSecond is the copy rate set by start, rethrottle or resume.
 	RequestsPerSecond float64    `json:"requests_per_second"`
 	Copy              CopyStatus `json:"copy"`
@@ -76,7 +90,17 @@ type Status struct {
 	CopySeconds         float64 `json:"copy_seconds,omitempty"`
 	ReplicaBuildSeconds float64 `json:"replica_build_seconds,omitempty"`
 	CatchUpSeconds      float64 `json:"catchup_seconds,omitempty"`
-	FreezeSeconds       float64 `json:"freeze_seconds,omitempty"`
+	VerifySeconds       float64 `json:"verify_seconds,omitempty"`
+	// FreezeSeconds is how long writes to the old index were blocked: 0
+	// since the dual-write swap (only jobs of older versions have more).
+	FreezeSeconds float64 `json:"freeze_seconds"`
+	// DualWriteSeconds is how long the dual-write phase of the swap ran
+	// (the catch-up following the log while the live indexer writes).
+	DualWriteSeconds float64 `json:"dual_write_seconds,omitempty"`
+	// SwapLagSeconds is how long before the alias request the catch-up had
+	// last been seen at the log's end (it bounds the residual window of the
+	// package doc).
+	SwapLagSeconds float64 `json:"swap_lag_seconds,omitempty"`
 	// StepTimes maps a step to when it was reached.
 	StepTimes map[Step]time.Time `json:"step_times,omitempty"`
 }
@@ -107,12 +131,17 @@ const (
 	fRejected   = "catchup_rejected"
 	fStart      = "positions:start" // JSON []string: replay after these ids
 	fSwap       = "positions:swap"  // JSON []string: the final pass's end
-	fBackStart  = "positions:back"  // JSON []string: the live group's frontier right before the swap's freeze
-	fFrozen     = "frozen"          // the index under the write freeze, if any
-	fTargetUUID = "target_uuid"     // index.uuid of the target this job created
-	fTimings    = "timing:"         // + name: seconds
-	fStepAt     = "at:"             // + step: RFC 3339
-	fCursor     = "cursor:"         // + phase + ":" + partition
+	fBackStart  = "positions:back"  // JSON []string: the live group's frontier right before the swap
+	fFrozen     = "frozen"          // the index under an older version's write freeze, if any
+	fPhase      = "phase"           // the last phase reached inside a step
+	fVerified   = "verified_docs"
+	fMismatched = "mismatched_docs"
+	fExplained  = "explained_docs"
+	fMismatches = "mismatches"  // JSON []Mismatch, at most maxReportedMismatches
+	fTargetUUID = "target_uuid" // index.uuid of the target this job created
+	fTimings    = "timing:"     // + name: seconds
+	fStepAt     = "at:"         // + step: RFC 3339
+	fCursor     = "cursor:"     // + phase + ":" + partition
 )
 
 // ErrNotFound is returned for an unknown job id.
@@ -183,7 +212,13 @@ func (s *store) load(ctx context.Context, id string) (Status, map[string]string,
 		return Status{}, nil, fmt.Errorf("reindex: job %s: decode spec: %w", id, err)
 	}
 	st.Step, st.FailedStep, st.Error, st.TaskID = Step(m[fStep]), Step(m[fFailedStep]), m[fError], m[fTask]
-	st.Paused, st.Frozen = m[fPaused] == "1", m[fFrozen]
+	st.Paused, st.Frozen, st.Phase = m[fPaused] == "1", m[fFrozen], m[fPhase]
+	st.VerifiedDocs, _ = strconv.ParseInt(m[fVerified], 10, 64)
+	st.MismatchedDocs, _ = strconv.ParseInt(m[fMismatched], 10, 64)
+	st.ExplainedDocs, _ = strconv.ParseInt(m[fExplained], 10, 64)
+	if raw := m[fMismatches]; raw != "" {
+		_ = json.Unmarshal([]byte(raw), &st.Mismatches)
+	}
 	st.RequestsPerSecond, _ = strconv.ParseFloat(m[fRPS], 64)
 	if raw := m[fCopy]; raw != "" {
 		_ = json.Unmarshal([]byte(raw), &st.Copy)
@@ -198,6 +233,7 @@ func (s *store) load(ctx context.Context, id string) (Status, map[string]string,
 	}
 	st.CopySeconds, st.ReplicaBuildSeconds = timing("copy"), timing("replica_build")
 	st.CatchUpSeconds, st.FreezeSeconds = timing("catchup"), timing("freeze")
+	st.VerifySeconds, st.DualWriteSeconds, st.SwapLagSeconds = timing("verify"), timing("dual_write"), timing("swap_lag")
 	st.StepTimes = map[Step]time.Time{}
 	for k, v := range m {
 		if step, ok := strings.CutPrefix(k, fStepAt); ok {

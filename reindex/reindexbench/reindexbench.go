@@ -7,10 +7,22 @@
 //   - replicas kept at 1 during the copy vs 0 and added afterwards:
 //     end-to-end time ratio, the replica build included;
 //   - a 6-shard vs a 3-shard source (slices auto): throughput ratio;
+//   - slices = shards (6) vs 40% fewer (4, −33%: 3.6 rounded) on the
+//     6-shard source: copy speed and OpenSearch node CPU ratios (the
+//     write-up: −40% slices, −25% speed);
 //   - one live reindex of the 3-shard source while the real indexer worker
-//     applies a steady stream of updates through the event log; afterwards
+//     applies a steady stream of updates through the event log, with shops
+//     deleted, re-created and deleted again while the copy runs; afterwards
 //     every document of the new index is compared with the latest event of
-//     its shop (lost_updates, stale_docs: must be 0).
+//     its shop (lost_updates, stale_docs, resurrected_docs: must be 0). It
+//     also reports the verification before the swap (verified_docs,
+//     mismatched_docs), the write freeze (live_freeze_seconds: 0 with the
+//     dual-write swap) and the freshness of updates appended around the
+//     swap (freshness_p99_ms_during_swap: append → visible in a search
+//     through the alias, 4 probes a second).
+//
+// Every ratio is reported with its rounds' min and max (<ratio>_min,
+// <ratio>_max) beside the 95% interval.
 //
 // After each measured job the alias is rolled back and the new index
 // deleted, so every job copies the same source. On a single-node cluster
@@ -32,6 +44,7 @@ import (
 	"net/http"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -72,7 +85,7 @@ func Defaults() Config {
 // Flags binds the benchmark's flags (backend flags are bound by the caller).
 func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Var(&c.Profile, "profile", "run size: quick or full")
-	fs.IntVar(&c.Shops, "shops", c.Shops, "shops in the source index (default: 3000 quick, 20000 full)")
+	fs.IntVar(&c.Shops, "shops", c.Shops, "shops in the source index (default: 30000 quick, 100000 full)")
 	fs.IntVar(&c.Rounds, "rounds", c.Rounds, "interleaved rounds per comparison (default: 4 quick, 6 full)")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "generator seed")
 	fs.IntVar(&c.LiveRate, "live-rate", c.LiveRate, "updates per second during the live reindex (default: 200 quick, 500 full)")
@@ -89,7 +102,10 @@ func (c *Config) fill() {
 			*v = bench.Pick(c.Profile, quick, full)
 		}
 	}
-	set(&c.Shops, 3000, 20000)
+	// 30,000 nested shops: a copy takes ~30 s or more on the 2-core
+	// machine, so the copy, not the fixed costs (task start, replica
+	// allocation, green wait: 3-4 s), decides the ratios.
+	set(&c.Shops, 30000, 100000)
 	// 4 rounds: a t interval over 2 rounds multiplies their spread by 12.7,
 	// over 4 by 3.18.
 	set(&c.Rounds, 4, 6)
@@ -138,9 +154,31 @@ type Summary struct {
 	Replicas0Vs1Rounds  bench.RoundRatios `json:"replicas0_vs_1_rounds"`
 	Shards6Vs3CI95      bench.Interval    `json:"shards6_vs_3_ci95"`
 	Shards6Vs3Rounds    bench.RoundRatios `json:"shards6_vs_3_rounds"`
-	Slices1DocsS        float64           `json:"slices_1_docs_per_s"`
-	SlicesAutoDocS      float64           `json:"slices_auto_docs_per_s"`
-	Shards6DocsS        float64           `json:"shards6_docs_per_s"`
+	// The rounds' smallest and largest ratio (also in *_rounds).
+	SlicesAutoVs1Min float64 `json:"slices_auto_vs_1_min"`
+	SlicesAutoVs1Max float64 `json:"slices_auto_vs_1_max"`
+	Replicas0Vs1Min  float64 `json:"replicas0_vs_1_min"`
+	Replicas0Vs1Max  float64 `json:"replicas0_vs_1_max"`
+	Shards6Vs3Min    float64 `json:"shards6_vs_3_min"`
+	Shards6Vs3Max    float64 `json:"shards6_vs_3_max"`
+	// The slices experiment on the 6-shard source: slices 6 vs SlicesFewer
+	// (SlicesFewerShare fewer). Speed and node CPU ratios are fewer/6; the
+	// write-up: 40% fewer slices, 25% less speed (ratio 0.75).
+	SlicesFewer            int               `json:"slices_fewer"`
+	SlicesFewerShare       float64           `json:"slices_fewer_share"`
+	SlicesFewerSpeedRatio  float64           `json:"slices_fewer_speed_ratio"`
+	SlicesFewerSpeedMin    float64           `json:"slices_fewer_speed_ratio_min"`
+	SlicesFewerSpeedMax    float64           `json:"slices_fewer_speed_ratio_max"`
+	SlicesFewerSpeedRounds bench.RoundRatios `json:"slices_fewer_speed_ratio_rounds"`
+	SlicesFewerCPURatio    float64           `json:"slices_fewer_cpu_ratio"`
+	SlicesFewerCPUMin      float64           `json:"slices_fewer_cpu_ratio_min"`
+	SlicesFewerCPUMax      float64           `json:"slices_fewer_cpu_ratio_max"`
+	SlicesFewerCPURounds   bench.RoundRatios `json:"slices_fewer_cpu_ratio_rounds"`
+	SlicesShardsCPUCores   float64           `json:"slices_shards_node_cpu_cores"`
+	SlicesFewerCPUCores    float64           `json:"slices_fewer_node_cpu_cores"`
+	Slices1DocsS           float64           `json:"slices_1_docs_per_s"`
+	SlicesAutoDocS         float64           `json:"slices_auto_docs_per_s"`
+	Shards6DocsS           float64           `json:"shards6_docs_per_s"`
 	// End-to-end seconds per job (p50, p99 over rounds, HDR).
 	Replicas1P50S     float64 `json:"replicas1_e2e_p50_s"`
 	Replicas0P50S     float64 `json:"replicas0_e2e_p50_s"`
@@ -148,12 +186,36 @@ type Summary struct {
 	Slices1CopyP99S   float64 `json:"slices_1_copy_p99_s"`
 	SlicesAutoCopyP99 float64 `json:"slices_auto_copy_p99_s"`
 	// The live reindex.
-	LiveUpdatesApplied int     `json:"live_updates_applied"`
-	LiveCatchUpEvents  int64   `json:"live_catchup_events"`
-	LiveSkippedNewer   int64   `json:"live_skipped_newer"`
-	LiveFreezeSeconds  float64 `json:"live_freeze_seconds"`
-	LostUpdates        int     `json:"lost_updates"`
-	StaleDocs          int     `json:"stale_docs"`
+	LiveUpdatesApplied int   `json:"live_updates_applied"`
+	LiveCatchUpEvents  int64 `json:"live_catchup_events"`
+	LiveSkippedNewer   int64 `json:"live_skipped_newer"`
+	// LiveFreezeSeconds is how long writes to the old index were blocked
+	// around the swap: 0 since the dual-write swap.
+	LiveFreezeSeconds float64 `json:"live_freeze_seconds"`
+	LostUpdates       int     `json:"lost_updates"`
+	StaleDocs         int     `json:"stale_docs"`
+	// Deletes and re-creates: shops created before the job, deleted while
+	// the copy runs, half re-created, a quarter deleted again; plus the
+	// stream's own. ResurrectedDocs counts deleted shops with a document in
+	// the new index (also counted in stale_docs).
+	LiveShopDeletes   int `json:"live_shop_deletes"`
+	LiveShopRecreates int `json:"live_shop_recreates"`
+	ResurrectedDocs   int `json:"resurrected_docs"`
+	// The verification before the swap.
+	VerifiedDocs   int64 `json:"verified_docs"`
+	MismatchedDocs int64 `json:"mismatched_docs"`
+	ExplainedDocs  int64 `json:"explained_docs"`
+	// Freshness (event appended → visible in a search through the alias)
+	// of the updates appended from the verified step to 1 s after the job
+	// ended (the dual-write, the swap and the post-swap pass), and of every
+	// probed update of the live run.
+	FreshnessP99MsDuringSwap  float64 `json:"freshness_p99_ms_during_swap"`
+	FreshnessP50MsDuringSwap  float64 `json:"freshness_p50_ms_during_swap"`
+	FreshnessProbesDuringSwap int64   `json:"freshness_probes_during_swap"`
+	FreshnessP99MsLive        float64 `json:"freshness_p99_ms_live"`
+	FreshnessProbesNeverSeen  int     `json:"freshness_probes_never_seen"`
+	DualWriteSeconds          float64 `json:"live_dual_write_seconds"`
+	SwapLagSeconds            float64 `json:"live_swap_lag_seconds"`
 	// Targets: lost_updates <= 0 and stale_docs <= 0, exact counts. The
 	// ratios have no target, only the write-up's figures to compare with.
 	Targets bench.Targets `json:"targets"`
@@ -171,6 +233,42 @@ type side struct {
 	e2eSecs float64
 	// Per job (one per round), in order: copy docs/s and end-to-end s.
 	roundDocsS, roundE2E []float64
+	// Per job: the OpenSearch nodes' CPU (process CPU time summed over the
+	// nodes, in cores) averaged over the job.
+	roundCPUCores []float64
+}
+
+func mean(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	sum := 0.0
+	for _, x := range v {
+		sum += x
+	}
+	return sum / float64(len(v))
+}
+
+// nodeCPUMillis returns the process CPU time of every OpenSearch node,
+// summed.
+func nodeCPUMillis(ctx context.Context, osc *osapi.Client) (int64, error) {
+	var resp struct {
+		Nodes map[string]struct {
+			Process struct {
+				CPU struct {
+					TotalInMillis int64 `json:"total_in_millis"`
+				} `json:"cpu"`
+			} `json:"process"`
+		} `json:"nodes"`
+	}
+	if err := osc.Do(ctx, http.MethodGet, "/_nodes/stats/process", nil, &resp); err != nil {
+		return 0, fmt.Errorf("reindexbench: node CPU: %w", err)
+	}
+	var total int64
+	for _, n := range resp.Nodes {
+		total += n.Process.CPU.TotalInMillis
+	}
+	return total, nil
 }
 
 func newSide(name string) *side {
@@ -252,6 +350,16 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	if err != nil {
 		return sum, err
 	}
+	// The write-up's slices experiment: slices = shards vs 40% fewer, on
+	// the 6-shard source (6 vs 4: 40% fewer rounds to 3.6, so 4, −33%).
+	const fewer = 4 // 6 × 0.6 = 3.6, rounded
+	slicesShards, slicesFewer := newSide("slices = 6 shards"), newSide(fmt.Sprintf("slices %d (fewer)", fewer))
+	err = bench.Interleave(cfg.Rounds,
+		bench.Side{Name: slicesShards.name, Run: func(int) error { return e.job(ctx, s6, "6", 0, 0, slicesShards) }},
+		bench.Side{Name: slicesFewer.name, Run: func(int) error { return e.job(ctx, s6, strconv.Itoa(fewer), 0, 0, slicesFewer) }})
+	if err != nil {
+		return sum, err
+	}
 	live, err := e.live(ctx, s3)
 	if err != nil {
 		return sum, err
@@ -269,15 +377,39 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	sum.SlicesAutoCopyP99 = slicesAuto.copy.Summary().P99Ms / 1000
 	sum.LiveUpdatesApplied, sum.LiveCatchUpEvents, sum.LiveSkippedNewer = live.applied, live.status.CatchUpEvents, live.status.Copy.VersionConflicts
 	sum.LiveFreezeSeconds, sum.LostUpdates, sum.StaleDocs = live.status.FreezeSeconds, live.lost, live.stale
+	sum.LiveShopDeletes, sum.LiveShopRecreates, sum.ResurrectedDocs = live.deletes, live.recreates, live.resurrected
+	sum.VerifiedDocs, sum.MismatchedDocs, sum.ExplainedDocs = live.status.VerifiedDocs, live.status.MismatchedDocs, live.status.ExplainedDocs
+	sum.DualWriteSeconds, sum.SwapLagSeconds = live.status.DualWriteSeconds, live.status.SwapLagSeconds
+	duringSwap := live.freshSwap.Summary()
+	sum.FreshnessP99MsDuringSwap, sum.FreshnessP50MsDuringSwap, sum.FreshnessProbesDuringSwap = duringSwap.P99Ms, duringSwap.P50Ms, duringSwap.Count
+	sum.FreshnessP99MsLive, sum.FreshnessProbesNeverSeen = live.freshAll.Summary().P99Ms, live.neverSeen
 	sum.SlicesAutoVs1Rounds = bench.PairedRatioCI(slices1.roundDocsS, slicesAuto.roundDocsS)
 	sum.SlicesAutoVs1CI95 = sum.SlicesAutoVs1Rounds.IntervalAround(sum.SlicesAutoVs1)
 	sum.Replicas0Vs1Rounds = bench.PairedRatioCI(rep0.roundE2E, rep1.roundE2E)
 	sum.Replicas0Vs1CI95 = sum.Replicas0Vs1Rounds.IntervalAround(sum.Replicas0Vs1)
 	sum.Shards6Vs3Rounds = bench.PairedRatioCI(shards3.roundDocsS, shards6.roundDocsS)
 	sum.Shards6Vs3CI95 = sum.Shards6Vs3Rounds.IntervalAround(sum.Shards6Vs3)
+	sum.SlicesFewer, sum.SlicesFewerShare = fewer, 1-float64(fewer)/6
+	sum.SlicesFewerSpeedRatio = bench.Ratio(slicesFewer.docsPerS(), slicesShards.docsPerS())
+	sum.SlicesFewerSpeedRounds = bench.PairedRatioCI(slicesShards.roundDocsS, slicesFewer.roundDocsS)
+	sum.SlicesFewerSpeedMin, sum.SlicesFewerSpeedMax = sum.SlicesFewerSpeedRounds.Min, sum.SlicesFewerSpeedRounds.Max
+	sum.SlicesFewerCPURatio = bench.Ratio(mean(slicesFewer.roundCPUCores), mean(slicesShards.roundCPUCores))
+	sum.SlicesShardsCPUCores, sum.SlicesFewerCPUCores = mean(slicesShards.roundCPUCores), mean(slicesFewer.roundCPUCores)
+	sum.SlicesFewerCPURounds = bench.PairedRatioCI(slicesShards.roundCPUCores, slicesFewer.roundCPUCores)
+	sum.SlicesFewerCPUMin, sum.SlicesFewerCPUMax = sum.SlicesFewerCPURounds.Min, sum.SlicesFewerCPURounds.Max
+	sum.SlicesAutoVs1Min, sum.SlicesAutoVs1Max = sum.SlicesAutoVs1Rounds.Min, sum.SlicesAutoVs1Rounds.Max
+	sum.Replicas0Vs1Min, sum.Replicas0Vs1Max = sum.Replicas0Vs1Rounds.Min, sum.Replicas0Vs1Rounds.Max
+	sum.Shards6Vs3Min, sum.Shards6Vs3Max = sum.Shards6Vs3Rounds.Min, sum.Shards6Vs3Rounds.Max
 	sum.Targets = bench.Targets{
-		"lost_updates": bench.AtMost(0).Evaluate(float64(sum.LostUpdates), bench.Exact(float64(sum.LostUpdates))),
-		"stale_docs":   bench.AtMost(0).Evaluate(float64(sum.StaleDocs), bench.Exact(float64(sum.StaleDocs))),
+		"lost_updates":        bench.AtMost(0).Evaluate(float64(sum.LostUpdates), bench.Exact(float64(sum.LostUpdates))),
+		"stale_docs":          bench.AtMost(0).Evaluate(float64(sum.StaleDocs), bench.Exact(float64(sum.StaleDocs))),
+		"resurrected_docs":    bench.AtMost(0).Evaluate(float64(sum.ResurrectedDocs), bench.Exact(float64(sum.ResurrectedDocs))),
+		"mismatched_docs":     bench.AtMost(0).Evaluate(float64(sum.MismatchedDocs), bench.Exact(float64(sum.MismatchedDocs))),
+		"live_freeze_seconds": bench.AtMost(0).Evaluate(sum.LiveFreezeSeconds, bench.Exact(sum.LiveFreezeSeconds)),
+		// The issue's targets for the quick profile (issue 20).
+		"replicas0_vs_1":   bench.AtLeast(1.5).Evaluate(sum.Replicas0Vs1, sum.Replicas0Vs1CI95),
+		"slices_auto_vs_1": bench.AtLeast(1.3).Evaluate(sum.SlicesAutoVs1, sum.SlicesAutoVs1CI95),
+		"shards6_vs_3":     bench.AtLeast(1.1).Evaluate(sum.Shards6Vs3, sum.Shards6Vs3CI95),
 	}
 
 	rep := bench.NewReport("reindex", "Live reindex: slices, replicas during the copy, shard count, and zero lost updates", bench.CommandLine())
@@ -298,6 +430,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		rep.Add(bench.Section{Title: c.title, Text: c.text, Table: &bench.Table{Header: header, Rows: [][]string{row(c.a), row(c.b)}},
 			Charts: []bench.Chart{bench.LatencyCDF("End-to-end job time", []string{c.a.name, c.b.name}, []*bench.LatencyRecorder{c.a.e2e, c.b.e2e})}})
 	}
+	rep.Add(bench.Section{Title: "Slices = shards vs fewer", Text: fmt.Sprintf(
+		"6-shard source, slices 6 vs %d (%.0f%% fewer). Copy speed ratio fewer/6 = %.2f (rounds %.2f..%.2f); OpenSearch CPU during the job %.2f vs %.2f cores, ratio %.2f (rounds %.2f..%.2f). The write-up: 40%% fewer slices, 25%% less speed.",
+		fewer, 100*sum.SlicesFewerShare, sum.SlicesFewerSpeedRatio, sum.SlicesFewerSpeedMin, sum.SlicesFewerSpeedMax,
+		sum.SlicesShardsCPUCores, sum.SlicesFewerCPUCores, sum.SlicesFewerCPURatio, sum.SlicesFewerCPUMin, sum.SlicesFewerCPUMax),
+		Table: &bench.Table{Header: header, Rows: [][]string{row(slicesShards), row(slicesFewer)}}})
 	rep.Add(bench.IntervalSection([]bench.Figure{
 		{Name: "throughput slices auto / 1", Point: sum.SlicesAutoVs1, CI95: sum.SlicesAutoVs1CI95, Rounds: &sum.SlicesAutoVs1Rounds},
 		{Name: "end-to-end replicas kept / added after", Point: sum.Replicas0Vs1, CI95: sum.Replicas0Vs1CI95, Rounds: &sum.Replicas0Vs1Rounds},
@@ -306,9 +443,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	rep.Add(bench.TargetsSection(sum.Targets))
 	rep.Add(bench.Section{Title: "Live reindex under updates", Text: fmt.Sprintf(
 		"%d updates were appended at ~%d/s through the event log and applied by the real indexer worker while the 3-shard source was reindexed (slices auto). "+
-			"The catch-up replayed %d log entries; the copy skipped %d documents that were already newer; the write freeze around the swap lasted %.3f s. "+
+			"The catch-up replayed %d log entries; the copy skipped %d documents that were already newer; the swap froze writes for %.3f s (dual-write %.2f s, catch-up lag at the swap %.3f s). "+
+			"%d shop deletes and %d re-creates (most during the copy); %d deleted shops came back. The verification before the swap: %d documents equal, %d mismatched, %d explained by newer events. "+
+			"Freshness (appended → visible through the alias) of %d updates around the swap: p50 %.0f ms, p99 %.0f ms (all probed updates: p99 %.0f ms; %d never seen). "+
 			"Every shop's document in the new index was compared with the state after its latest event: %d lost, %d stale.",
-		sum.LiveUpdatesApplied, cfg.LiveRate, sum.LiveCatchUpEvents, sum.LiveSkippedNewer, sum.LiveFreezeSeconds, sum.LostUpdates, sum.StaleDocs)})
+		sum.LiveUpdatesApplied, cfg.LiveRate, sum.LiveCatchUpEvents, sum.LiveSkippedNewer, sum.LiveFreezeSeconds, sum.DualWriteSeconds, sum.SwapLagSeconds,
+		sum.LiveShopDeletes, sum.LiveShopRecreates, sum.ResurrectedDocs, sum.VerifiedDocs, sum.MismatchedDocs, sum.ExplainedDocs,
+		sum.FreshnessProbesDuringSwap, sum.FreshnessP50MsDuringSwap, sum.FreshnessP99MsDuringSwap, sum.FreshnessP99MsLive, sum.FreshnessProbesNeverSeen,
+		sum.LostUpdates, sum.StaleDocs)})
 	rep.SetSummary(&sum)
 	path, err := rep.WriteHTML(cfg.ReportDir)
 	if err != nil {
@@ -319,8 +461,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	if err := bench.PrintSummary(out, sum); err != nil {
 		return sum, err
 	}
-	if sum.LostUpdates != 0 || sum.StaleDocs != 0 {
-		return sum, fmt.Errorf("reindexbench: the live reindex lost %d updates and left %d stale documents", sum.LostUpdates, sum.StaleDocs)
+	if sum.LostUpdates != 0 || sum.StaleDocs != 0 || sum.ResurrectedDocs != 0 {
+		return sum, fmt.Errorf("reindexbench: the live reindex lost %d updates and left %d stale documents (%d resurrected)", sum.LostUpdates, sum.StaleDocs, sum.ResurrectedDocs)
 	}
 	return sum, nil
 }
@@ -395,10 +537,20 @@ func (e *env) indexerConfig(lc layout.Config, logCfg eventlog.Config) indexer.Co
 // copy, replica build and end-to-end times on s, then rolls back and deletes
 // the new index so the next job copies the same source.
 func (e *env) job(ctx context.Context, src *source, slices string, replicasDuringCopy, replicasAfter int, s *side) error {
+	cpuBefore, err := nodeCPUMillis(ctx, e.os)
+	if err != nil {
+		return err
+	}
+	began := time.Now()
 	st, err := e.reindex(ctx, src, slices, replicasDuringCopy, replicasAfter, nil)
 	if err != nil {
 		return err
 	}
+	cpuAfter, err := nodeCPUMillis(ctx, e.os)
+	if err != nil {
+		return err
+	}
+	s.roundCPUCores = append(s.roundCPUCores, float64(cpuAfter-cpuBefore)/float64(time.Since(began).Milliseconds()+1))
 	s.docs += st.Copy.Done()
 	s.copyS += st.CopySeconds
 	s.copy.Record(time.Duration(st.CopySeconds * float64(time.Second)))
@@ -449,15 +601,93 @@ func (e *env) undo(ctx context.Context, src *source, id string) error {
 }
 
 type liveResult struct {
-	status      reindex.Status
-	applied     int
-	lost, stale int
+	status              reindex.Status
+	applied             int
+	lost, stale         int
+	deletes, recreates  int
+	resurrected         int
+	freshSwap, freshAll *bench.LatencyRecorder
+	neverSeen           int
+}
+
+// churnFirstID is the first id of the shops the live run creates before
+// the job and deletes and re-creates while the copy runs (outside the
+// generated catalog and the event stream's new shops).
+const churnFirstID = 900_000_001
+
+// churnCreates returns the full upserts (version 1) of n churn shops.
+func churnCreates(seed uint64, n int) []catalog.Event {
+	var out []catalog.Event
+	for i, st := range catalog.NewGenerator(seed + 1).Shops(n) {
+		st.Shop.ID, st.Version = int64(churnFirstID+i), 1
+		for m := range st.Menus {
+			st.Menus[m].ShopID = st.Shop.ID
+			st.Menus[m].ID += 1_000_000_000
+		}
+		out = append(out, st.UpsertEvent())
+	}
+	return out
+}
+
+// churnDuringCopy deletes every churn shop (version 2), re-creates every
+// other one with a new name (version 3) and deletes every fourth again
+// (version 4): the copy's snapshot holds version 1 of all of them.
+func churnDuringCopy(creates []catalog.Event) []catalog.Event {
+	var out []catalog.Event
+	for i, c := range creates {
+		out = append(out, catalog.ShopDeleteEvent(c.ID, 2))
+		if i%2 == 0 {
+			re := c
+			fields := *c.Shop
+			name := "re-created " + strconv.Itoa(i)
+			fields.Name = &name
+			re.Shop, re.Version = &fields, 3
+			out = append(out, re)
+		}
+		if i%4 == 0 {
+			out = append(out, catalog.ShopDeleteEvent(c.ID, 4))
+		}
+	}
+	return out
+}
+
+// freshnessProbe waits until an appended upsert is visible in a search
+// through alias (the shop at a version >= the event's), polling every
+// 50 ms for up to 15 s, and returns how long after the append that was.
+func freshnessProbe(ctx context.Context, osc *osapi.Client, alias string, ev catalog.Event, appended time.Time) (time.Duration, bool) {
+	body, _ := json.Marshal(map[string]any{"size": 0, "track_total_hits": true, "query": map[string]any{"bool": map[string]any{"filter": []any{
+		map[string]any{"ids": map[string]any{"values": []string{strconv.FormatInt(ev.AggregateID(), 10)}}},
+		map[string]any{"range": map[string]any{"version": map[string]any{"gte": ev.Version}}},
+	}}}})
+	deadline := appended.Add(15 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		var resp struct {
+			Hits struct {
+				Total struct {
+					Value int `json:"value"`
+				} `json:"total"`
+			} `json:"hits"`
+		}
+		if err := osc.Do(ctx, http.MethodPost, "/"+alias+"/_search", body, &resp); err == nil && resp.Hits.Total.Value > 0 {
+			return time.Since(appended), true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return 0, false
+}
+
+type probe struct {
+	appended time.Time
+	took     time.Duration
+	seen     bool
 }
 
 // live reindexes src while the real indexer worker applies a steady stream
-// of updates through the event log, then compares every document.
+// of updates through the event log, with shops deleted and re-created
+// during the copy and the freshness of 4 updates a second probed
+// throughout, then compares every document.
 func (e *env) live(ctx context.Context, src *source) (liveResult, error) {
-	var res liveResult
+	res := liveResult{freshSwap: bench.NewLatencyRecorder(), freshAll: bench.NewLatencyRecorder()}
 	w, err := indexer.NewWorker(e.indexerConfig(src.layout, src.rcfg.Log), layout.Nested, src.evlog, e.os, e.log, nil)
 	if err != nil {
 		return res, err
@@ -470,16 +700,27 @@ func (e *env) live(ctx context.Context, src *source) (liveResult, error) {
 		<-workerDone
 	}()
 
+	// Churn shops exist in the source before the copy starts.
+	creates := churnCreates(e.cfg.Seed, max(20, e.cfg.Shops/100))
+	if _, err := src.evlog.Append(ctx, creates); err != nil {
+		return res, err
+	}
+	if err := waitDrained(ctx, src, 3*time.Minute); err != nil {
+		return res, err
+	}
+
 	stream := catalog.NewEventStream(e.cfg.Seed, e.cfg.Shops)
 	var mu sync.Mutex
-	var events []catalog.Event
+	events := slices.Clone(creates)
+	var probes []*probe
+	var probing sync.WaitGroup
 	appendErr := make(chan error, 1)
 	stopAppend := make(chan struct{})
 	go func() {
 		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
 		per := max(1, e.cfg.LiveRate/20)
-		for {
+		for tickN := 0; ; tickN++ {
 			select {
 			case <-stopAppend:
 				appendErr <- nil
@@ -490,35 +731,81 @@ func (e *env) live(ctx context.Context, src *source) (liveResult, error) {
 			for i := range batch {
 				batch[i] = stream.Next()
 			}
+			mu.Lock()
 			if _, err := src.evlog.Append(ctx, batch); err != nil {
+				mu.Unlock()
 				appendErr <- err
 				return
 			}
-			mu.Lock()
+			at := time.Now()
 			events = append(events, batch...)
 			mu.Unlock()
+			// One probe every 5th append (4/s): more searches would load the
+			// cluster they measure.
+			if ev := batch[len(batch)-1]; ev.Op == catalog.OpUpsert && tickN%5 == 0 {
+				p := &probe{appended: at}
+				probes = append(probes, p)
+				probing.Go(func() { p.took, p.seen = freshnessProbe(ctx, e.os, src.alias, ev, at) })
+			}
 		}
 	}()
 	time.Sleep(time.Second)
-	st, err := e.reindex(ctx, src, "auto", 0, min(1, e.nodes-1), nil)
+	o, err := reindex.New(src.rcfg, e.os, e.clients.Redis, e.log, nil)
+	if err != nil {
+		return res, err
+	}
+	var churnOnce sync.Once
+	churned := false
+	o.OnProgress = func(st reindex.Status) {
+		if st.Step == reindex.StepCopying && st.Copy.Done() > 0 {
+			churnOnce.Do(func() {
+				mu.Lock()
+				defer mu.Unlock()
+				churn := churnDuringCopy(creates)
+				if _, err := src.evlog.Append(ctx, churn); err == nil {
+					events, churned = append(events, churn...), true
+				}
+			})
+		}
+	}
+	st, err := e.reindex(ctx, src, "auto", 0, min(1, e.nodes-1), o)
 	time.Sleep(time.Second) // updates after the swap go to the new index through the alias
 	close(stopAppend)
 	if aerr := <-appendErr; err == nil {
 		err = aerr
 	}
+	probing.Wait()
 	if err != nil {
 		return res, err
+	}
+	if !churned {
+		return res, errors.New("reindexbench: the churn of deletes and re-creates was not appended during the copy")
 	}
 	res.status = st
 	if err := waitDrained(ctx, src, 3*time.Minute); err != nil {
 		return res, err
 	}
+	// The swap's window: from the verified step (the dual-write begins) to
+	// 1 s after the job ended.
+	from, to := st.StepTimes[reindex.StepVerified], st.StepTimes[reindex.StepDone].Add(time.Second)
+	for _, p := range probes {
+		if !p.seen {
+			res.neverSeen++
+			continue
+		}
+		res.freshAll.Record(p.took)
+		if !p.appended.Before(from) && !p.appended.After(to) {
+			res.freshSwap.Record(p.took)
+		}
+	}
 	mu.Lock()
 	res.applied = len(events)
-	want := expected(e.cfg.Seed, e.cfg.Shops, events)
+	want, deletes, recreates := expected(e.cfg.Seed, e.cfg.Shops, events)
 	mu.Unlock()
-	res.lost, res.stale, err = compare(ctx, e.os, st.Target, want)
-	fmt.Fprintf(e.cfg.Log, "  live: %d updates, catch-up %d, freeze %.3fs: %d lost, %d stale\n", res.applied, st.CatchUpEvents, st.FreezeSeconds, res.lost, res.stale)
+	res.deletes, res.recreates = deletes, recreates
+	res.lost, res.stale, res.resurrected, err = compare(ctx, e.os, st.Target, want)
+	fmt.Fprintf(e.cfg.Log, "  live: %d updates (%d shop deletes, %d re-creates), catch-up %d, freeze %.3fs, verified %d (mismatched %d), freshness p99 around the swap %.0f ms: %d lost, %d stale, %d resurrected\n",
+		res.applied, deletes, recreates, st.CatchUpEvents, st.FreezeSeconds, st.VerifiedDocs, st.MismatchedDocs, res.freshSwap.Summary().P99Ms, res.lost, res.stale, res.resurrected)
 	return res, err
 }
 
@@ -542,8 +829,9 @@ func waitDrained(ctx context.Context, src *source, timeout time.Duration) error 
 	}
 }
 
-// expected applies the events in order to the generated shops.
-func expected(seed uint64, numShops int, events []catalog.Event) map[int64]*catalog.ShopState {
+// expected applies the events in order to the generated shops, and counts
+// the shop deletes and the re-creates (a shop upsert on a deleted shop).
+func expected(seed uint64, numShops int, events []catalog.Event) (want map[int64]*catalog.ShopState, deletes, recreates int) {
 	out := make(map[int64]*catalog.ShopState)
 	for i, st := range catalog.NewGenerator(seed).Shops(numShops) {
 		out[catalog.ShopID(i)] = &st
@@ -554,15 +842,23 @@ func expected(seed uint64, numShops int, events []catalog.Event) map[int64]*cata
 			st = &catalog.ShopState{}
 			out[ev.AggregateID()] = st
 		}
-		_, _ = st.Apply(ev) // an event the stream cannot apply is not applied by the indexer either
+		wasDeleted := st.Deleted
+		applied, _ := st.Apply(ev) // an event the stream cannot apply is not applied by the indexer either
+		switch {
+		case !applied || ev.Type != catalog.EntityShop:
+		case ev.Op == catalog.OpDelete:
+			deletes++
+		case wasDeleted:
+			recreates++
+		}
 	}
-	return out
+	return out, deletes, recreates
 }
 
 // compare reads every expected shop's document from index and counts the
 // missing or older ones (lost) and those that should not exist or differ at
 // an older version (stale).
-func compare(ctx context.Context, osc *osapi.Client, index string, want map[int64]*catalog.ShopState) (lost, stale int, err error) {
+func compare(ctx context.Context, osc *osapi.Client, index string, want map[int64]*catalog.ShopState) (lost, stale, resurrected int, err error) {
 	ids := make([]int64, 0, len(want))
 	for id := range want {
 		ids = append(ids, id)
@@ -582,7 +878,7 @@ func compare(ctx context.Context, osc *osapi.Client, index string, want map[int6
 			} `json:"docs"`
 		}
 		if err := osc.Do(ctx, http.MethodPost, "/"+index+"/_mget?realtime=true", body, &resp); err != nil {
-			return lost, stale, err
+			return lost, stale, resurrected, err
 		}
 		for _, d := range resp.Docs {
 			id, _ := strconv.ParseInt(d.ID, 10, 64)
@@ -590,6 +886,7 @@ func compare(ctx context.Context, osc *osapi.Client, index string, want map[int6
 			switch {
 			case st.Deleted && d.Found:
 				stale++
+				resurrected++
 			case st.Deleted:
 			case !d.Found:
 				lost++
@@ -607,7 +904,7 @@ func compare(ctx context.Context, osc *osapi.Client, index string, want map[int6
 			}
 		}
 	}
-	return lost, stale, nil
+	return lost, stale, resurrected, nil
 }
 
 func nodeCount(ctx context.Context, osc *osapi.Client) (int, error) {

@@ -41,14 +41,21 @@ func TestSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	if missing := bench.MissingKeys(parsed, "bench", "docs", "slices_auto_vs_1", "replicas0_vs_1", "shards6_vs_3",
-		"live_updates_applied", "lost_updates", "stale_docs"); len(missing) > 0 {
+		"live_updates_applied", "lost_updates", "stale_docs", "live_freeze_seconds", "resurrected_docs", "verified_docs", "mismatched_docs",
+		"freshness_p99_ms_during_swap", "slices_auto_vs_1_min", "slices_auto_vs_1_max", "replicas0_vs_1_min", "replicas0_vs_1_max",
+		"shards6_vs_3_min", "shards6_vs_3_max", "live_shop_deletes", "live_shop_recreates",
+		"slices_fewer_speed_ratio", "slices_fewer_speed_ratio_min", "slices_fewer_speed_ratio_max", "slices_fewer_cpu_ratio"); len(missing) > 0 {
 		t.Fatalf("summary lacks %v", missing)
 	}
 	if problems := bench.IntervalProblems(parsed, "slices_auto_vs_1", "replicas0_vs_1", "shards6_vs_3"); len(problems) > 0 {
 		t.Errorf("intervals: %q", problems)
 	}
-	if len(sum.Targets) != 2 {
-		t.Errorf("targets %v, want lost_updates and stale_docs", sum.Targets)
+	if len(sum.Targets) != 8 {
+		t.Errorf("targets %v, want lost_updates, stale_docs, resurrected_docs, mismatched_docs, live_freeze_seconds and the 3 ratios", sum.Targets)
+	}
+	if sum.SlicesFewer != 4 || !(sum.SlicesFewerSpeedRatio > 0) || !(sum.SlicesFewerCPURatio > 0) || !(sum.SlicesShardsCPUCores > 0) {
+		t.Errorf("slices experiment: slices %d, speed ratio %v, CPU ratio %v, CPU %v cores; want 4 and positive figures",
+			sum.SlicesFewer, sum.SlicesFewerSpeedRatio, sum.SlicesFewerCPURatio, sum.SlicesShardsCPUCores)
 	}
 	if parsed["bench"] != "reindex" || sum.Docs <= 0 || sum.SlicesAutoVs1 <= 0 || sum.Replicas0Vs1 <= 0 || sum.Shards6Vs3 <= 0 {
 		t.Errorf("summary %+v", sum)
@@ -56,7 +63,17 @@ func TestSmoke(t *testing.T) {
 	if sum.LiveUpdatesApplied == 0 {
 		t.Errorf("no live update was applied during the live reindex")
 	}
-	if sum.LostUpdates != 0 || sum.StaleDocs != 0 {
-		t.Errorf("lost %d, stale %d; want 0", sum.LostUpdates, sum.StaleDocs)
+	if sum.LostUpdates != 0 || sum.StaleDocs != 0 || sum.ResurrectedDocs != 0 {
+		t.Errorf("lost %d, stale %d, resurrected %d; want 0", sum.LostUpdates, sum.StaleDocs, sum.ResurrectedDocs)
+	}
+	if sum.LiveFreezeSeconds != 0 || sum.MismatchedDocs != 0 || sum.VerifiedDocs < int64(sum.Docs) {
+		t.Errorf("freeze %.3fs, mismatched %d, verified %d of %d shops: want no freeze, no mismatch, every shop verified",
+			sum.LiveFreezeSeconds, sum.MismatchedDocs, sum.VerifiedDocs, sum.Docs)
+	}
+	if sum.LiveShopDeletes == 0 || sum.LiveShopRecreates == 0 {
+		t.Errorf("%d shop deletes, %d re-creates during the live reindex: the load must include both", sum.LiveShopDeletes, sum.LiveShopRecreates)
+	}
+	if sum.FreshnessProbesDuringSwap == 0 || !(sum.FreshnessP99MsDuringSwap > 0) {
+		t.Errorf("freshness during the swap: %d probes, p99 %.0f ms; want some", sum.FreshnessProbesDuringSwap, sum.FreshnessP99MsDuringSwap)
 	}
 }
