@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -211,7 +212,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		return notConfigured("replicas", "no Redis read replicas are configured (--redis-replica-addrs): every read goes to the primary")
 	}
 	if len(clients.RedisReplicas) > 0 {
-		reads, err := redisread.New(clients.Redis, clients.RedisReplicas, cfg.RedisReads, log, reg)
+		// Replica addresses are refused in cluster mode (backend.RedisConfig
+		// Validate), so the primary is a single-server client here.
+		primary, ok := clients.Redis.(*redis.Client)
+		if !ok {
+			return fmt.Errorf("app: redis replicas %d configured beside a %T primary; want a single-server primary", len(clients.RedisReplicas), clients.Redis)
+		}
+		reads, err := redisread.New(primary, clients.RedisReplicas, cfg.RedisReads, log, reg)
 		if err != nil {
 			return err
 		}

@@ -67,7 +67,7 @@ const (
 // Log appends to and reads from the partition streams.
 type Log struct {
 	cfg      Config
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 	log      *slog.Logger
 	appended prometheus.Counter
 	// dead counts dead-lettered entries by reason kind (ReasonKind).
@@ -75,7 +75,7 @@ type Log struct {
 }
 
 // New returns a Log on rdb. reg may be nil.
-func New(cfg Config, rdb *redis.Client, log *slog.Logger, reg prometheus.Registerer) (*Log, error) {
+func New(cfg Config, rdb redis.UniversalClient, log *slog.Logger, reg prometheus.Registerer) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -103,7 +103,7 @@ func New(cfg Config, rdb *redis.Client, log *slog.Logger, reg prometheus.Registe
 func (l *Log) Config() Config { return l.cfg }
 
 // Redis returns the client the log uses.
-func (l *Log) Redis() *redis.Client { return l.rdb }
+func (l *Log) Redis() redis.UniversalClient { return l.rdb }
 
 // Partition returns the partition of a shop aggregate.
 func (l *Log) Partition(shopID int64) int {

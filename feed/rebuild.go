@@ -153,7 +153,7 @@ func (s *Service) DeleteRedisState(ctx context.Context) error {
 // batcher sends queued commands every rebuildBatch commands.
 type batcher struct {
 	ctx context.Context
-	rdb *redis.Client
+	rdb redis.UniversalClient
 	p   redis.Pipeliner
 	n   int
 }

@@ -47,7 +47,7 @@ type ReadFunc func(ctx context.Context, read func(ctx context.Context, rc redis.
 type Service struct {
 	cfg     Config
 	db      *pgxpool.Pool
-	rdb     *redis.Client
+	rdb     redis.UniversalClient
 	read    ReadFunc
 	keys    keys
 	ids     *IDGenerator
@@ -122,7 +122,7 @@ func newMetrics(reg prometheus.Registerer, strategy Strategy) *metrics {
 
 // NewService builds a service. It does not touch the servers: run Migrate
 // first, and RunWorkers to deliver posts. log and reg may be nil.
-func NewService(cfg Config, db *pgxpool.Pool, rdb *redis.Client, log *slog.Logger, reg prometheus.Registerer) (*Service, error) {
+func NewService(cfg Config, db *pgxpool.Pool, rdb redis.UniversalClient, log *slog.Logger, reg prometheus.Registerer) (*Service, error) {
 	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err

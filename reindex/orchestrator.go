@@ -23,7 +23,7 @@ import (
 type Orchestrator struct {
 	cfg   Config
 	os    *osapi.Client
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	evlog *eventlog.Log
 	store *store
 	log   *slog.Logger
@@ -60,7 +60,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 }
 
 // New returns an orchestrator. log and reg may be nil.
-func New(cfg Config, os *osapi.Client, rdb *redis.Client, log *slog.Logger, reg prometheus.Registerer) (*Orchestrator, error) {
+func New(cfg Config, os *osapi.Client, rdb redis.UniversalClient, log *slog.Logger, reg prometheus.Registerer) (*Orchestrator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -84,7 +84,7 @@ type Status struct {
 // store keeps jobs in Redis: one hash per job, a set of job ids, a lock per
 // alias (one unfinished job per alias) and a lease per job (one orchestrator).
 type store struct {
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	prefix string
 }
 
