@@ -172,6 +172,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	if err != nil {
 		return err
 	}
+	// Event logs written before the keys had hash tags move to them once.
+	if _, err := evlog.MigrateLegacyKeys(ctx); err != nil {
+		return err
+	}
 	eventlog.RegisterRoutes(srv, evlog)
 	srch := searcher.New(osc, cfg.Indexer.Layout, cfg.Search, reg)
 	srch.SetUnavailable(layout.Hot, "OpenSearch has not been checked for the "+layout.HotPlugin+" plugin yet")

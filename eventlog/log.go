@@ -1,11 +1,13 @@
 package eventlog
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -114,11 +116,78 @@ func (l *Log) Partition(shopID int64) int {
 	return int(p)
 }
 
-// StreamKey returns the key of partition p.
-func (l *Log) StreamKey(p int) string { return l.cfg.Prefix + "events:" + strconv.Itoa(p) }
+// StreamKey returns the key of partition p: {<prefix>events:<p>}, its own
+// hash tag, so the partitions spread over a cluster's slots.
+func (l *Log) StreamKey(p int) string { return "{" + l.cfg.Prefix + "events:" + strconv.Itoa(p) + "}" }
 
-// DeadLetterKey returns the key of the dead-letter stream.
-func (l *Log) DeadLetterKey() string { return l.cfg.Prefix + "events:dead" }
+// DeadLetterKey returns the key of partition p's dead-letter stream,
+// {<prefix>events:<p>}:dead: the partition's hash tag, so that dead-lettering
+// (XADD here, XACK there) and a replay (XADD there, XDEL here) are one
+// MULTI/EXEC within one slot.
+func (l *Log) DeadLetterKey(p int) string { return l.StreamKey(p) + ":dead" }
+
+// legacyStreamKey and legacyDeadLetterKey are the keys before hash tags
+// (<prefix>events:<p>, one <prefix>events:dead for every partition).
+func (l *Log) legacyStreamKey(p int) string { return l.cfg.Prefix + "events:" + strconv.Itoa(p) }
+func (l *Log) legacyDeadLetterKey() string  { return l.cfg.Prefix + "events:dead" }
+
+// MigrateLegacyKeys moves a single Redis's event log from the keys before
+// hash tags to today's: each partition stream is renamed (RENAMENX keeps its
+// entries and consumer groups) unless the new key exists, and each legacy
+// dead letter moves, with its id, to its partition's dead-letter stream. It
+// returns how many keys and dead letters it moved. On a Redis Cluster it
+// does nothing (a cluster never held the legacy keys: they span slots).
+func (l *Log) MigrateLegacyKeys(ctx context.Context) (int, error) {
+	if _, ok := l.rdb.(*redis.ClusterClient); ok {
+		return 0, nil
+	}
+	moved := 0
+	for p := 0; p < l.cfg.Partitions; p++ {
+		ok, err := l.rdb.RenameNX(ctx, l.legacyStreamKey(p), l.StreamKey(p)).Result()
+		if err != nil && !strings.Contains(err.Error(), "no such key") {
+			return moved, fmt.Errorf("eventlog: RENAMENX %s %s: %w", l.legacyStreamKey(p), l.StreamKey(p), err)
+		}
+		if ok {
+			moved++
+			l.log.Info("moved an event log partition to its hash-tagged key", "from", l.legacyStreamKey(p), "to", l.StreamKey(p))
+		}
+	}
+	legacy := l.legacyDeadLetterKey()
+	msgs, err := l.rdb.XRange(ctx, legacy, "-", "+").Result()
+	if err != nil {
+		return moved, fmt.Errorf("eventlog: XRANGE %s: %w", legacy, err)
+	}
+	for _, m := range msgs {
+		p := l.partitionOfStream(str(m.Values["stream"]))
+		err := l.rdb.XAdd(ctx, &redis.XAddArgs{Stream: l.DeadLetterKey(p), ID: m.ID, Values: m.Values}).Err()
+		if err != nil && !strings.Contains(err.Error(), "equal or smaller") {
+			return moved, fmt.Errorf("eventlog: move dead letter %s from %s to %s: %w", m.ID, legacy, l.DeadLetterKey(p), err)
+		}
+		if err := l.rdb.XDel(ctx, legacy, m.ID).Err(); err != nil {
+			return moved, fmt.Errorf("eventlog: XDEL %s %s: %w", legacy, m.ID, err)
+		}
+		moved++
+	}
+	if len(msgs) > 0 {
+		// Nothing writes the legacy stream any more; an empty stream
+		// would stay as a key.
+		if err := l.rdb.Del(ctx, legacy).Err(); err != nil {
+			return moved, fmt.Errorf("eventlog: DEL %s: %w", legacy, err)
+		}
+	}
+	return moved, nil
+}
+
+// partitionOfStream reads the partition from a stream key of either form
+// ("baedal:events:3" or "{baedal:events:3}"); 0 when it names none.
+func (l *Log) partitionOfStream(stream string) int {
+	stream = strings.TrimSuffix(stream, "}")
+	p, err := strconv.Atoi(stream[strings.LastIndexByte(stream, ':')+1:])
+	if err != nil || p < 0 || p >= l.cfg.Partitions {
+		return 0
+	}
+	return p
+}
 
 // Append adds events to their partitions in the given order and returns the
 // stream id of each, in the same order. It returns only after Redis
@@ -181,22 +250,58 @@ func (l *Log) DeadLettersAfter(ctx context.Context, after string, count int64) (
 	if after != "" {
 		start = "(" + after
 	}
-	msgs, err := l.rdb.XRangeN(ctx, l.DeadLetterKey(), start, "+", count).Result()
-	if err != nil {
-		return nil, fmt.Errorf("eventlog: XRANGE %s from %s: %w", l.DeadLetterKey(), start, err)
+	// Each partition has its own dead-letter stream: read up to count of
+	// each (pipelined; one round trip per node in a cluster), merge by id.
+	pipe := l.rdb.Pipeline()
+	cmds := make([]*redis.XMessageSliceCmd, l.cfg.Partitions)
+	for p := range cmds {
+		cmds[p] = pipe.XRangeN(ctx, l.DeadLetterKey(p), start, "+", count)
 	}
-	out := make([]DeadLetterRecord, len(msgs))
-	for i, m := range msgs {
-		out[i] = deadLetterRecord(m)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("eventlog: XRANGE the %d dead-letter streams from %s: %w", l.cfg.Partitions, start, err)
+	}
+	var out []DeadLetterRecord
+	for _, c := range cmds {
+		for _, m := range c.Val() {
+			out = append(out, deadLetterRecord(m))
+		}
+	}
+	slices.SortFunc(out, func(a, b DeadLetterRecord) int { return compareStreamIDs(a.ID, b.ID) })
+	if int64(len(out)) > count {
+		out = out[:count]
 	}
 	return out, nil
 }
 
+// compareStreamIDs orders stream ids ("<ms>-<seq>") by time, then sequence.
+func compareStreamIDs(a, b string) int {
+	parse := func(id string) (uint64, uint64) {
+		ms, seq, _ := strings.Cut(id, "-")
+		m, _ := strconv.ParseUint(ms, 10, 64)
+		q, _ := strconv.ParseUint(seq, 10, 64)
+		return m, q
+	}
+	am, aq := parse(a)
+	bm, bq := parse(b)
+	if c := cmp.Compare(am, bm); c != 0 {
+		return c
+	}
+	return cmp.Compare(aq, bq)
+}
+
 // DeadLetterCount returns the number of entries in the dead-letter stream.
 func (l *Log) DeadLetterCount(ctx context.Context) (int64, error) {
-	n, err := l.rdb.XLen(ctx, l.DeadLetterKey()).Result()
-	if err != nil {
-		return 0, fmt.Errorf("eventlog: XLEN %s: %w", l.DeadLetterKey(), err)
+	pipe := l.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, l.cfg.Partitions)
+	for p := range cmds {
+		cmds[p] = pipe.XLen(ctx, l.DeadLetterKey(p))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, fmt.Errorf("eventlog: XLEN the %d dead-letter streams: %w", l.cfg.Partitions, err)
+	}
+	var n int64
+	for _, c := range cmds {
+		n += c.Val()
 	}
 	return n, nil
 }
@@ -229,16 +334,23 @@ var ErrDeadLetterNotFound = errors.New("eventlog: no such dead letter")
 // it would only dead-letter it again; drop it instead.
 var ErrNotReplayable = errors.New("eventlog: dead letter holds no valid event")
 
-// deadLetter reads one dead letter by id.
-func (l *Log) deadLetter(ctx context.Context, id string) (DeadLetterRecord, error) {
-	msgs, err := l.rdb.XRangeN(ctx, l.DeadLetterKey(), id, id, 1).Result()
-	if err != nil {
-		return DeadLetterRecord{}, fmt.Errorf("eventlog: XRANGE %s %s: %w", l.DeadLetterKey(), id, err)
+// deadLetter reads one dead letter by id, and the partition whose
+// dead-letter stream holds it.
+func (l *Log) deadLetter(ctx context.Context, id string) (DeadLetterRecord, int, error) {
+	pipe := l.rdb.Pipeline()
+	cmds := make([]*redis.XMessageSliceCmd, l.cfg.Partitions)
+	for p := range cmds {
+		cmds[p] = pipe.XRangeN(ctx, l.DeadLetterKey(p), id, id, 1)
 	}
-	if len(msgs) == 0 {
-		return DeadLetterRecord{}, fmt.Errorf("%w: %s", ErrDeadLetterNotFound, id)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return DeadLetterRecord{}, 0, fmt.Errorf("eventlog: XRANGE the %d dead-letter streams at %s: %w", l.cfg.Partitions, id, err)
 	}
-	return deadLetterRecord(msgs[0]), nil
+	for p, c := range cmds {
+		if msgs := c.Val(); len(msgs) > 0 {
+			return deadLetterRecord(msgs[0]), p, nil
+		}
+	}
+	return DeadLetterRecord{}, 0, fmt.Errorf("%w: %s", ErrDeadLetterNotFound, id)
 }
 
 // ReplayDeadLetter appends a dead letter's event again to its shop's
@@ -248,7 +360,7 @@ func (l *Log) deadLetter(ctx context.Context, id string) (DeadLetterRecord, erro
 // that had applied it skips it as stale. Replay after fixing the cause (for
 // instance after creating the shop a menu event needed).
 func (l *Log) ReplayDeadLetter(ctx context.Context, id string) (string, error) {
-	rec, err := l.deadLetter(ctx, id)
+	rec, deadPartition, err := l.deadLetter(ctx, id)
 	if err != nil {
 		return "", err
 	}
@@ -256,17 +368,26 @@ func (l *Log) ReplayDeadLetter(ctx context.Context, id string) (string, error) {
 	if err != nil || len(events) != 1 {
 		return "", fmt.Errorf("%w: dead letter %s: %v", ErrNotReplayable, id, err)
 	}
-	stream := l.StreamKey(l.Partition(events[0].AggregateID()))
+	p := l.Partition(events[0].AggregateID())
+	stream := l.StreamKey(p)
 	var add *redis.StringCmd
 	var del *redis.IntCmd
-	_, err = l.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+	queue := func(pipe redis.Pipeliner) error {
 		add = pipe.XAdd(ctx, &redis.XAddArgs{
 			Stream: stream, MaxLen: l.cfg.MaxLen, Approx: true,
 			Values: []any{fieldEvent, rec.Raw, fieldAppended, strconv.FormatInt(time.Now().UnixMilli(), 10)},
 		})
-		del = pipe.XDel(ctx, l.DeadLetterKey(), id)
+		del = pipe.XDel(ctx, l.DeadLetterKey(deadPartition), id)
 		return nil
-	})
+	}
+	if p == deadPartition {
+		_, err = l.rdb.TxPipelined(ctx, queue)
+	} else {
+		// Dead-lettered under another partition count: the two streams
+		// may be in two slots. Append first, then delete: a failure in
+		// between leaves a duplicate (harmless), never a loss.
+		_, err = l.rdb.Pipelined(ctx, queue)
+	}
 	if err != nil {
 		return "", fmt.Errorf("eventlog: replay dead letter %s into %s: %w", id, stream, err)
 	}
@@ -281,9 +402,13 @@ func (l *Log) ReplayDeadLetter(ctx context.Context, id string) (string, error) {
 
 // DropDeadLetter deletes a dead letter for good.
 func (l *Log) DropDeadLetter(ctx context.Context, id string) error {
-	n, err := l.rdb.XDel(ctx, l.DeadLetterKey(), id).Result()
+	_, p, err := l.deadLetter(ctx, id)
 	if err != nil {
-		return fmt.Errorf("eventlog: XDEL %s %s: %w", l.DeadLetterKey(), id, err)
+		return err
+	}
+	n, err := l.rdb.XDel(ctx, l.DeadLetterKey(p), id).Result()
+	if err != nil {
+		return fmt.Errorf("eventlog: XDEL %s %s: %w", l.DeadLetterKey(p), id, err)
 	}
 	if n == 0 {
 		return fmt.Errorf("%w: %s", ErrDeadLetterNotFound, id)
