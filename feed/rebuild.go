@@ -91,8 +91,8 @@ func (s *Service) Rebuild(ctx context.Context, progress io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("feed: rebuild: celebrities: %w", err)
 		}
-		if len(celebs) > 0 {
-			b.pipe().SAdd(ctx, s.keys.celebrities, idStrings(celebs)...)
+		if err := s.changeCelebrities(ctx, s.rdb, "add", idStrings(celebs)...); err != nil {
+			return err
 		}
 	}
 	// Each follower gets the newest TimelineCap posts of the authors pushed
