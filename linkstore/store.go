@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -459,42 +460,86 @@ func (s *Store) Resolve(ctx context.Context, id ClickID) (Resolution, error) {
 }
 
 // Scan calls fn with up to limit stored values of this store (SCAN over its
-// key pattern), e.g. to sample records for TrainDictionary.
+// key pattern), e.g. to sample records for TrainDictionary. On a Redis
+// Cluster it scans each master in turn (SCAN sees one node's keys).
 func (s *Store) Scan(ctx context.Context, limit int, fn func(key string, value []byte) error) error {
 	pattern := escapeGlob(s.cfg.Namespace)
 	if s.keyFormat != KeyText {
 		pattern += KeyPrefix
 	}
 	pattern += "*"
-	var cursor uint64
-	seen := 0
-	for {
-		keys, next, err := s.primary.Scan(ctx, cursor, pattern, 500).Result()
-		if err != nil {
-			return fmt.Errorf("linkstore: SCAN %q: %w", pattern, err)
-		}
-		if len(keys) > 0 {
-			values, err := s.primary.MGet(ctx, keys...).Result()
-			if err != nil {
-				return fmt.Errorf("linkstore: MGET %d keys: %w", len(keys), err)
-			}
-			for i, v := range values {
-				str, ok := v.(string)
-				if !ok || len(keys[i]) != len(s.cfg.Namespace)+s.keyFormat.Len() {
-					continue // expired meanwhile, or not a record key (dictionaries, mode)
-				}
-				if err := fn(keys[i], []byte(str)); err != nil {
-					return err
-				}
-				if seen++; seen >= limit {
-					return nil
-				}
-			}
-		}
-		if cursor = next; cursor == 0 {
+	nodes := []redis.Cmdable{s.primary}
+	if cc, ok := s.primary.(*redis.ClusterClient); ok {
+		var mu sync.Mutex
+		nodes = nil
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			mu.Lock()
+			defer mu.Unlock()
+			nodes = append(nodes, m)
 			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("linkstore: list the cluster's masters to SCAN %q: %w", pattern, err)
 		}
 	}
+	seen := 0
+	for _, node := range nodes {
+		var cursor uint64
+		for {
+			keys, next, err := node.Scan(ctx, cursor, pattern, 500).Result()
+			if err != nil {
+				return fmt.Errorf("linkstore: SCAN %q: %w", pattern, err)
+			}
+			if len(keys) > 0 {
+				values, err := getValues(ctx, s.primary, keys)
+				if err != nil {
+					return fmt.Errorf("linkstore: MGET %d keys: %w", len(keys), err)
+				}
+				for i, v := range values {
+					str, ok := v.(string)
+					if !ok || len(keys[i]) != len(s.cfg.Namespace)+s.keyFormat.Len() {
+						continue // expired meanwhile, or not a record key (dictionaries, mode)
+					}
+					if err := fn(keys[i], []byte(str)); err != nil {
+						return err
+					}
+					if seen++; seen >= limit {
+						return nil
+					}
+				}
+			}
+			if cursor = next; cursor == 0 {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// getValues reads the string values of keys, in order (nil where there is
+// none): one MGET on a single Redis; on a Redis Cluster, where the keys hash
+// to many slots and one MGET would fail with CROSSSLOT, one single-key MGET
+// each in one pipeline (the cluster client sends each node its share in one
+// round trip).
+func getValues(ctx context.Context, rc redis.Cmdable, keys []string) ([]any, error) {
+	if _, cluster := rc.(*redis.ClusterClient); !cluster {
+		return rc.MGet(ctx, keys...).Result()
+	}
+	pipe := rc.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = pipe.MGet(ctx, k)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	values := make([]any, len(keys))
+	for i, c := range cmds {
+		if v := c.Val(); len(v) == 1 {
+			values[i] = v[0]
+		}
+	}
+	return values, nil
 }
 
 func escapeGlob(s string) string {

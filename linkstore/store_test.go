@@ -33,7 +33,7 @@ func testRedis(t *testing.T) *redis.Client {
 	return rdb
 }
 
-func newTestStore(t *testing.T, rdb *redis.Client, ns string, cfg StoreConfig) *Store {
+func newTestStore(t *testing.T, rdb redis.UniversalClient, ns string, cfg StoreConfig) *Store {
 	t.Helper()
 	cfg.Namespace = ns
 	s, err := NewStore(context.Background(), cfg, rdb, nil, nil)
@@ -44,20 +44,15 @@ func newTestStore(t *testing.T, rdb *redis.Client, ns string, cfg StoreConfig) *
 	return s
 }
 
-func deleteNamespace(rdb *redis.Client, ns string) {
-	ctx := context.Background()
-	iter := rdb.Scan(ctx, 0, escapeGlob(ns)+"*", 1000).Iterator()
-	var keys []string
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	if len(keys) > 0 {
-		rdb.Del(ctx, keys...)
-	}
+func deleteNamespace(rdb redis.UniversalClient, ns string) {
+	stacktest.DeleteKeys(context.Background(), rdb, escapeGlob(ns)+"*")
 }
 
 func TestResolveSetsOneBitAndKeepsTTL(t *testing.T) {
-	rdb := testRedis(t)
+	stacktest.ForEachRedis(t, testResolveSetsOneBitAndKeepsTTL)
+}
+
+func testResolveSetsOneBitAndKeepsTTL(t *testing.T, rdb redis.UniversalClient) {
 	ctx := context.Background()
 	ns := stacktest.Namespace(t) + ":"
 	for _, codec := range []string{CodecProtoS2Dict, CodecProtoZstdDict, CodecProto, CodecJSON} {
@@ -180,7 +175,10 @@ func TestRecordsExpire(t *testing.T) {
 }
 
 func TestDictionaryRotationInRedisKeepsOldRecordsReadable(t *testing.T) {
-	rdb := testRedis(t)
+	stacktest.ForEachRedis(t, testDictionaryRotationInRedisKeepsOldRecordsReadable)
+}
+
+func testDictionaryRotationInRedisKeepsOldRecordsReadable(t *testing.T, rdb redis.UniversalClient) {
 	ctx := context.Background()
 	ns := stacktest.Namespace(t) + ":"
 	for _, codec := range []string{CodecProtoS2Dict, CodecProtoZstdDict} {
@@ -234,7 +232,10 @@ func TestDictionaryRotationInRedisKeepsOldRecordsReadable(t *testing.T) {
 }
 
 func TestTrainFromStore(t *testing.T) {
-	rdb := testRedis(t)
+	stacktest.ForEachRedis(t, testTrainFromStore)
+}
+
+func testTrainFromStore(t *testing.T, rdb redis.UniversalClient) {
 	ctx := context.Background()
 	s := newTestStore(t, rdb, stacktest.Namespace(t)+":", StoreConfig{})
 	recs := liveRecords(testSeed, 100)
@@ -254,7 +255,7 @@ func TestTrainFromStore(t *testing.T) {
 
 // newMigration builds an old store in the baseline format (text keys, raw
 // JSON) and a new one (raw keys, proto+s2+dict) with a service over them.
-func newMigration(t *testing.T, rdb *redis.Client, cfg ServiceConfig) (*Service, *Store, *Store) {
+func newMigration(t *testing.T, rdb redis.UniversalClient, cfg ServiceConfig) (*Service, *Store, *Store) {
 	t.Helper()
 	ns := stacktest.Namespace(t)
 	oldStore := newTestStore(t, rdb, ns+":old:", StoreConfig{Codec: CodecJSONRaw, KeyFormat: KeyFormatNameText})
@@ -279,7 +280,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestShadowReadCatchesPlantedDifference(t *testing.T) {
-	rdb := testRedis(t)
+	stacktest.ForEachRedis(t, testShadowReadCatchesPlantedDifference)
+}
+
+func testShadowReadCatchesPlantedDifference(t *testing.T, rdb redis.UniversalClient) {
 	ctx := context.Background()
 	svc, _, newStore := newMigration(t, rdb, DefaultServiceConfig())
 	if svc.Mode() != ModeOldOnly {
@@ -529,4 +533,55 @@ func TestShadowReadBoundedQueueCountsSkipped(t *testing.T) {
 		t.Fatalf("report %+v: want every comparison equal", rep)
 	}
 	t.Logf("%d compared, %d skipped by the 1-slot queue", rep.Compared, rep.Skipped)
+}
+
+// TestResetReportEmptiesBothKeys: the report and its samples are two keys
+// (two slots on a cluster), emptied together.
+func TestResetReportEmptiesBothKeys(t *testing.T) {
+	stacktest.ForEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		svc, _, _ := newMigration(t, rdb, DefaultServiceConfig())
+		svc.bumpReport(ctx, "different", []FieldDiff{{ClickID: "x", Field: "device.model", Old: "a", New: "b"}})
+		if rep, err := svc.Report(ctx); err != nil || rep.Compared != 1 || len(rep.Samples) != 1 {
+			t.Fatalf("report after one comparison = %+v, %v; want 1 compared, 1 sample", rep, err)
+		}
+		if err := svc.ResetReport(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := rdb.Exists(ctx, svc.reportKey()).Result(); err != nil || n != 0 {
+			t.Errorf("report key left after ResetReport (%d, %v)", n, err)
+		}
+		if n, err := rdb.Exists(ctx, svc.samplesKey()).Result(); err != nil || n != 0 {
+			t.Errorf("samples key left after ResetReport (%d, %v)", n, err)
+		}
+	})
+}
+
+// TestGetValuesAcrossSlots: getValues reads keys of many slots in order,
+// with nil for a missing one, on both kinds of Redis.
+func TestGetValuesAcrossSlots(t *testing.T) {
+	stacktest.ForEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		ns := stacktest.Namespace(t) + ":"
+		t.Cleanup(func() { deleteNamespace(rdb, ns) })
+		var keys []string
+		for i := range 40 {
+			k := fmt.Sprintf("%sk%d", ns, i)
+			keys = append(keys, k)
+			if i%5 != 0 {
+				if err := rdb.Set(ctx, k, fmt.Sprint(i), time.Minute).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		values, err := getValues(ctx, rdb, keys)
+		if err != nil || len(values) != len(keys) {
+			t.Fatalf("getValues = %d values, %v; want %d", len(values), err, len(keys))
+		}
+		for i, v := range values {
+			if i%5 == 0 && v != nil || i%5 != 0 && v != fmt.Sprint(i) {
+				t.Errorf("value of %s = %v", keys[i], v)
+			}
+		}
+	})
 }

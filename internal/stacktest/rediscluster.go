@@ -112,9 +112,8 @@ func DeleteKeys(ctx context.Context, rdb redis.UniversalClient, patterns ...stri
 
 // SameSlot fails the test unless every key hashes to one cluster slot
 // (CLUSTER KEYSLOT on the cluster): what a MULTI/EXEC, a script or a
-// multi-key command over them needs. go-redis's cluster client splits a
-// TxPipeline over several slots into one transaction per slot without an
-// error, so this is checked explicitly.
+// multi-key command over them needs. (The cluster would refuse such a
+// command with CROSSSLOT when it runs; this names the keys at fault before.)
 func SameSlot(t testing.TB, cc *redis.ClusterClient, keys ...string) {
 	t.Helper()
 	ctx := context.Background()
