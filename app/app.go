@@ -207,6 +207,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	if err != nil {
 		return err
 	}
+	if _, err := reindexer.MigrateLegacyKeys(ctx); err != nil {
+		return err
+	}
 	reindex.RegisterRoutes(ctx, srv, reindexer)
 
 	// S3: reads that tolerate replica lag go to the replica C3 ranks best.

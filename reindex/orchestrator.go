@@ -80,6 +80,13 @@ func New(cfg Config, os *osapi.Client, rdb redis.UniversalClient, log *slog.Logg
 	}, nil
 }
 
+// MigrateLegacyKeys renames the job state a single Redis holds under the
+// keys from before their hash tag (see store); serve and the reindex command
+// run it at start. It returns how many keys it renamed.
+func (o *Orchestrator) MigrateLegacyKeys(ctx context.Context) (int, error) {
+	return o.store.migrateLegacyKeys(ctx)
+}
+
 // Aliases returns the aliases a job may rebuild.
 func (o *Orchestrator) Aliases() []string {
 	return append(o.cfg.Layout.Aliases(layout.Nested), o.cfg.Layout.Aliases(layout.Split)...)
