@@ -41,14 +41,14 @@
 // # Redis Cluster
 //
 // Every command of the package touches one key, except the script that
-// changes the celebrity set and raises its version (celebs and
+// changes the celebrity set and sets its version (celebs and
 // {<prefix>celebs}:v, one slot by the hash tag; see keys). Reads of many
 // keys are pipelines, which a cluster client splits per node: a page's
 // payloads are one MGET on a single Redis and one single-key MGET each on a
 // cluster (posts hash to many slots). The hybrid read used to SINTER the
 // global celebrity set with the user's followees, two keys in two slots;
 // it asks SMISMEMBER of the followee set instead. No key was renamed; the
-// version counter is new (missing means 0).
+// version key is new (a missing one is a version too: the set as it is).
 //
 // Main invariant: a post accepted by Post (its transaction committed) reaches
 // every follower's timeline at least once, whatever process dies when; and

@@ -2,9 +2,10 @@ package feed
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -63,7 +64,7 @@ func (g *celebrityGuesses) put(user int64, celebs []string) {
 func (s *Service) readPage(ctx context.Context, user, before int64, limit int) ([]int64, error) {
 	rng := idRange(before, limit)
 	guess := s.celebrities.get(user)
-	knownVersion, known := s.known.get()
+	knownVersion, known, loaded := s.known.get()
 	var timeline *redis.StringSliceCmd
 	var version *redis.SliceCmd
 	var followed *redis.BoolSliceCmd
@@ -92,12 +93,8 @@ func (s *Service) readPage(ctx context.Context, user, before int64, limit int) (
 	if err != nil {
 		return nil, err
 	}
-	v, err := versionOf(version)
-	if err != nil {
-		return nil, err
-	}
 	var celebs []string
-	if v == knownVersion {
+	if loaded && versionOf(version) == knownVersion {
 		if followed != nil {
 			celebs = followedOf(known, followed.Val())
 		}
@@ -179,41 +176,54 @@ func (s *Service) readRanges(ctx context.Context, authors []string, rng *redis.Z
 }
 
 // knownCelebrities is this process's copy of the celebrity set with the
-// version it had (the counter keys.celebritiesVersion). A hybrid read checks
+// version it had (keys.celebritiesVersion: a random token set anew by
+// every change, so a version deleted with the rest of the state and
+// created again never repeats an old one). A hybrid read checks
 // the version in its pipeline and asks Redis which of these the user follows
 // (SMISMEMBER on the user's followee set): one key, so one slot on a Redis
 // Cluster, where the SINTER of the global celebrity set with the followee
 // set would span two. When the version moved, the read loads the set again.
 type knownCelebrities struct {
 	mu      sync.Mutex
-	version int64 // -1: not loaded yet
+	loaded  bool
+	version string // "" when Redis has no version yet
 	members []string
 }
 
-func newKnownCelebrities() *knownCelebrities { return &knownCelebrities{version: -1} }
+func newKnownCelebrities() *knownCelebrities { return &knownCelebrities{} }
 
-func (k *knownCelebrities) get() (int64, []string) {
+// get returns the known version and members; ok is false before the first
+// load.
+func (k *knownCelebrities) get() (version string, members []string, ok bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.version, k.members
+	return k.version, k.members, k.loaded
 }
 
-func (k *knownCelebrities) put(version int64, members []string) {
+// put remembers a version and its members. Two loads racing may leave the
+// older: the next read sees the version differ and loads again.
+func (k *knownCelebrities) put(version string, members []string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if version >= k.version {
-		k.version, k.members = version, members
-	}
+	k.loaded, k.version, k.members = true, version, members
+}
+
+// forget drops the copy (the state was deleted).
+func (k *knownCelebrities) forget() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.loaded, k.version, k.members = false, "", nil
 }
 
 // celebrityChangeScript adds (ARGV[1] "add") or removes ("rem") the ids
-// ARGV[2..] to or from the celebrity set KEYS[1] and raises its version
-// KEYS[2] when the set changed, atomically: a reader that sees the version
-// sees the set of that version. Both keys hash to one slot (see keys).
+// ARGV[3..] to or from the celebrity set KEYS[1] and, when the set changed,
+// sets its version KEYS[2] to the new token ARGV[2], atomically: a reader
+// that sees a version sees the set of that version. Both keys hash to one
+// slot (see keys).
 var celebrityChangeScript = redis.NewScript(`
 local n
-if ARGV[1] == 'add' then n = redis.call('SADD', KEYS[1], unpack(ARGV, 2)) else n = redis.call('SREM', KEYS[1], unpack(ARGV, 2)) end
-if n > 0 then redis.call('INCR', KEYS[2]) end
+if ARGV[1] == 'add' then n = redis.call('SADD', KEYS[1], unpack(ARGV, 3)) else n = redis.call('SREM', KEYS[1], unpack(ARGV, 3)) end
+if n > 0 then redis.call('SET', KEYS[2], ARGV[2]) end
 return n`)
 
 // changeCelebrities adds or removes authors from the celebrity set (op
@@ -222,7 +232,9 @@ func (s *Service) changeCelebrities(ctx context.Context, rc redis.Scripter, op s
 	if len(ids) == 0 {
 		return nil
 	}
-	args := append([]any{op}, ids...)
+	token := make([]byte, 8)
+	_, _ = rand.Read(token)
+	args := append([]any{op, hex.EncodeToString(token)}, ids...)
 	err := celebrityChangeScript.Run(ctx, rc, []string{s.keys.celebrities, s.keys.celebritiesVersion}, args...).Err()
 	if err != nil {
 		return fmt.Errorf("feed: %s %d celebrities (%s, %s): %w", op, len(ids), s.keys.celebrities, s.keys.celebritiesVersion, err)
@@ -240,7 +252,7 @@ func stringsToAny(ss []string) []any {
 
 // loadCelebrities reads the celebrity set and its version in one
 // MULTI/EXEC (one slot), sorted, and remembers them.
-func (s *Service) loadCelebrities(ctx context.Context) (int64, []string, error) {
+func (s *Service) loadCelebrities(ctx context.Context) (string, []string, error) {
 	var members *redis.StringSliceCmd
 	var version *redis.SliceCmd
 	_, err := s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
@@ -249,31 +261,24 @@ func (s *Service) loadCelebrities(ctx context.Context) (int64, []string, error) 
 		return nil
 	})
 	if err != nil {
-		return 0, nil, fmt.Errorf("feed: read the celebrity set %s and its version: %w", s.keys.celebrities, err)
+		return "", nil, fmt.Errorf("feed: read the celebrity set %s and its version: %w", s.keys.celebrities, err)
 	}
-	v, err := versionOf(version)
-	if err != nil {
-		return 0, nil, err
-	}
+	v := versionOf(version)
 	celebs := members.Val()
 	slices.Sort(celebs)
 	s.known.put(v, celebs)
 	return v, celebs, nil
 }
 
-// versionOf reads a version counter from the MGET of its key; a missing
-// one is version 0.
-func versionOf(cmd *redis.SliceCmd) (int64, error) {
+// versionOf reads the version token from the MGET of its key; a missing
+// one is "".
+func versionOf(cmd *redis.SliceCmd) string {
 	vals := cmd.Val()
-	if len(vals) != 1 || vals[0] == nil {
-		return 0, nil
+	if len(vals) != 1 {
+		return ""
 	}
 	str, _ := vals[0].(string)
-	v, err := strconv.ParseInt(str, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("feed: celebrity set version %q is not a number: %w", str, err)
-	}
-	return v, nil
+	return str
 }
 
 // followedOf returns the members of celebs (sorted) whose SMISMEMBER

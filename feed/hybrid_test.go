@@ -278,3 +278,41 @@ func TestKnownCelebritiesFollowTheVersion(t *testing.T) {
 		}
 	})
 }
+
+// TestDeleteRedisStateOnEveryNode: DeleteRedisState removes the keys of the
+// deployment from every master of a cluster (keys of many slots), the
+// celebrity set's version included, and the process forgets its copy of
+// the set.
+func TestDeleteRedisStateOnEveryNode(t *testing.T) {
+	stacktest.ForEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		b := newBackendsOn(t, rdb)
+		ctx := context.Background()
+		svc := newService(t, b, testConfig(StrategyHybrid, b.prefix))
+		for i := range 30 {
+			if err := rdb.Set(ctx, svc.keys.post(int64(i)), "{}", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := svc.changeCelebrities(ctx, rdb, "add", "1", "2"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := svc.loadCelebrities(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.DeleteRedisState(ctx); err != nil {
+			t.Fatal(err)
+		}
+		keys := []string{svc.keys.celebrities, svc.keys.celebritiesVersion}
+		for i := range 30 {
+			keys = append(keys, svc.keys.post(int64(i)))
+		}
+		for _, k := range keys {
+			if n, err := rdb.Exists(ctx, k).Result(); err != nil || n != 0 {
+				t.Errorf("%s left after DeleteRedisState (%d, %v)", k, n, err)
+			}
+		}
+		if _, _, loaded := svc.known.get(); loaded {
+			t.Error("the process still has its copy of the deleted celebrity set")
+		}
+	})
+}

@@ -9,7 +9,7 @@ import "strconv"
 //	au:{author}   sorted set: the author's recent post ids (pulled authors)
 //	fe:{user}     set: the ids the user follows
 //	celebs        set: authors pulled at read time (hybrid)
-//	{celebs}:v    counter: the celebrity set's version, raised by every change
+//	{celebs}:v    string: the celebrity set's version, a new random token at every change
 //	post:{id}     string: the post's JSON payload
 //	fanout        stream of fan-out jobs; fanout:dead holds poison jobs
 //
