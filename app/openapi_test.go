@@ -277,7 +277,7 @@ func TestOpenAPIRoundTripEveryRoute(t *testing.T) {
 }
 
 // TestOpenAPIRoundTripEveryRouteOnARedisCluster is the round trip with every
-// subsystem on the test run's Redis Cluster (--redis-cluster): the event log
+// subsystem on the test run's Redis Cluster (--redis-cluster-mode): the event log
 // and its dead letters, the indexer, the feed, the link store and the
 // reindex state, through the cluster client.
 func TestOpenAPIRoundTripEveryRouteOnARedisCluster(t *testing.T) {

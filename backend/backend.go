@@ -125,7 +125,7 @@ func (c *RedisConfig) Flags(fs *flag.FlagSet) {
 		c.ReplicaAddrs = splitList(s)
 		return nil
 	})
-	fs.BoolVar(&c.Cluster, "redis-cluster", c.Cluster, "Redis is a Redis Cluster: --redis-addr lists one or more of its nodes (comma-separated) and every subsystem uses a cluster client")
+	fs.BoolVar(&c.Cluster, "redis-cluster-mode", c.Cluster, "Redis is a Redis Cluster: --redis-addr lists one or more of its nodes (comma-separated) and every subsystem uses a cluster client")
 	fs.BoolVar(&c.ClusterReadFromReplicas, "redis-cluster-read-from-replicas", c.ClusterReadFromReplicas, "in cluster mode, send reads to the closest node of the key's shard, replicas included (go-redis RouteByLatency)")
 	fs.StringVar(&c.Username, "redis-username", c.Username, "Redis ACL user (optional)")
 	fs.StringVar(&c.Password, "redis-password", c.Password, "Redis password (optional; prefer BAEDAL_REDIS_PASSWORD or --redis-password-file)")
@@ -151,13 +151,13 @@ func (c *RedisConfig) Validate() error {
 	if c.Cluster {
 		addrs = splitList(c.Addr)
 		if len(c.ReplicaAddrs) > 0 {
-			return errors.New("redis-replica-addrs: not used with --redis-cluster (a cluster's replicas are found from its nodes; see --redis-cluster-read-from-replicas)")
+			return errors.New("redis-replica-addrs: not used with --redis-cluster-mode (a cluster's replicas are found from its nodes; see --redis-cluster-read-from-replicas)")
 		}
 		if c.DB != 0 {
 			return fmt.Errorf("redis-db: got %d, a Redis Cluster has only database 0", c.DB)
 		}
 	} else if c.ClusterReadFromReplicas {
-		return errors.New("redis-cluster-read-from-replicas: needs --redis-cluster")
+		return errors.New("redis-cluster-read-from-replicas: needs --redis-cluster-mode")
 	}
 	for _, a := range addrs {
 		if err := CheckRedisAddr(a); err != nil {

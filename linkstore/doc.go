@@ -38,7 +38,7 @@
 // The store marks it consumed the way header-less stores do today: it
 // rewrites the whole value as {"consumed":true,...} with SET KEEPTTL.
 //
-// On a Redis Cluster (backend --redis-cluster) every command touches one
+// On a Redis Cluster (backend --redis-cluster-mode) every command touches one
 // key: Create, Get and the Resolve and delete scripts work on the click's key
 // alone, so no two keys need to share a slot and no key has a hash tag (none
 // was renamed). The reads of many keys, the dictionaries at load
