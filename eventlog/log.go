@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/baedal/baedal/api"
 	"github.com/baedal/baedal/catalog"
 	"github.com/baedal/baedal/internal/promreg"
 )
@@ -30,12 +31,19 @@ type Config struct {
 	MaxLen int64
 	// AppendChunk is how many XADDs one pipeline round trip carries.
 	AppendChunk int
+	// WaitReplicas, when above 0, makes Append return only after that many
+	// replicas of each written primary have the appends (WAIT behind the
+	// XADDs, on their connection), so an event answered 202 survives the
+	// death of its primary. WaitTimeout bounds the wait; fewer replicas
+	// in time is a NotReplicatedError (503 with Retry-After).
+	WaitReplicas int
+	WaitTimeout  time.Duration
 }
 
 // Defaults returns 4 partitions, a 5,000,000-entry cap per partition and
 // pipelines of 1,000 appends.
 func Defaults() Config {
-	return Config{Prefix: "baedal:", Partitions: 4, MaxLen: 5_000_000, AppendChunk: 1000}
+	return Config{Prefix: "baedal:", Partitions: 4, MaxLen: 5_000_000, AppendChunk: 1000, WaitTimeout: time.Second}
 }
 
 // Flags binds the configuration to command-line flags.
@@ -44,6 +52,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Partitions, "eventlog-partitions", c.Partitions, "number of event streams (shop id mod N); change only on an empty log")
 	fs.Int64Var(&c.MaxLen, "eventlog-max-len", c.MaxLen, "approximate length cap of each event stream")
 	fs.IntVar(&c.AppendChunk, "eventlog-append-chunk", c.AppendChunk, "appends per Redis pipeline")
+	fs.IntVar(&c.WaitReplicas, "eventlog-wait-replicas", c.WaitReplicas, "answer an append only after this many replicas of its primary have it (Redis WAIT; 0: do not wait)")
+	fs.DurationVar(&c.WaitTimeout, "eventlog-wait-timeout", c.WaitTimeout, "how long an append waits for --eventlog-wait-replicas replicas before it fails with 503")
 }
 
 // Validate names the first invalid field.
@@ -56,6 +66,12 @@ func (c *Config) Validate() error {
 	}
 	if c.AppendChunk < 1 || c.AppendChunk > 100_000 {
 		return fmt.Errorf("eventlog-append-chunk: got %d, allowed: 1..100000", c.AppendChunk)
+	}
+	if c.WaitReplicas < 0 || c.WaitReplicas > 8 {
+		return fmt.Errorf("eventlog-wait-replicas: got %d, allowed: 0..8", c.WaitReplicas)
+	}
+	if c.WaitReplicas > 0 && (c.WaitTimeout < time.Millisecond || c.WaitTimeout > time.Minute) {
+		return fmt.Errorf("eventlog-wait-timeout: got %s, allowed: 1ms..1m", c.WaitTimeout)
 	}
 	return nil
 }
@@ -178,6 +194,109 @@ func (l *Log) MigrateLegacyKeys(ctx context.Context) (int, error) {
 	return moved, nil
 }
 
+// appendChunk sends the XADDs of one chunk in one pipeline. With
+// WaitReplicas, a WAIT follows them on the same connection: Redis answers it
+// once that many replicas acknowledged every write of that connection so
+// far. On a Redis Cluster the XADDs go to several masters, so they are
+// grouped by the master of their stream's slot and each master's group is
+// one pipeline on that master's own client, its WAIT last.
+func (l *Log) appendChunk(ctx context.Context, adds []*redis.XAddArgs) ([]*redis.StringCmd, error) {
+	cmds := make([]*redis.StringCmd, len(adds))
+	if l.cfg.WaitReplicas == 0 {
+		pipe := l.rdb.Pipeline()
+		for i, a := range adds {
+			cmds[i] = pipe.XAdd(ctx, a)
+		}
+		_, err := pipe.Exec(ctx)
+		return cmds, err
+	}
+	cc, cluster := l.rdb.(*redis.ClusterClient)
+	if !cluster {
+		return cmds, l.appendAndWait(ctx, l.rdb, adds, cmds, nil)
+	}
+	// Group by master, keeping the order within a group (a stream's
+	// appends stay in order).
+	var masters []*redis.Client
+	groups := map[*redis.Client][]int{}
+	for i, a := range adds {
+		m, err := cc.MasterForKey(ctx, a.Stream)
+		if err != nil {
+			return cmds, &NotReplicatedError{Stream: a.Stream, Want: l.cfg.WaitReplicas, Err: err}
+		}
+		if _, ok := groups[m]; !ok {
+			masters = append(masters, m)
+		}
+		groups[m] = append(groups[m], i)
+	}
+	for _, m := range masters {
+		if err := l.appendAndWait(ctx, m, adds, cmds, groups[m]); err != nil {
+			if _, unavailable := api.IsUnavailable(err); !unavailable {
+				// A MOVED or a refused connection: the slot map changed
+				// (a failover); the next append asks the cluster again.
+				cc.ReloadState(ctx)
+				err = &NotReplicatedError{Stream: adds[groups[m][0]].Stream, Want: l.cfg.WaitReplicas, Err: err}
+			}
+			return cmds, err
+		}
+	}
+	return cmds, nil
+}
+
+// appendAndWait pipelines the XADDs adds[which] (every one when which is
+// nil) and a WAIT on rc, filling cmds. Fewer replicas than WaitReplicas
+// within WaitTimeout is a NotReplicatedError.
+func (l *Log) appendAndWait(ctx context.Context, rc redis.Cmdable, adds []*redis.XAddArgs, cmds []*redis.StringCmd, which []int) error {
+	if which == nil {
+		which = make([]int, len(adds))
+		for i := range which {
+			which[i] = i
+		}
+	}
+	pipe, ok := rc.Pipeline().(*redis.Pipeline)
+	if !ok {
+		return fmt.Errorf("eventlog: WAIT needs a single-server pipeline, got %T", rc.Pipeline())
+	}
+	for _, i := range which {
+		cmds[i] = pipe.XAdd(ctx, adds[i])
+	}
+	// Wait (not Do("WAIT")): go-redis extends the read deadline by the
+	// WAIT timeout.
+	wait := pipe.Wait(ctx, l.cfg.WaitReplicas, l.cfg.WaitTimeout)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	if got := wait.Val(); got < int64(l.cfg.WaitReplicas) {
+		return &NotReplicatedError{Stream: adds[which[0]].Stream, Want: l.cfg.WaitReplicas, Got: got, Timeout: l.cfg.WaitTimeout}
+	}
+	return nil
+}
+
+// NotReplicatedError: appends reached their primary but not WaitReplicas
+// replicas within WaitTimeout (or the cluster's slot map was moving). The
+// events were not acknowledged: the caller answers 503 with Retry-After
+// (api.BackendUnavailable) and the client retries; an event appended twice
+// is harmless (external versions).
+type NotReplicatedError struct {
+	Stream  string
+	Want    int
+	Got     int64
+	Timeout time.Duration
+	Err     error
+}
+
+func (e *NotReplicatedError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("eventlog: appends to %s not acknowledged by %d replica(s): %v", e.Stream, e.Want, e.Err)
+	}
+	return fmt.Sprintf("eventlog: appends to %s reached %d of %d replica(s) within %s", e.Stream, e.Got, e.Want, e.Timeout)
+}
+
+func (e *NotReplicatedError) Unwrap() error { return e.Err }
+
+// UnavailableBackend names Redis (api.BackendUnavailable: 503 with
+// Retry-After).
+func (e *NotReplicatedError) UnavailableBackend() string { return "redis" }
+
 // partitionOfStream reads the partition from a stream key of either form
 // ("baedal:events:3" or "{baedal:events:3}"); 0 when it names none.
 func (l *Log) partitionOfStream(stream string) int {
@@ -191,27 +310,28 @@ func (l *Log) partitionOfStream(stream string) int {
 
 // Append adds events to their partitions in the given order and returns the
 // stream id of each, in the same order. It returns only after Redis
-// acknowledged every append; on error some events of the failed chunk may
-// have been appended (a retry then duplicates them, which external versions
-// make harmless). The caller validates the events first.
+// acknowledged every append (and, with WaitReplicas, after that many
+// replicas have them); on error some events of the failed chunk may have
+// been appended (a retry then duplicates them, which external versions make
+// harmless). The caller validates the events first.
 func (l *Log) Append(ctx context.Context, events []catalog.Event) ([]string, error) {
 	ids := make([]string, 0, len(events))
 	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
 	for start := 0; start < len(events); start += l.cfg.AppendChunk {
 		chunk := events[start:min(start+l.cfg.AppendChunk, len(events))]
-		pipe := l.rdb.Pipeline()
-		cmds := make([]*redis.StringCmd, len(chunk))
+		adds := make([]*redis.XAddArgs, len(chunk))
 		for i, ev := range chunk {
 			raw, err := ev.MarshalJSON()
 			if err != nil {
 				return ids, fmt.Errorf("eventlog: encode event %d (shop %d version %d): %w", start+i, ev.AggregateID(), ev.Version, err)
 			}
-			cmds[i] = pipe.XAdd(ctx, &redis.XAddArgs{
+			adds[i] = &redis.XAddArgs{
 				Stream: l.StreamKey(l.Partition(ev.AggregateID())), MaxLen: l.cfg.MaxLen, Approx: true,
 				Values: []any{fieldEvent, raw, fieldAppended, now},
-			})
+			}
 		}
-		if _, err := pipe.Exec(ctx); err != nil {
+		cmds, err := l.appendChunk(ctx, adds)
+		if err != nil {
 			return ids, fmt.Errorf("eventlog: append events %d..%d of %d: %w", start, start+len(chunk)-1, len(events), err)
 		}
 		for _, c := range cmds {
