@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -241,4 +242,106 @@ func probeRedisClusterRoles(ctx context.Context, addr string, spec RedisClusterS
 		}
 	}
 	return nil
+}
+
+// UpRedisCluster starts only a Redis Cluster of spec in stateDir, on free
+// ports, and records it like Up records a stack (so Load, Health, Kill and
+// Down work on it), then waits until every slot is served. Fault tests that
+// kill a node start a cluster of their own this way, leaving the shared
+// test stack's alone. The caller stops it with Down.
+func UpRedisCluster(ctx context.Context, stateDir string, spec RedisClusterSpec, timeout time.Duration) (*State, error) {
+	if spec.Masters == 0 {
+		return nil, errors.New("localstack: UpRedisCluster needs masters (e.g. 3,1)")
+	}
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	stateDir, err := filepath.Abs(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := Load(stateDir); err == nil {
+		return st, fmt.Errorf("%w in %s (%s)", ErrAlreadyRunning, stateDir, st.describeProcesses())
+	}
+	if err := os.MkdirAll(filepath.Join(stateDir, "logs"), 0o755); err != nil {
+		return nil, fmt.Errorf("localstack: create state dir %s: %w", stateDir, err)
+	}
+	picked, high := map[int]bool{}, ephemeralPortLow()
+	var nodes []redisClusterNode
+	for i := 0; i < spec.Nodes(); i++ {
+		n := redisClusterNode{name: "redis-cluster-" + strconv.Itoa(i+1)}
+		if n.port, err = pickFreePort(picked, high); err != nil {
+			return nil, err
+		}
+		if n.busPort, err = pickFreePort(picked, high); err != nil {
+			return nil, err
+		}
+		nodes = append(nodes, n)
+	}
+	st := &State{StateDir: stateDir, RedisClusterMasters: spec.Masters, StartedAt: time.Now().UTC()}
+	fail := func(err error) (*State, error) {
+		st.stopAll(io.Discard)
+		os.Remove(filepath.Join(stateDir, stateFile))
+		return nil, err
+	}
+	if _, err := prepareRedisClusterDirs(stateDir, nodes); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for _, n := range nodes {
+		p, err := startRedisClusterNode(stateDir, n)
+		if err != nil {
+			return fail(err)
+		}
+		st.Processes = append(st.Processes, p)
+		st.RedisClusterAddrs = append(st.RedisClusterAddrs, redisAddr(n.port))
+		if err := st.save(); err != nil {
+			return fail(err)
+		}
+	}
+	for i, p := range st.Processes {
+		if err := waitRedis(ctx, p, st.RedisClusterAddrs[i], false); err != nil {
+			return fail(fmt.Errorf("localstack: %s did not start: %w (log: %s)\n%s", p.Component, err, p.Log, indent(lastLines(tailFile(p.Log, 4096), 12))))
+		}
+	}
+	if err := formRedisCluster(ctx, stateDir, spec, nodes); err != nil {
+		return fail(err)
+	}
+	if err := waitRedisCluster(ctx, st.RedisClusterAddrs, spec); err != nil {
+		return fail(err)
+	}
+	return st, nil
+}
+
+// RestartRedisClusterNode starts a stopped cluster node again with its
+// recorded command line and data directory (its nodes.conf makes it rejoin
+// the cluster: a former master as a replica of the node that took over),
+// records its new PID and waits until it answers PING.
+func (st *State) RestartRedisClusterNode(ctx context.Context, component string) error {
+	i := -1
+	for j, p := range st.Processes {
+		if p.Component == component {
+			i = j
+		}
+	}
+	if i < 0 || !strings.HasPrefix(component, "redis-cluster-") {
+		return fmt.Errorf("localstack: no Redis Cluster node %s in %s", component, st.StateDir)
+	}
+	old := st.Processes[i]
+	if old.Alive() {
+		return fmt.Errorf("localstack: %s (pid %d) is still running", component, old.PID)
+	}
+	if len(old.Argv) == 0 {
+		return fmt.Errorf("localstack: %s was recorded without its command line", component)
+	}
+	p, err := startProcess(component, exec.Command(old.Argv[0], old.Argv[1:]...), filepath.Join(st.StateDir, "logs", component+".log"))
+	if err != nil {
+		return err
+	}
+	st.Processes[i] = p
+	if err := st.save(); err != nil {
+		return err
+	}
+	return waitRedis(ctx, p, st.RedisClusterAddrs[indexSuffix(component)], false)
 }
