@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/baedal/baedal/api"
 	"github.com/baedal/baedal/internal/stacktest"
 )
 
@@ -582,6 +583,59 @@ func TestGetValuesAcrossSlots(t *testing.T) {
 			if i%5 == 0 && v != nil || i%5 != 0 && v != fmt.Sprint(i) {
 				t.Errorf("value of %s = %v", keys[i], v)
 			}
+		}
+	})
+}
+
+// TestCreateWaitsForAReplica: with WaitReplicas 1, Create on the cluster
+// returns once a replica of the key's master has the click; on the single
+// Redis of the test stack, which has no replica, it fails as Redis being
+// unavailable (a 503 with Retry-After), not as a created click.
+func TestCreateWaitsForAReplica(t *testing.T) {
+	ctx := context.Background()
+	t.Run("cluster", func(t *testing.T) {
+		cc := stacktest.RedisCluster(t)
+		s := newTestStore(t, cc, stacktest.Namespace(t)+":", StoreConfig{Codec: CodecProto, WaitReplicas: 1, WaitTimeout: 5 * time.Second})
+		recs := liveRecords(testSeed, 20)
+		for i := range recs {
+			if err := s.Create(ctx, &recs[i]); err != nil {
+				t.Fatalf("Create %d with WAIT 1: %v", i, err)
+			}
+		}
+		if err := s.Create(ctx, &recs[0]); !errors.Is(err, ErrExists) {
+			t.Errorf("second Create of a click with WAIT 1 = %v, want ErrExists", err)
+		}
+		var onReplica atomic.Int64
+		err := cc.ForEachSlave(ctx, func(ctx context.Context, r *redis.Client) error {
+			for i := range recs {
+				pipe := r.Pipeline()
+				pipe.ReadOnly(ctx)
+				get := pipe.Exists(ctx, s.Key(recs[i].ClickID))
+				_, _ = pipe.Exec(ctx)
+				if get.Err() == nil && get.Val() == 1 {
+					onReplica.Add(1)
+				}
+			}
+			return nil
+		})
+		if err != nil || onReplica.Load() != int64(len(recs)) {
+			t.Errorf("%d of %d created clicks on a replica right after Create (%v)", onReplica.Load(), len(recs), err)
+		}
+	})
+	t.Run("single without a replica", func(t *testing.T) {
+		rdb := stacktest.SingleRedis(t)
+		if info, err := rdb.Info(ctx, "replication").Result(); err != nil || !strings.Contains(info, "connected_slaves:0") {
+			t.Skipf("the test stack's single Redis has replicas (or INFO failed: %v)", err)
+		}
+		s := newTestStore(t, rdb, stacktest.Namespace(t)+":", StoreConfig{Codec: CodecProto, WaitReplicas: 1, WaitTimeout: 50 * time.Millisecond})
+		rec := liveRecords(testSeed, 1)[0]
+		err := s.Create(ctx, &rec)
+		var nr *NotReplicatedError
+		if !errors.As(err, &nr) || nr.Got != 0 {
+			t.Fatalf("Create with WAIT 1 and no replica = %v, want a NotReplicatedError (0 of 1)", err)
+		}
+		if what, ok := api.IsUnavailable(err); !ok || what != "redis" {
+			t.Errorf("IsUnavailable(%v) = %q, %v; want redis, true", err, what, ok)
 		}
 	})
 }
