@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -14,6 +15,10 @@ import (
 
 	"github.com/baedal/baedal/internal/stacktest"
 )
+
+// TestMain lets the cluster test start a Redis Cluster of its own when the
+// test script gave none (stacktest.RedisClusterAddrs).
+func TestMain(m *testing.M) { os.Exit(stacktest.Main(m)) }
 
 // TestRedisClusterModeConfig: cluster mode builds a cluster client seeded by
 // every node of --redis-addr, and refuses what a cluster cannot do, naming

@@ -3,6 +3,7 @@ package stacktest
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"testing"
@@ -16,40 +17,79 @@ import (
 
 // EnvRedisClusterStateDir names the variable that points the Redis-using
 // tests at a stack started with --redis-cluster (scripts/test.sh starts its
-// one stack so and sets it to the same directory as EnvStateDir). Unset,
-// the cluster variants of the tests are skipped, saying so.
+// one stack so and sets it to the same directory as EnvStateDir). Unset, a
+// package whose TestMain calls Main starts a cluster of its own (3 masters,
+// one replica each) the first time a test asks for it, and stops it when
+// its tests end.
 const EnvRedisClusterStateDir = "BAEDAL_TEST_REDIS_CLUSTER_STATE_DIR"
 
 var (
-	clusterOnce  sync.Once
-	clusterAddrs []string
-	clusterErr   error
+	clusterOnce   sync.Once
+	clusterAddrs  []string
+	clusterErr    error
+	ownClusterDir string
 )
 
-// RedisClusterAddrs returns the nodes of the test run's Redis Cluster. It
-// skips the test when EnvRedisClusterStateDir is unset, and fails (CI) or
-// skips (locally) when it is set but names no running cluster.
+// RedisClusterAddrs returns the nodes of the test run's Redis Cluster, or
+// fails (CI) / skips (locally) the test when there is none.
 func RedisClusterAddrs(t testing.TB) []string {
 	t.Helper()
-	dir := os.Getenv(EnvRedisClusterStateDir)
-	if dir == "" {
-		t.Skipf("%s is not set: no Redis Cluster to test against (scripts/test.sh starts one; or `baedal up --stack-only --redis-cluster 3,1` and set it)", EnvRedisClusterStateDir)
-	}
-	clusterOnce.Do(func() {
-		st, err := localstack.Load(dir)
-		switch {
-		case err != nil:
-			clusterErr = fmt.Errorf("%s=%s: %w", EnvRedisClusterStateDir, dir, err)
-		case len(st.RedisClusterAddrs) == 0:
-			clusterErr = fmt.Errorf("%s=%s: the stack there runs no Redis Cluster (start it with --redis-cluster 3,1)", EnvRedisClusterStateDir, dir)
-		default:
-			clusterAddrs = st.RedisClusterAddrs
-		}
-	})
+	clusterOnce.Do(func() { clusterAddrs, clusterErr = findRedisCluster() })
 	if clusterErr != nil {
 		testenv.Unavailable(t, clusterErr)
 	}
 	return clusterAddrs
+}
+
+func findRedisCluster() ([]string, error) {
+	if dir := os.Getenv(EnvRedisClusterStateDir); dir != "" {
+		st, err := localstack.Load(dir)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%s: %w", EnvRedisClusterStateDir, dir, err)
+		}
+		if len(st.RedisClusterAddrs) == 0 {
+			return nil, fmt.Errorf("%s=%s: the stack there runs no Redis Cluster (start it with --redis-cluster 3,1)", EnvRedisClusterStateDir, dir)
+		}
+		return st.RedisClusterAddrs, nil
+	}
+	mu.Lock()
+	used := mainUsed
+	mu.Unlock()
+	if !used {
+		return nil, fmt.Errorf("%s is not set and this package's TestMain does not call stacktest.Main, so it cannot start a Redis Cluster of its own", EnvRedisClusterStateDir)
+	}
+	dir, err := os.MkdirTemp("", "baedal-test-redis-cluster-")
+	if err != nil {
+		return nil, err
+	}
+	mu.Lock()
+	ownClusterDir = dir
+	mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	st, err := localstack.UpRedisCluster(ctx, dir, localstack.RedisClusterSpec{Masters: 3, ReplicasPerMaster: 1}, 2*time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	return st.RedisClusterAddrs, nil
+}
+
+// stopOwnRedisCluster stops the cluster this package started, if any.
+func stopOwnRedisCluster(code int) {
+	mu.Lock()
+	dir := ownClusterDir
+	mu.Unlock()
+	if dir == "" {
+		return
+	}
+	if err := localstack.Down(dir, io.Discard); err != nil {
+		fmt.Fprintf(os.Stderr, "stacktest: stop the Redis Cluster in %s: %v\n", dir, err)
+	}
+	if code == 0 {
+		os.RemoveAll(dir)
+	} else {
+		fmt.Fprintf(os.Stderr, "stacktest: kept the Redis Cluster's logs in %s/logs\n", dir)
+	}
 }
 
 // RedisCluster returns a cluster client of the test run's Redis Cluster,
