@@ -111,6 +111,16 @@ func (s *store) migrateLegacyKeys(ctx context.Context) (int, error) {
 	if _, ok := s.rdb.(*redis.ClusterClient); ok {
 		return 0, nil
 	}
+	// Every legacy job is in the legacy set of ids, which the migration
+	// renames: without it there is nothing to move, and the SCANs below
+	// (a walk of the whole keyspace) are skipped at every later start.
+	n, err := s.rdb.Exists(ctx, s.prefix+"jobs").Result()
+	if err != nil {
+		return 0, fmt.Errorf("reindex: look for legacy state %sjobs: %w", s.prefix, err)
+	}
+	if n == 0 {
+		return 0, nil
+	}
 	var legacy []string
 	for _, pattern := range []string{"job:*", "jobs", "active:*", "lease:*"} {
 		iter := s.rdb.Scan(ctx, 0, escapeGlob(s.prefix)+pattern, 1000).Iterator()
