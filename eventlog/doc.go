@@ -44,5 +44,8 @@
 // it to the dead-letter stream and acknowledges it in one MULTI/EXEC), so an
 // accepted event is never dropped silently. Redis runs with AOF
 // (appendfsync everysec): a Redis crash may lose up to one second of
-// acknowledged appends; a consumer crash loses nothing.
+// acknowledged appends; a consumer crash loses nothing. With
+// Config.WaitReplicas, Append returns only after that many replicas have the
+// appends (WAIT), so the death of a primary whose replica takes over loses
+// no acknowledged append either (TestNoAcknowledgedEventIsLostWhenAMasterDies).
 package eventlog

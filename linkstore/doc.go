@@ -45,7 +45,8 @@
 // (<ns>linkstore:dict:*, 256 keys) and Scan's values, are one MGET on a
 // single Redis and single-key MGETs in one pipeline on a cluster
 // (getValues); Scan walks every master; ResetReport deletes the report and
-// its samples with two DELs.
+// its samples with two DELs. With StoreConfig.WaitReplicas, Create returns
+// only after that many replicas of the key's primary have the click (WAIT).
 //
 // Bytes read back from Redis are untrusted: decoders cap the decoded size
 // (Options.MaxDecodedSize, 64 KiB by default) and report corrupt, truncated
