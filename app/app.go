@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -171,6 +172,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	if err != nil {
 		return err
 	}
+	// Event logs written before the keys had hash tags move to them once.
+	if _, err := evlog.MigrateLegacyKeys(ctx); err != nil {
+		return err
+	}
 	eventlog.RegisterRoutes(srv, evlog)
 	srch := searcher.New(osc, cfg.Indexer.Layout, cfg.Search, reg)
 	srch.SetUnavailable(layout.Hot, "OpenSearch has not been checked for the "+layout.HotPlugin+" plugin yet")
@@ -201,6 +206,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	if err != nil {
 		return err
 	}
+	if _, err := reindexer.MigrateLegacyKeys(ctx); err != nil {
+		return err
+	}
 	reindex.RegisterRoutes(ctx, srv, reindexer)
 	console.RegisterRoutes(srv, console.Deps{Search: true, Feed: true, Links: true, Replicas: true, ReindexAliases: reindexer.Aliases(),
 		Gatherer: reg, DefaultLayout: srch.DefaultKind})
@@ -212,7 +220,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		return notConfigured("replicas", "no Redis read replicas are configured (--redis-replica-addrs): every read goes to the primary")
 	}
 	if len(clients.RedisReplicas) > 0 {
-		reads, err := redisread.New(clients.Redis, clients.RedisReplicas, cfg.RedisReads, log, reg)
+		// Replica addresses are refused in cluster mode (backend.RedisConfig
+		// Validate), so the primary is a single-server client here.
+		primary, ok := clients.Redis.(*redis.Client)
+		if !ok {
+			return fmt.Errorf("app: redis replicas %d configured beside a %T primary; want a single-server primary", len(clients.RedisReplicas), clients.Redis)
+		}
+		reads, err := redisread.New(primary, clients.RedisReplicas, cfg.RedisReads, log, reg)
 		if err != nil {
 			return err
 		}

@@ -273,8 +273,23 @@ func (c *openAPIClient) poll(tc apiCase, what string, done func(body []byte) boo
 // test, naming it.
 func TestOpenAPIRoundTripEveryRoute(t *testing.T) {
 	st := stacktest.Require(t)
-	spec := loadSpec(t)
+	testOpenAPIRoundTripEveryRoute(t, fullServerConfig(t, st))
+}
+
+// TestOpenAPIRoundTripEveryRouteOnARedisCluster is the round trip with every
+// subsystem on the test run's Redis Cluster (--redis-cluster-mode): the event log
+// and its dead letters, the indexer, the feed, the link store and the
+// reindex state, through the cluster client.
+func TestOpenAPIRoundTripEveryRouteOnARedisCluster(t *testing.T) {
+	st := stacktest.Require(t)
 	cfg := fullServerConfig(t, st)
+	cfg.Backends.Redis.Addr = strings.Join(stacktest.RedisClusterAddrs(t), ",")
+	cfg.Backends.Redis.Cluster = true
+	testOpenAPIRoundTripEveryRoute(t, cfg)
+}
+
+func testOpenAPIRoundTripEveryRoute(t *testing.T, cfg Config) {
+	spec := loadSpec(t)
 	cfg.API.MaxBodyBytes = 64 << 10
 	var routes []string
 	cfg.onRoutes = func(r []string) { routes = r }

@@ -101,9 +101,20 @@ func (c *OpenSearchConfig) tlsConfig() (*tls.Config, error) {
 // replicas, each as host:port or a redis:// or rediss:// URL
 // (rediss://user:password@host:6380/2), sharing the credentials, DB and TLS
 // settings below. A URL's own user, password and /db win over the fields.
+//
+// With Cluster, Addr names one or more seed nodes of a Redis Cluster
+// (comma-separated) and every client built here is a go-redis
+// ClusterClient: it learns the other nodes and the slot map from the seeds
+// and routes each command to the master of its key's slot.
 type RedisConfig struct {
 	Addr         string
 	ReplicaAddrs []string
+	// Cluster makes Addr the seed nodes of a Redis Cluster.
+	Cluster bool
+	// ClusterReadFromReplicas, in cluster mode, sends read-only commands
+	// to the closest node of the key's shard (go-redis's RouteByLatency,
+	// replicas included) instead of its master.
+	ClusterReadFromReplicas bool
 	// Username and Password authenticate (AUTH, or an ACL user with
 	// Username); PasswordFile holds the password (its first line) instead.
 	Username, Password, PasswordFile string
@@ -127,6 +138,8 @@ func (c *RedisConfig) Flags(fs *flag.FlagSet) {
 		c.ReplicaAddrs = splitList(s)
 		return nil
 	})
+	fs.BoolVar(&c.Cluster, "redis-cluster-mode", c.Cluster, "Redis is a Redis Cluster: --redis-addr lists one or more of its nodes (comma-separated) and every subsystem uses a cluster client")
+	fs.BoolVar(&c.ClusterReadFromReplicas, "redis-cluster-read-from-replicas", c.ClusterReadFromReplicas, "in cluster mode, send reads to the closest node of the key's shard, replicas included (go-redis RouteByLatency)")
 	fs.StringVar(&c.Username, "redis-username", c.Username, "Redis ACL user (optional)")
 	fs.StringVar(&c.Password, "redis-password", c.Password, "Redis password (optional; prefer BAEDAL_REDIS_PASSWORD or --redis-password-file)")
 	fs.StringVar(&c.PasswordFile, "redis-password-file", c.PasswordFile, "file whose first line is the Redis password")
@@ -147,7 +160,19 @@ func (c *RedisConfig) Validate() error {
 	if c.Addr == "" {
 		return errors.New("redis-addr: required (or start the local stack with `baedal up`)")
 	}
-	for _, a := range append([]string{c.Addr}, c.ReplicaAddrs...) {
+	addrs := append([]string{c.Addr}, c.ReplicaAddrs...)
+	if c.Cluster {
+		addrs = splitList(c.Addr)
+		if len(c.ReplicaAddrs) > 0 {
+			return errors.New("redis-replica-addrs: not used with --redis-cluster-mode (a cluster's replicas are found from its nodes; see --redis-cluster-read-from-replicas)")
+		}
+		if c.DB != 0 {
+			return fmt.Errorf("redis-db: got %d, a Redis Cluster has only database 0", c.DB)
+		}
+	} else if c.ClusterReadFromReplicas {
+		return errors.New("redis-cluster-read-from-replicas: needs --redis-cluster-mode")
+	}
+	for _, a := range addrs {
 		if err := CheckRedisAddr(a); err != nil {
 			return fmt.Errorf("redis-addr: %w", err)
 		}
@@ -161,8 +186,14 @@ func (c *RedisConfig) Validate() error {
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return errors.New("redis-tls-cert-file, redis-tls-key-file: give both or neither")
 	}
-	if _, err := c.options(c.Addr); err != nil {
-		return err
+	for _, a := range addrs {
+		o, err := c.options(a)
+		if err != nil {
+			return err
+		}
+		if c.Cluster && o.DB != 0 {
+			return fmt.Errorf("redis-addr: %s names database %d, a Redis Cluster has only database 0", RedactRedisAddr(a), o.DB)
+		}
 	}
 	if c.DialTimeout <= 0 || c.ReadTimeout <= 0 || c.WriteTimeout <= 0 {
 		return fmt.Errorf("redis timeouts: dial %s, read %s, write %s: each must be > 0", c.DialTimeout, c.ReadTimeout, c.WriteTimeout)
@@ -344,7 +375,8 @@ func (c *Config) Validate() error {
 type Clients struct {
 	OpenSearch    *opensearch.Client
 	OpenSearchURL []string
-	Redis         *redis.Client
+	// Redis is a *redis.Client, or a *redis.ClusterClient in cluster mode.
+	Redis         redis.UniversalClient
 	RedisReplicas []*redis.Client
 	Postgres      *pgxpool.Pool
 }
@@ -363,7 +395,7 @@ func Open(ctx context.Context, cfg Config) (*Clients, error) {
 		return nil, err
 	}
 	for _, addr := range cfg.Redis.ReplicaAddrs {
-		r, err := NewRedis(cfg.Redis, addr)
+		r, err := NewRedisNode(cfg.Redis, addr)
 		if err != nil {
 			c.Close()
 			return nil, err
@@ -387,11 +419,52 @@ func Open(ctx context.Context, cfg Config) (*Clients, error) {
 	return c, nil
 }
 
-// NewRedis is a client for the Redis server at addr (host:port or a URL)
-// with the configured credentials, TLS and timeouts. Its errors that mean
-// Redis cannot answer now are UnavailableErrors. It fails only on a
-// configuration that Validate rejects.
-func NewRedis(cfg RedisConfig, addr string) (*redis.Client, error) {
+// NewRedis is a client for the Redis at addr (host:port or a URL) with the
+// configured credentials, TLS and timeouts: a *redis.Client, or with
+// cfg.Cluster a *redis.ClusterClient seeded by the comma-separated nodes of
+// addr. Its errors that mean Redis cannot answer now are UnavailableErrors.
+// It fails only on a configuration that Validate rejects.
+func NewRedis(cfg RedisConfig, addr string) (redis.UniversalClient, error) {
+	if !cfg.Cluster {
+		return NewRedisNode(cfg, addr)
+	}
+	seeds := splitList(addr)
+	if len(seeds) == 0 {
+		return nil, errors.New("redis-addr: no cluster node given")
+	}
+	o, err := cfg.options(seeds[0])
+	if err != nil {
+		return nil, err
+	}
+	co := &redis.ClusterOptions{
+		Username: o.Username, Password: o.Password,
+		TLSConfig: o.TLSConfig, Dialer: o.Dialer,
+		DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
+		PoolSize:       o.PoolSize,
+		RouteByLatency: cfg.ClusterReadFromReplicas,
+	}
+	for _, seed := range seeds {
+		so, err := cfg.options(seed)
+		if err != nil {
+			return nil, err
+		}
+		co.Addrs = append(co.Addrs, so.Addr)
+	}
+	if co.TLSConfig != nil {
+		// Each node is verified under its own host name (the dialer fills
+		// ServerName from the address it dials).
+		co.TLSConfig = co.TLSConfig.Clone()
+		co.TLSConfig.ServerName = ""
+		co.Dialer = redisDialer(cfg.DialTimeout, co.TLSConfig)
+	}
+	c := redis.NewClusterClient(co)
+	c.AddHook(redisUnavailableHook{})
+	return c, nil
+}
+
+// NewRedisNode is a client for the one Redis server at addr, whether or not
+// it belongs to a cluster (replicas, the link store's old store).
+func NewRedisNode(cfg RedisConfig, addr string) (*redis.Client, error) {
 	o, err := cfg.options(addr)
 	if err != nil {
 		return nil, err

@@ -40,9 +40,14 @@ func redisDialer(timeout time.Duration, tlsCfg *tls.Config) func(ctx context.Con
 		if tlsCfg == nil {
 			return c, nil
 		}
+		cfg := tlsCfg
+		if cfg.ServerName == "" {
+			cfg = cfg.Clone()
+			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		}
 		// A handshake that fails is a configuration error (a wrong CA,
 		// a server without TLS), not an unavailable Redis.
-		tc := tls.Client(c, tlsCfg)
+		tc := tls.Client(c, cfg)
 		hctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		if err := tc.HandshakeContext(hctx); err != nil {

@@ -48,7 +48,7 @@ func RedisVersion(ctx context.Context, cfg RedisConfig) (string, error) {
 	return redisVersion(ctx, rdb, RedactRedisAddr(cfg.Addr))
 }
 
-func redisVersion(ctx context.Context, rdb *redis.Client, addr string) (string, error) {
+func redisVersion(ctx context.Context, rdb redis.UniversalClient, addr string) (string, error) {
 	info, err := rdb.Info(ctx, "server").Result()
 	if err != nil {
 		return "", fmt.Errorf("backend: redis version from %s: %w", addr, err)

@@ -170,8 +170,9 @@ func (c *Consumer) Ack(ctx context.Context, ids ...string) error {
 	return nil
 }
 
-// DeadLetter appends the entries to the dead-letter stream and acknowledges
-// them, atomically (MULTI/EXEC).
+// DeadLetter appends the entries to the partition's dead-letter stream and
+// acknowledges them, atomically (MULTI/EXEC; both keys share the
+// partition's hash tag, so one slot).
 func (c *Consumer) DeadLetter(ctx context.Context, letters []DeadLetter) error {
 	if len(letters) == 0 {
 		return nil
@@ -181,7 +182,7 @@ func (c *Consumer) DeadLetter(ctx context.Context, letters []DeadLetter) error {
 		for i, d := range letters {
 			ids[i] = d.Entry.ID
 			pipe.XAdd(ctx, &redis.XAddArgs{
-				Stream: c.log.DeadLetterKey(), MaxLen: c.log.cfg.MaxLen, Approx: true,
+				Stream: c.log.DeadLetterKey(c.partition), MaxLen: c.log.cfg.MaxLen, Approx: true,
 				Values: []any{
 					fieldEvent, d.Entry.Raw, "stream", c.stream, "entry_id", d.Entry.ID, "group", c.group,
 					"reason", d.Reason, "attempts", strconv.FormatInt(d.Entry.Deliveries, 10),

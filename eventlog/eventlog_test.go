@@ -24,8 +24,13 @@ func TestMain(m *testing.M) { os.Exit(stacktest.Main(m)) }
 
 func newTestLog(t testing.TB) *Log {
 	t.Helper()
-	st := stacktest.Require(t)
-	rdb := redis.NewClient(&redis.Options{Addr: st.RedisAddr})
+	return newTestLogOn(t, stacktest.SingleRedis(t))
+}
+
+// newTestLogOn is a log with keys of its own on rdb (a single Redis or a
+// cluster).
+func newTestLogOn(t testing.TB, rdb redis.UniversalClient) *Log {
+	t.Helper()
 	cfg := Defaults()
 	cfg.Prefix = stacktest.Namespace(t) + ":"
 	cfg.Partitions = 3
@@ -33,13 +38,7 @@ func newTestLog(t testing.TB) *Log {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		if keys, err := rdb.Keys(ctx, cfg.Prefix+"*").Result(); err == nil && len(keys) > 0 {
-			rdb.Del(ctx, keys...)
-		}
-		rdb.Close()
-	})
+	t.Cleanup(func() { stacktest.DeleteKeys(context.Background(), rdb, cfg.Prefix+"*", "{"+cfg.Prefix+"*") })
 	return l
 }
 
@@ -92,7 +91,11 @@ func TestAppendPartitionsByShopInOrder(t *testing.T) {
 }
 
 func TestPendingIsRereadWithDeliveryCountsUntilAcked(t *testing.T) {
-	l := newTestLog(t)
+	stacktest.ForEachRedis(t, testPendingIsRereadWithDeliveryCountsUntilAcked)
+}
+
+func testPendingIsRereadWithDeliveryCountsUntilAcked(t *testing.T, rdb redis.UniversalClient) {
+	l := newTestLogOn(t, rdb)
 	ctx := context.Background()
 	m := 30
 	if _, err := l.Append(ctx, []catalog.Event{catalog.ShopUpsertEvent(3, 2, &catalog.ShopFields{DeliveryMinutes: &m})}); err != nil {
@@ -313,7 +316,11 @@ const testAdminToken = "eventlog-test-admin-token"
 // the dead-letter stream, and are listed, counted by reason, replayed or
 // dropped through the admin routes.
 func TestDeadLettersAreVisibleAndReplayable(t *testing.T) {
-	l := newTestLog(t)
+	stacktest.ForEachRedis(t, testDeadLettersAreVisibleAndReplayable)
+}
+
+func testDeadLettersAreVisibleAndReplayable(t *testing.T, rdb redis.UniversalClient) {
+	l := newTestLogOn(t, rdb)
 	ctx := context.Background()
 	cfg := api.Defaults()
 	cfg.AdminToken = testAdminToken
@@ -452,6 +459,73 @@ func TestReasonKind(t *testing.T) {
 	} {
 		if got := ReasonKind(reason); got != want {
 			t.Errorf("ReasonKind(%q) = %s, want %s", reason, got, want)
+		}
+	}
+}
+
+// TestKeysOfOneTransactionShareASlot checks the key layout a cluster needs:
+// a partition stream and its dead-letter stream (DeadLetter's and
+// ReplayDeadLetter's MULTI/EXEC) in one slot, and the partitions spread
+// over more than one slot.
+func TestKeysOfOneTransactionShareASlot(t *testing.T) {
+	cc := stacktest.RedisCluster(t)
+	l := newTestLogOn(t, cc)
+	slots := map[int64]bool{}
+	for p := range l.cfg.Partitions {
+		stacktest.SameSlot(t, cc, l.StreamKey(p), l.DeadLetterKey(p))
+		slot, err := cc.ClusterKeySlot(context.Background(), l.StreamKey(p)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		slots[slot] = true
+	}
+	if len(slots) < 2 {
+		t.Errorf("the %d partitions share %d slot(s): a cluster could not spread them", l.cfg.Partitions, len(slots))
+	}
+}
+
+// TestMigrateLegacyKeys moves an event log written before hash tags (one
+// partition stream with a consumer group, one global dead-letter stream) to
+// today's keys, keeping entries, group and dead-letter ids.
+func TestMigrateLegacyKeys(t *testing.T) {
+	l := newTestLog(t)
+	ctx := context.Background()
+	rdb := l.rdb
+	legacy := l.legacyStreamKey(1)
+	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: legacy, ID: "5-1", Values: []any{fieldEvent, "{}", fieldAppended, "1"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.XGroupCreate(ctx, legacy, "g", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: l.legacyDeadLetterKey(), ID: "7-0", Values: []any{fieldEvent, "x", "stream", legacy, "entry_id", "5-1", "reason", "r"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	moved, err := l.MigrateLegacyKeys(ctx)
+	if err != nil || moved != 2 {
+		t.Fatalf("MigrateLegacyKeys = %d, %v; want 2 moved (a stream, a dead letter)", moved, err)
+	}
+	if n, _ := rdb.Exists(ctx, legacy, l.legacyDeadLetterKey()).Result(); n != 0 {
+		t.Errorf("%d legacy keys are left after the migration", n)
+	}
+	groups, err := rdb.XInfoGroups(ctx, l.StreamKey(1)).Result()
+	if err != nil || len(groups) != 1 || groups[0].Name != "g" {
+		t.Errorf("groups of %s after the migration = %+v, %v; want the group g", l.StreamKey(1), groups, err)
+	}
+	letters, err := l.DeadLetters(ctx, 10)
+	if err != nil || len(letters) != 1 || letters[0].ID != "7-0" || letters[0].EntryID != "5-1" {
+		t.Errorf("dead letters after the migration = %+v, %v; want the one with id 7-0", letters, err)
+	}
+	if moved, err := l.MigrateLegacyKeys(ctx); err != nil || moved != 0 {
+		t.Errorf("second MigrateLegacyKeys = %d, %v; want nothing to move", moved, err)
+	}
+}
+
+func TestCompareStreamIDs(t *testing.T) {
+	ordered := []string{"9-5", "10-0", "10-2", "100-0"}
+	for i := 1; i < len(ordered); i++ {
+		if compareStreamIDs(ordered[i-1], ordered[i]) >= 0 || compareStreamIDs(ordered[i], ordered[i-1]) <= 0 {
+			t.Errorf("%s must sort before %s", ordered[i-1], ordered[i])
 		}
 	}
 }

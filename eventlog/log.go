@@ -1,11 +1,13 @@
 package eventlog
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/baedal/baedal/api"
 	"github.com/baedal/baedal/catalog"
 	"github.com/baedal/baedal/internal/promreg"
 )
@@ -28,12 +31,19 @@ type Config struct {
 	MaxLen int64
 	// AppendChunk is how many XADDs one pipeline round trip carries.
 	AppendChunk int
+	// WaitReplicas, when above 0, makes Append return only after that many
+	// replicas of each written primary have the appends (WAIT behind the
+	// XADDs, on their connection), so an event answered 202 survives the
+	// death of its primary. WaitTimeout bounds the wait; fewer replicas
+	// in time is a NotReplicatedError (503 with Retry-After).
+	WaitReplicas int
+	WaitTimeout  time.Duration
 }
 
 // Defaults returns 4 partitions, a 5,000,000-entry cap per partition and
 // pipelines of 1,000 appends.
 func Defaults() Config {
-	return Config{Prefix: "baedal:", Partitions: 4, MaxLen: 5_000_000, AppendChunk: 1000}
+	return Config{Prefix: "baedal:", Partitions: 4, MaxLen: 5_000_000, AppendChunk: 1000, WaitTimeout: time.Second}
 }
 
 // Flags binds the configuration to command-line flags.
@@ -42,6 +52,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Partitions, "eventlog-partitions", c.Partitions, "number of event streams (shop id mod N); change only on an empty log")
 	fs.Int64Var(&c.MaxLen, "eventlog-max-len", c.MaxLen, "approximate length cap of each event stream")
 	fs.IntVar(&c.AppendChunk, "eventlog-append-chunk", c.AppendChunk, "appends per Redis pipeline")
+	fs.IntVar(&c.WaitReplicas, "eventlog-wait-replicas", c.WaitReplicas, "answer an append only after this many replicas of its primary have it (Redis WAIT; 0: do not wait)")
+	fs.DurationVar(&c.WaitTimeout, "eventlog-wait-timeout", c.WaitTimeout, "how long an append waits for --eventlog-wait-replicas replicas before it fails with 503")
 }
 
 // Validate names the first invalid field.
@@ -55,6 +67,12 @@ func (c *Config) Validate() error {
 	if c.AppendChunk < 1 || c.AppendChunk > 100_000 {
 		return fmt.Errorf("eventlog-append-chunk: got %d, allowed: 1..100000", c.AppendChunk)
 	}
+	if c.WaitReplicas < 0 || c.WaitReplicas > 8 {
+		return fmt.Errorf("eventlog-wait-replicas: got %d, allowed: 0..8", c.WaitReplicas)
+	}
+	if c.WaitReplicas > 0 && (c.WaitTimeout < time.Millisecond || c.WaitTimeout > time.Minute) {
+		return fmt.Errorf("eventlog-wait-timeout: got %s, allowed: 1ms..1m", c.WaitTimeout)
+	}
 	return nil
 }
 
@@ -67,7 +85,7 @@ const (
 // Log appends to and reads from the partition streams.
 type Log struct {
 	cfg      Config
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 	log      *slog.Logger
 	appended prometheus.Counter
 	// dead counts dead-lettered entries by reason kind (ReasonKind).
@@ -75,7 +93,7 @@ type Log struct {
 }
 
 // New returns a Log on rdb. reg may be nil.
-func New(cfg Config, rdb *redis.Client, log *slog.Logger, reg prometheus.Registerer) (*Log, error) {
+func New(cfg Config, rdb redis.UniversalClient, log *slog.Logger, reg prometheus.Registerer) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -103,7 +121,7 @@ func New(cfg Config, rdb *redis.Client, log *slog.Logger, reg prometheus.Registe
 func (l *Log) Config() Config { return l.cfg }
 
 // Redis returns the client the log uses.
-func (l *Log) Redis() *redis.Client { return l.rdb }
+func (l *Log) Redis() redis.UniversalClient { return l.rdb }
 
 // Partition returns the partition of a shop aggregate.
 func (l *Log) Partition(shopID int64) int {
@@ -114,35 +132,206 @@ func (l *Log) Partition(shopID int64) int {
 	return int(p)
 }
 
-// StreamKey returns the key of partition p.
-func (l *Log) StreamKey(p int) string { return l.cfg.Prefix + "events:" + strconv.Itoa(p) }
+// StreamKey returns the key of partition p: {<prefix>events:<p>}, its own
+// hash tag, so the partitions spread over a cluster's slots.
+func (l *Log) StreamKey(p int) string { return "{" + l.cfg.Prefix + "events:" + strconv.Itoa(p) + "}" }
 
-// DeadLetterKey returns the key of the dead-letter stream.
-func (l *Log) DeadLetterKey() string { return l.cfg.Prefix + "events:dead" }
+// DeadLetterKey returns the key of partition p's dead-letter stream,
+// {<prefix>events:<p>}:dead: the partition's hash tag, so that dead-lettering
+// (XADD here, XACK there) and a replay (XADD there, XDEL here) are one
+// MULTI/EXEC within one slot.
+func (l *Log) DeadLetterKey(p int) string { return l.StreamKey(p) + ":dead" }
+
+// legacyStreamKey and legacyDeadLetterKey are the keys before hash tags
+// (<prefix>events:<p>, one <prefix>events:dead for every partition).
+func (l *Log) legacyStreamKey(p int) string { return l.cfg.Prefix + "events:" + strconv.Itoa(p) }
+func (l *Log) legacyDeadLetterKey() string  { return l.cfg.Prefix + "events:dead" }
+
+// MigrateLegacyKeys moves a single Redis's event log from the keys before
+// hash tags to today's: each partition stream is renamed (RENAMENX keeps its
+// entries and consumer groups) unless the new key exists, and each legacy
+// dead letter moves, with its id, to its partition's dead-letter stream. It
+// returns how many keys and dead letters it moved. On a Redis Cluster it
+// does nothing (a cluster never held the legacy keys: they span slots).
+func (l *Log) MigrateLegacyKeys(ctx context.Context) (int, error) {
+	if _, ok := l.rdb.(*redis.ClusterClient); ok {
+		return 0, nil
+	}
+	moved := 0
+	for p := 0; p < l.cfg.Partitions; p++ {
+		ok, err := l.rdb.RenameNX(ctx, l.legacyStreamKey(p), l.StreamKey(p)).Result()
+		if err != nil && !strings.Contains(err.Error(), "no such key") {
+			return moved, fmt.Errorf("eventlog: RENAMENX %s %s: %w", l.legacyStreamKey(p), l.StreamKey(p), err)
+		}
+		if ok {
+			moved++
+			l.log.Info("moved an event log partition to its hash-tagged key", "from", l.legacyStreamKey(p), "to", l.StreamKey(p))
+		}
+	}
+	legacy := l.legacyDeadLetterKey()
+	msgs, err := l.rdb.XRange(ctx, legacy, "-", "+").Result()
+	if err != nil {
+		return moved, fmt.Errorf("eventlog: XRANGE %s: %w", legacy, err)
+	}
+	for _, m := range msgs {
+		p := l.partitionOfStream(str(m.Values["stream"]))
+		err := l.rdb.XAdd(ctx, &redis.XAddArgs{Stream: l.DeadLetterKey(p), ID: m.ID, Values: m.Values}).Err()
+		if err != nil && !strings.Contains(err.Error(), "equal or smaller") {
+			return moved, fmt.Errorf("eventlog: move dead letter %s from %s to %s: %w", m.ID, legacy, l.DeadLetterKey(p), err)
+		}
+		if err := l.rdb.XDel(ctx, legacy, m.ID).Err(); err != nil {
+			return moved, fmt.Errorf("eventlog: XDEL %s %s: %w", legacy, m.ID, err)
+		}
+		moved++
+	}
+	if len(msgs) > 0 {
+		// Nothing writes the legacy stream any more; an empty stream
+		// would stay as a key.
+		if err := l.rdb.Del(ctx, legacy).Err(); err != nil {
+			return moved, fmt.Errorf("eventlog: DEL %s: %w", legacy, err)
+		}
+	}
+	return moved, nil
+}
+
+// appendChunk sends the XADDs of one chunk in one pipeline. With
+// WaitReplicas, a WAIT follows them on the same connection: Redis answers it
+// once that many replicas acknowledged every write of that connection so
+// far. On a Redis Cluster the XADDs go to several masters, so they are
+// grouped by the master of their stream's slot and each master's group is
+// one pipeline on that master's own client, its WAIT last.
+func (l *Log) appendChunk(ctx context.Context, adds []*redis.XAddArgs) ([]*redis.StringCmd, error) {
+	cmds := make([]*redis.StringCmd, len(adds))
+	if l.cfg.WaitReplicas == 0 {
+		pipe := l.rdb.Pipeline()
+		for i, a := range adds {
+			cmds[i] = pipe.XAdd(ctx, a)
+		}
+		_, err := pipe.Exec(ctx)
+		return cmds, err
+	}
+	cc, cluster := l.rdb.(*redis.ClusterClient)
+	if !cluster {
+		return cmds, l.appendAndWait(ctx, l.rdb, adds, cmds, nil)
+	}
+	// Group by master, keeping the order within a group (a stream's
+	// appends stay in order).
+	var masters []*redis.Client
+	groups := map[*redis.Client][]int{}
+	for i, a := range adds {
+		m, err := cc.MasterForKey(ctx, a.Stream)
+		if err != nil {
+			return cmds, &NotReplicatedError{Stream: a.Stream, Want: l.cfg.WaitReplicas, Err: err}
+		}
+		if _, ok := groups[m]; !ok {
+			masters = append(masters, m)
+		}
+		groups[m] = append(groups[m], i)
+	}
+	for _, m := range masters {
+		if err := l.appendAndWait(ctx, m, adds, cmds, groups[m]); err != nil {
+			if _, unavailable := api.IsUnavailable(err); !unavailable {
+				// A MOVED or a refused connection: the slot map changed
+				// (a failover); the next append asks the cluster again.
+				cc.ReloadState(ctx)
+				err = &NotReplicatedError{Stream: adds[groups[m][0]].Stream, Want: l.cfg.WaitReplicas, Err: err}
+			}
+			return cmds, err
+		}
+	}
+	return cmds, nil
+}
+
+// appendAndWait pipelines the XADDs adds[which] (every one when which is
+// nil) and a WAIT on rc, filling cmds. Fewer replicas than WaitReplicas
+// within WaitTimeout is a NotReplicatedError.
+func (l *Log) appendAndWait(ctx context.Context, rc redis.Cmdable, adds []*redis.XAddArgs, cmds []*redis.StringCmd, which []int) error {
+	if which == nil {
+		which = make([]int, len(adds))
+		for i := range which {
+			which[i] = i
+		}
+	}
+	pipe, ok := rc.Pipeline().(*redis.Pipeline)
+	if !ok {
+		return fmt.Errorf("eventlog: WAIT needs a single-server pipeline, got %T", rc.Pipeline())
+	}
+	for _, i := range which {
+		cmds[i] = pipe.XAdd(ctx, adds[i])
+	}
+	// Wait (not Do("WAIT")): go-redis extends the read deadline by the
+	// WAIT timeout.
+	wait := pipe.Wait(ctx, l.cfg.WaitReplicas, l.cfg.WaitTimeout)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	if got := wait.Val(); got < int64(l.cfg.WaitReplicas) {
+		return &NotReplicatedError{Stream: adds[which[0]].Stream, Want: l.cfg.WaitReplicas, Got: got, Timeout: l.cfg.WaitTimeout}
+	}
+	return nil
+}
+
+// NotReplicatedError: appends reached their primary but not WaitReplicas
+// replicas within WaitTimeout (or the cluster's slot map was moving). The
+// events were not acknowledged: the caller answers 503 with Retry-After
+// (api.BackendUnavailable) and the client retries; an event appended twice
+// is harmless (external versions).
+type NotReplicatedError struct {
+	Stream  string
+	Want    int
+	Got     int64
+	Timeout time.Duration
+	Err     error
+}
+
+func (e *NotReplicatedError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("eventlog: appends to %s not acknowledged by %d replica(s): %v", e.Stream, e.Want, e.Err)
+	}
+	return fmt.Sprintf("eventlog: appends to %s reached %d of %d replica(s) within %s", e.Stream, e.Got, e.Want, e.Timeout)
+}
+
+func (e *NotReplicatedError) Unwrap() error { return e.Err }
+
+// UnavailableBackend names Redis (api.BackendUnavailable: 503 with
+// Retry-After).
+func (e *NotReplicatedError) UnavailableBackend() string { return "redis" }
+
+// partitionOfStream reads the partition from a stream key of either form
+// ("baedal:events:3" or "{baedal:events:3}"); 0 when it names none.
+func (l *Log) partitionOfStream(stream string) int {
+	stream = strings.TrimSuffix(stream, "}")
+	p, err := strconv.Atoi(stream[strings.LastIndexByte(stream, ':')+1:])
+	if err != nil || p < 0 || p >= l.cfg.Partitions {
+		return 0
+	}
+	return p
+}
 
 // Append adds events to their partitions in the given order and returns the
 // stream id of each, in the same order. It returns only after Redis
-// acknowledged every append; on error some events of the failed chunk may
-// have been appended (a retry then duplicates them, which external versions
-// make harmless). The caller validates the events first.
+// acknowledged every append (and, with WaitReplicas, after that many
+// replicas have them); on error some events of the failed chunk may have
+// been appended (a retry then duplicates them, which external versions make
+// harmless). The caller validates the events first.
 func (l *Log) Append(ctx context.Context, events []catalog.Event) ([]string, error) {
 	ids := make([]string, 0, len(events))
 	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
 	for start := 0; start < len(events); start += l.cfg.AppendChunk {
 		chunk := events[start:min(start+l.cfg.AppendChunk, len(events))]
-		pipe := l.rdb.Pipeline()
-		cmds := make([]*redis.StringCmd, len(chunk))
+		adds := make([]*redis.XAddArgs, len(chunk))
 		for i, ev := range chunk {
 			raw, err := ev.MarshalJSON()
 			if err != nil {
 				return ids, fmt.Errorf("eventlog: encode event %d (shop %d version %d): %w", start+i, ev.AggregateID(), ev.Version, err)
 			}
-			cmds[i] = pipe.XAdd(ctx, &redis.XAddArgs{
+			adds[i] = &redis.XAddArgs{
 				Stream: l.StreamKey(l.Partition(ev.AggregateID())), MaxLen: l.cfg.MaxLen, Approx: true,
 				Values: []any{fieldEvent, raw, fieldAppended, now},
-			})
+			}
 		}
-		if _, err := pipe.Exec(ctx); err != nil {
+		cmds, err := l.appendChunk(ctx, adds)
+		if err != nil {
 			return ids, fmt.Errorf("eventlog: append events %d..%d of %d: %w", start, start+len(chunk)-1, len(events), err)
 		}
 		for _, c := range cmds {
@@ -181,22 +370,58 @@ func (l *Log) DeadLettersAfter(ctx context.Context, after string, count int64) (
 	if after != "" {
 		start = "(" + after
 	}
-	msgs, err := l.rdb.XRangeN(ctx, l.DeadLetterKey(), start, "+", count).Result()
-	if err != nil {
-		return nil, fmt.Errorf("eventlog: XRANGE %s from %s: %w", l.DeadLetterKey(), start, err)
+	// Each partition has its own dead-letter stream: read up to count of
+	// each (pipelined; one round trip per node in a cluster), merge by id.
+	pipe := l.rdb.Pipeline()
+	cmds := make([]*redis.XMessageSliceCmd, l.cfg.Partitions)
+	for p := range cmds {
+		cmds[p] = pipe.XRangeN(ctx, l.DeadLetterKey(p), start, "+", count)
 	}
-	out := make([]DeadLetterRecord, len(msgs))
-	for i, m := range msgs {
-		out[i] = deadLetterRecord(m)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("eventlog: XRANGE the %d dead-letter streams from %s: %w", l.cfg.Partitions, start, err)
+	}
+	var out []DeadLetterRecord
+	for _, c := range cmds {
+		for _, m := range c.Val() {
+			out = append(out, deadLetterRecord(m))
+		}
+	}
+	slices.SortFunc(out, func(a, b DeadLetterRecord) int { return compareStreamIDs(a.ID, b.ID) })
+	if int64(len(out)) > count {
+		out = out[:count]
 	}
 	return out, nil
 }
 
+// compareStreamIDs orders stream ids ("<ms>-<seq>") by time, then sequence.
+func compareStreamIDs(a, b string) int {
+	parse := func(id string) (uint64, uint64) {
+		ms, seq, _ := strings.Cut(id, "-")
+		m, _ := strconv.ParseUint(ms, 10, 64)
+		q, _ := strconv.ParseUint(seq, 10, 64)
+		return m, q
+	}
+	am, aq := parse(a)
+	bm, bq := parse(b)
+	if c := cmp.Compare(am, bm); c != 0 {
+		return c
+	}
+	return cmp.Compare(aq, bq)
+}
+
 // DeadLetterCount returns the number of entries in the dead-letter stream.
 func (l *Log) DeadLetterCount(ctx context.Context) (int64, error) {
-	n, err := l.rdb.XLen(ctx, l.DeadLetterKey()).Result()
-	if err != nil {
-		return 0, fmt.Errorf("eventlog: XLEN %s: %w", l.DeadLetterKey(), err)
+	pipe := l.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, l.cfg.Partitions)
+	for p := range cmds {
+		cmds[p] = pipe.XLen(ctx, l.DeadLetterKey(p))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, fmt.Errorf("eventlog: XLEN the %d dead-letter streams: %w", l.cfg.Partitions, err)
+	}
+	var n int64
+	for _, c := range cmds {
+		n += c.Val()
 	}
 	return n, nil
 }
@@ -229,16 +454,23 @@ var ErrDeadLetterNotFound = errors.New("eventlog: no such dead letter")
 // it would only dead-letter it again; drop it instead.
 var ErrNotReplayable = errors.New("eventlog: dead letter holds no valid event")
 
-// deadLetter reads one dead letter by id.
-func (l *Log) deadLetter(ctx context.Context, id string) (DeadLetterRecord, error) {
-	msgs, err := l.rdb.XRangeN(ctx, l.DeadLetterKey(), id, id, 1).Result()
-	if err != nil {
-		return DeadLetterRecord{}, fmt.Errorf("eventlog: XRANGE %s %s: %w", l.DeadLetterKey(), id, err)
+// deadLetter reads one dead letter by id, and the partition whose
+// dead-letter stream holds it.
+func (l *Log) deadLetter(ctx context.Context, id string) (DeadLetterRecord, int, error) {
+	pipe := l.rdb.Pipeline()
+	cmds := make([]*redis.XMessageSliceCmd, l.cfg.Partitions)
+	for p := range cmds {
+		cmds[p] = pipe.XRangeN(ctx, l.DeadLetterKey(p), id, id, 1)
 	}
-	if len(msgs) == 0 {
-		return DeadLetterRecord{}, fmt.Errorf("%w: %s", ErrDeadLetterNotFound, id)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return DeadLetterRecord{}, 0, fmt.Errorf("eventlog: XRANGE the %d dead-letter streams at %s: %w", l.cfg.Partitions, id, err)
 	}
-	return deadLetterRecord(msgs[0]), nil
+	for p, c := range cmds {
+		if msgs := c.Val(); len(msgs) > 0 {
+			return deadLetterRecord(msgs[0]), p, nil
+		}
+	}
+	return DeadLetterRecord{}, 0, fmt.Errorf("%w: %s", ErrDeadLetterNotFound, id)
 }
 
 // ReplayDeadLetter appends a dead letter's event again to its shop's
@@ -248,7 +480,7 @@ func (l *Log) deadLetter(ctx context.Context, id string) (DeadLetterRecord, erro
 // that had applied it skips it as stale. Replay after fixing the cause (for
 // instance after creating the shop a menu event needed).
 func (l *Log) ReplayDeadLetter(ctx context.Context, id string) (string, error) {
-	rec, err := l.deadLetter(ctx, id)
+	rec, deadPartition, err := l.deadLetter(ctx, id)
 	if err != nil {
 		return "", err
 	}
@@ -256,17 +488,26 @@ func (l *Log) ReplayDeadLetter(ctx context.Context, id string) (string, error) {
 	if err != nil || len(events) != 1 {
 		return "", fmt.Errorf("%w: dead letter %s: %v", ErrNotReplayable, id, err)
 	}
-	stream := l.StreamKey(l.Partition(events[0].AggregateID()))
+	p := l.Partition(events[0].AggregateID())
+	stream := l.StreamKey(p)
 	var add *redis.StringCmd
 	var del *redis.IntCmd
-	_, err = l.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+	queue := func(pipe redis.Pipeliner) error {
 		add = pipe.XAdd(ctx, &redis.XAddArgs{
 			Stream: stream, MaxLen: l.cfg.MaxLen, Approx: true,
 			Values: []any{fieldEvent, rec.Raw, fieldAppended, strconv.FormatInt(time.Now().UnixMilli(), 10)},
 		})
-		del = pipe.XDel(ctx, l.DeadLetterKey(), id)
+		del = pipe.XDel(ctx, l.DeadLetterKey(deadPartition), id)
 		return nil
-	})
+	}
+	if p == deadPartition {
+		_, err = l.rdb.TxPipelined(ctx, queue)
+	} else {
+		// Dead-lettered under another partition count: the two streams
+		// may be in two slots. Append first, then delete: a failure in
+		// between leaves a duplicate (harmless), never a loss.
+		_, err = l.rdb.Pipelined(ctx, queue)
+	}
 	if err != nil {
 		return "", fmt.Errorf("eventlog: replay dead letter %s into %s: %w", id, stream, err)
 	}
@@ -281,9 +522,13 @@ func (l *Log) ReplayDeadLetter(ctx context.Context, id string) (string, error) {
 
 // DropDeadLetter deletes a dead letter for good.
 func (l *Log) DropDeadLetter(ctx context.Context, id string) error {
-	n, err := l.rdb.XDel(ctx, l.DeadLetterKey(), id).Result()
+	_, p, err := l.deadLetter(ctx, id)
 	if err != nil {
-		return fmt.Errorf("eventlog: XDEL %s %s: %w", l.DeadLetterKey(), id, err)
+		return err
+	}
+	n, err := l.rdb.XDel(ctx, l.DeadLetterKey(p), id).Result()
+	if err != nil {
+		return fmt.Errorf("eventlog: XDEL %s %s: %w", l.DeadLetterKey(p), id, err)
 	}
 	if n == 0 {
 		return fmt.Errorf("%w: %s", ErrDeadLetterNotFound, id)

@@ -115,7 +115,7 @@ type countingReads struct {
 	pass  chan struct{}
 }
 
-func useCountingReads(svc *Service, rdb *redis.Client) *countingReads {
+func useCountingReads(svc *Service, rdb redis.UniversalClient) *countingReads {
 	c := &countingReads{pass: make(chan struct{})}
 	svc.UseReadClient(func(ctx context.Context, read func(context.Context, redis.Cmdable) error) error {
 		c.calls.Add(1)
@@ -478,7 +478,7 @@ func TestReadsAloneWhenBatchingIsOff(t *testing.T) {
 // hanging, and no batch loop is left.
 func TestBatchedReadOnClosedClient(t *testing.T) {
 	w := newBatchWorld(t, StrategyHybrid)
-	rdb := redis.NewClient(&redis.Options{Addr: w.b.rdb.Options().Addr})
+	rdb := redis.NewClient(&redis.Options{Addr: w.b.rdb.(*redis.Client).Options().Addr})
 	svc, err := NewService(w.cfg, w.b.db, rdb, nil, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -20,9 +20,11 @@
 //
 // A read finds the page's post ids, then their payloads. Hybrid reads its ids
 // in one pipeline of plain commands (readPage): the timeline range, the
-// celebrities the user follows, and the ranges of the celebrities the user
-// followed at the last read (a guess, checked by the same pipeline; a miss
-// costs a second round trip), merged in Go. Push reads its timeline range;
+// celebrity set's version and which of the celebrities (this process's copy
+// of the set, loaded again when the version moved) the user follows
+// (SMISMEMBER on the user's followee set), and the ranges of the celebrities
+// the user followed at the last read (a guess, checked by the same
+// pipeline; a miss costs a second round trip), merged in Go. Push reads its timeline range;
 // pull pipelines its reads. The payloads
 // (json.Marshal of a Post) come from an in-process cache when it has them
 // (posts are never edited, so a cached payload never goes stale), the others
@@ -35,6 +37,18 @@
 // while the previous one is on the wire (readBatcher, Config.ReadBatch), so
 // a lone read goes out at once and busy ones cost Redis and this process one
 // socket write and read per batch instead of per read.
+//
+// # Redis Cluster
+//
+// Every command of the package touches one key, except the script that
+// changes the celebrity set and sets its version (celebs and
+// {<prefix>celebs}:v, one slot by the hash tag; see keys). Reads of many
+// keys are pipelines, which a cluster client splits per node: a page's
+// payloads are one MGET on a single Redis and one single-key MGET each on a
+// cluster (posts hash to many slots). The hybrid read used to SINTER the
+// global celebrity set with the user's followees, two keys in two slots;
+// it asks SMISMEMBER of the followee set instead. No key was renamed; the
+// version key is new (a missing one is a version too: the set as it is).
 //
 // Main invariant: a post accepted by Post (its transaction committed) reaches
 // every follower's timeline at least once, whatever process dies when; and

@@ -99,7 +99,7 @@ func countHaving(t *testing.T, svc *Service, users []int64, postID int64) int {
 
 func TestFanoutSurvivesSIGKILL(t *testing.T) {
 	b := newBackends(t)
-	st := b.rdb.Options().Addr
+	st := b.rdb.(*redis.Client).Options().Addr
 	cfg := testConfig(StrategyPush, b.prefix)
 	svc := newService(t, b, cfg)
 	ctx := context.Background()

@@ -281,8 +281,8 @@ func (s *Service) demote(ctx context.Context, consumer, jobID string, author int
 			}
 		}
 		if pass == 0 {
-			if err := s.rdb.SRem(ctx, s.keys.celebrities, author).Err(); err != nil {
-				return fmt.Errorf("feed: remove %d from the celebrities: %w", author, err)
+			if err := s.changeCelebrities(ctx, s.rdb, "rem", strconv.FormatInt(author, 10)); err != nil {
+				return err
 			}
 		}
 	}
@@ -307,8 +307,8 @@ func (s *Service) ReconcileCelebrities(ctx context.Context) error {
 		return fmt.Errorf("feed: read celebrities: %w", err)
 	}
 	if len(want) > 0 {
-		if err := s.rdb.SAdd(ctx, s.keys.celebrities, idStrings(want)...).Err(); err != nil {
-			return fmt.Errorf("feed: add %d celebrities: %w", len(want), err)
+		if err := s.changeCelebrities(ctx, s.rdb, "add", idStrings(want)...); err != nil {
+			return err
 		}
 	}
 	haveIDs, err := parseIDs(have)

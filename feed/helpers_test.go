@@ -27,13 +27,20 @@ func TestMain(m *testing.M) {
 type testBackends struct {
 	db     *pgxpool.Pool
 	dbURL  string
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	prefix string
 }
 
 // newBackends creates a fresh database (dropped at the end of the test) and
-// a unique Redis key prefix (its keys deleted at the end).
+// a unique Redis key prefix (its keys deleted at the end) on the single
+// Redis.
 func newBackends(t testing.TB) testBackends {
+	t.Helper()
+	return newBackendsOn(t, stacktest.SingleRedis(t))
+}
+
+// newBackendsOn is newBackends on rdb (a single Redis or a cluster).
+func newBackendsOn(t testing.TB, rdb redis.UniversalClient) testBackends {
 	t.Helper()
 	st := stacktest.Require(t)
 	ns := stacktest.Namespace(t)
@@ -56,16 +63,11 @@ func newBackends(t testing.TB) testBackends {
 	if err != nil {
 		t.Fatalf("open pool on %s: %v", ns, err)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: st.RedisAddr, DialTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
 	b := testBackends{db: db, dbURL: u.String(), rdb: rdb, prefix: ns + ":"}
 	t.Cleanup(func() {
 		ctx := context.Background()
 		db.Close()
-		iter := rdb.Scan(ctx, 0, b.prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			rdb.Unlink(ctx, iter.Val())
-		}
-		rdb.Close()
+		stacktest.DeleteKeys(ctx, rdb, b.prefix+"*", "{"+b.prefix+"*")
 		if admin, err := pgx.Connect(ctx, st.PostgresURL); err == nil {
 			admin.Exec(ctx, "DROP DATABASE IF EXISTS "+ns+" WITH (FORCE)")
 			admin.Close(ctx)

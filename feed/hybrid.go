@@ -2,6 +2,8 @@ package feed
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"sync"
@@ -62,13 +64,22 @@ func (g *celebrityGuesses) put(user int64, celebs []string) {
 func (s *Service) readPage(ctx context.Context, user, before int64, limit int) ([]int64, error) {
 	rng := idRange(before, limit)
 	guess := s.celebrities.get(user)
-	var timeline, followed *redis.StringSliceCmd
+	knownVersion, known, loaded := s.known.get()
+	var timeline *redis.StringSliceCmd
+	var version *redis.SliceCmd
+	var followed *redis.BoolSliceCmd
 	guessed := make([]*redis.StringSliceCmd, len(guess))
 	err := readCommands(ctx, s, func(ctx context.Context, c redis.Cmdable) []redis.Cmder {
-		cmds := make([]redis.Cmder, 0, 2+len(guess))
+		cmds := make([]redis.Cmder, 0, 3+len(guess))
 		timeline = c.ZRevRangeByScore(ctx, s.keys.timeline(user), rng)
-		followed = c.SInter(ctx, s.keys.celebrities, s.keys.followees(user))
-		cmds = append(cmds, timeline, followed)
+		// MGET of one key: a missing counter is a nil, not a redis.Nil
+		// error that would fail the batch (or count against a replica).
+		version = c.MGet(ctx, s.keys.celebritiesVersion)
+		cmds = append(cmds, timeline, version)
+		if len(known) > 0 {
+			followed = c.SMIsMember(ctx, s.keys.followees(user), stringsToAny(known)...)
+			cmds = append(cmds, followed)
+		}
 		for i, celeb := range guess {
 			guessed[i] = c.ZRevRangeByScore(ctx, s.keys.authorPrefix+celeb, rng)
 			cmds = append(cmds, guessed[i])
@@ -82,11 +93,17 @@ func (s *Service) readPage(ctx context.Context, user, before int64, limit int) (
 	if err != nil {
 		return nil, err
 	}
-	celebs := followed.Val()
+	var celebs []string
+	if loaded && versionOf(version) == knownVersion {
+		if followed != nil {
+			celebs = followedOf(known, followed.Val())
+		}
+	} else if celebs, err = s.followedCelebrities(ctx, user); err != nil {
+		return nil, fmt.Errorf("feed: read page of %d: %w", user, err)
+	}
 	if len(celebs) == 0 && len(guess) == 0 {
 		return own, nil // no celebrities: the timeline range is the page
 	}
-	slices.Sort(celebs)
 	if !slices.Equal(celebs, guess) {
 		s.celebrities.put(user, celebs)
 	}
@@ -117,6 +134,23 @@ func (s *Service) readPage(ctx context.Context, user, before int64, limit int) (
 	return mergeNewest(lists, limit), nil
 }
 
+// followedCelebrities loads the celebrity set again (its version moved
+// since this process last read it) and asks which of them the user follows:
+// the slow path of readPage, two more round trips.
+func (s *Service) followedCelebrities(ctx context.Context, user int64) ([]string, error) {
+	_, celebs, err := s.loadCelebrities(ctx)
+	if err != nil || len(celebs) == 0 {
+		return nil, err
+	}
+	cmd, err := readCommand(ctx, s, func(ctx context.Context, c redis.Cmdable) *redis.BoolSliceCmd {
+		return c.SMIsMember(ctx, s.keys.followees(user), stringsToAny(celebs)...)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("feed: which of %d celebrities %d follows: %w", len(celebs), user, err)
+	}
+	return followedOf(celebs, cmd.Val()), nil
+}
+
 // readRanges reads the recent post ids of authors in rng, newest first, as
 // one read through the batcher.
 func (s *Service) readRanges(ctx context.Context, authors []string, rng *redis.ZRangeBy) ([][]int64, error) {
@@ -139,4 +173,122 @@ func (s *Service) readRanges(ctx context.Context, authors []string, rng *redis.Z
 		}
 	}
 	return lists, nil
+}
+
+// knownCelebrities is this process's copy of the celebrity set with the
+// version it had (keys.celebritiesVersion: a random token set anew by
+// every change, so a version deleted with the rest of the state and
+// created again never repeats an old one). A hybrid read checks
+// the version in its pipeline and asks Redis which of these the user follows
+// (SMISMEMBER on the user's followee set): one key, so one slot on a Redis
+// Cluster, where the SINTER of the global celebrity set with the followee
+// set would span two. When the version moved, the read loads the set again.
+type knownCelebrities struct {
+	mu      sync.Mutex
+	loaded  bool
+	version string // "" when Redis has no version yet
+	members []string
+}
+
+func newKnownCelebrities() *knownCelebrities { return &knownCelebrities{} }
+
+// get returns the known version and members; ok is false before the first
+// load.
+func (k *knownCelebrities) get() (version string, members []string, ok bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.version, k.members, k.loaded
+}
+
+// put remembers a version and its members. Two loads racing may leave the
+// older: the next read sees the version differ and loads again.
+func (k *knownCelebrities) put(version string, members []string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.loaded, k.version, k.members = true, version, members
+}
+
+// forget drops the copy (the state was deleted).
+func (k *knownCelebrities) forget() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.loaded, k.version, k.members = false, "", nil
+}
+
+// celebrityChangeScript adds (ARGV[1] "add") or removes ("rem") the ids
+// ARGV[3..] to or from the celebrity set KEYS[1] and, when the set changed,
+// sets its version KEYS[2] to the new token ARGV[2], atomically: a reader
+// that sees a version sees the set of that version. Both keys hash to one
+// slot (see keys).
+var celebrityChangeScript = redis.NewScript(`
+local n
+if ARGV[1] == 'add' then n = redis.call('SADD', KEYS[1], unpack(ARGV, 3)) else n = redis.call('SREM', KEYS[1], unpack(ARGV, 3)) end
+if n > 0 then redis.call('SET', KEYS[2], ARGV[2]) end
+return n`)
+
+// changeCelebrities adds or removes authors from the celebrity set (op
+// "add" or "rem"), raising its version when it changed.
+func (s *Service) changeCelebrities(ctx context.Context, rc redis.Scripter, op string, ids ...any) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	token := make([]byte, 8)
+	_, _ = rand.Read(token)
+	args := append([]any{op, hex.EncodeToString(token)}, ids...)
+	err := celebrityChangeScript.Run(ctx, rc, []string{s.keys.celebrities, s.keys.celebritiesVersion}, args...).Err()
+	if err != nil {
+		return fmt.Errorf("feed: %s %d celebrities (%s, %s): %w", op, len(ids), s.keys.celebrities, s.keys.celebritiesVersion, err)
+	}
+	return nil
+}
+
+func stringsToAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// loadCelebrities reads the celebrity set and its version in one
+// MULTI/EXEC (one slot), sorted, and remembers them.
+func (s *Service) loadCelebrities(ctx context.Context) (string, []string, error) {
+	var members *redis.StringSliceCmd
+	var version *redis.SliceCmd
+	_, err := s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		members = pipe.SMembers(ctx, s.keys.celebrities)
+		version = pipe.MGet(ctx, s.keys.celebritiesVersion)
+		return nil
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("feed: read the celebrity set %s and its version: %w", s.keys.celebrities, err)
+	}
+	v := versionOf(version)
+	celebs := members.Val()
+	slices.Sort(celebs)
+	s.known.put(v, celebs)
+	return v, celebs, nil
+}
+
+// versionOf reads the version token from the MGET of its key; a missing
+// one is "".
+func versionOf(cmd *redis.SliceCmd) string {
+	vals := cmd.Val()
+	if len(vals) != 1 {
+		return ""
+	}
+	str, _ := vals[0].(string)
+	return str
+}
+
+// followedOf returns the members of celebs (sorted) whose SMISMEMBER
+// answer is true.
+func followedOf(celebs []string, member []bool) []string {
+	var out []string
+	for i, ok := range member {
+		if ok && i < len(celebs) {
+			out = append(out, celebs[i])
+		}
+	}
+	return out
 }

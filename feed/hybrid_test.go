@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/baedal/baedal/internal/stacktest"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -19,7 +20,11 @@ import (
 // reader follows and unfollows celebrities, so the service's guesses of who
 // follows whom are stale both ways, and every page is checked again.
 func TestHybridPageMatchesItsData(t *testing.T) {
-	b := newBackends(t)
+	stacktest.ForEachRedis(t, testHybridPageMatchesItsData)
+}
+
+func testHybridPageMatchesItsData(t *testing.T, rdb redis.UniversalClient) {
+	b := newBackendsOn(t, rdb)
 	ctx := context.Background()
 	svc := newService(t, b, testConfig(StrategyHybrid, b.prefix))
 	k := svc.keys
@@ -154,11 +159,17 @@ func TestHybridPageMatchesItsData(t *testing.T) {
 // hook); with a cold or disabled cache it is one more (an MGET of the
 // payloads). A hybrid reader's first read, or the first after following a
 // celebrity, is one more again (the celebrities' ranges the guess missed);
-// after an unfollow it is not.
+// after an unfollow it is not. A hybrid service's first read after the
+// celebrity set changed (a first read, an author demoted or promoted) is one
+// more again (which of the new set the reader follows: SMISMEMBER).
 func TestFeedReadIsOneRoundTrip(t *testing.T) {
+	stacktest.ForEachRedis(t, testFeedReadIsOneRoundTrip)
+}
+
+func testFeedReadIsOneRoundTrip(t *testing.T, rdb redis.UniversalClient) {
 	for _, st := range []Strategy{StrategyPush, StrategyHybrid} {
 		t.Run(string(st), func(t *testing.T) {
-			b := newBackends(t)
+			b := newBackendsOn(t, rdb)
 			cfg := testConfig(st, b.prefix)
 			cfg.CelebrityThreshold = 2
 			svc := newService(t, b, cfg)
@@ -193,7 +204,8 @@ func TestFeedReadIsOneRoundTrip(t *testing.T) {
 			if st == StrategyHybrid {
 				guessMissed = 1
 			}
-			expect(svc, "cold cache", all, 2+guessMissed)
+			celebsChanged := guessMissed
+			expect(svc, "cold cache", all, 2+guessMissed+celebsChanged)
 			expect(svc, "warm cache", all, 1)
 
 			ctx := context.Background()
@@ -202,10 +214,12 @@ func TestFeedReadIsOneRoundTrip(t *testing.T) {
 			}
 			waitSettled(t, svc)
 			withoutOther := []string{"n2", "c2", "n1", "c1", "n0", "c0"}
-			expect(svc, "after an unfollow", withoutOther, 1)
+			// other fell under the threshold: demoted, the set changed.
+			expect(svc, "after an unfollow", withoutOther, 1+celebsChanged)
 			mustFollow(t, svc, reader, other)
 			waitSettled(t, svc)
-			expect(svc, "after a follow", all, 1+guessMissed)
+			// other is a celebrity again: the set changed again.
+			expect(svc, "after a follow", all, 1+guessMissed+celebsChanged)
 			expect(svc, "after a follow, again", all, 1)
 
 			// The same data through a service without a cache.
@@ -215,8 +229,90 @@ func TestFeedReadIsOneRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			nocache.UseReadClient(counting)
-			expect(nocache, "no cache", all, 2+guessMissed)
+			expect(nocache, "no cache", all, 2+guessMissed+celebsChanged)
 			expect(nocache, "no cache, again", all, 2)
 		})
 	}
+}
+
+// TestCelebrityKeysShareASlot: the celebrity set and its version change in
+// one script, so a cluster must hash them to one slot.
+func TestCelebrityKeysShareASlot(t *testing.T) {
+	cc := stacktest.RedisCluster(t)
+	k := newKeys(stacktest.Namespace(t) + ":")
+	stacktest.SameSlot(t, cc, k.celebrities, k.celebritiesVersion)
+}
+
+// TestKnownCelebritiesFollowTheVersion: a hybrid read sees a celebrity
+// added by another process (which raised the version) at once.
+func TestKnownCelebritiesFollowTheVersion(t *testing.T) {
+	stacktest.ForEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		b := newBackendsOn(t, rdb)
+		ctx := context.Background()
+		reader := newService(t, b, testConfig(StrategyHybrid, b.prefix))
+		writer := newService(t, b, testConfig(StrategyHybrid, b.prefix))
+		k := reader.keys
+		if err := rdb.SAdd(ctx, k.followees(7), 1, 2).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.ZAdd(ctx, k.author(2), redis.Z{Score: 500, Member: "500"}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := writer.changeCelebrities(ctx, rdb, "add", "1"); err != nil {
+			t.Fatal(err)
+		}
+		if ids, err := reader.readPage(ctx, 7, 0, 10); err != nil || len(ids) != 0 {
+			t.Fatalf("page before 2 is a celebrity = %v, %v; want empty", ids, err)
+		}
+		if err := writer.changeCelebrities(ctx, rdb, "add", "2"); err != nil {
+			t.Fatal(err)
+		}
+		if ids, err := reader.readPage(ctx, 7, 0, 10); err != nil || !slices.Equal(ids, []int64{500}) {
+			t.Fatalf("page after 2 became a celebrity = %v, %v; want [500]", ids, err)
+		}
+		if err := writer.changeCelebrities(ctx, rdb, "rem", "2"); err != nil {
+			t.Fatal(err)
+		}
+		if ids, err := reader.readPage(ctx, 7, 0, 10); err != nil || len(ids) != 0 {
+			t.Fatalf("page after 2 left the celebrities = %v, %v; want empty", ids, err)
+		}
+	})
+}
+
+// TestDeleteRedisStateOnEveryNode: DeleteRedisState removes the keys of the
+// deployment from every master of a cluster (keys of many slots), the
+// celebrity set's version included, and the process forgets its copy of
+// the set.
+func TestDeleteRedisStateOnEveryNode(t *testing.T) {
+	stacktest.ForEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		b := newBackendsOn(t, rdb)
+		ctx := context.Background()
+		svc := newService(t, b, testConfig(StrategyHybrid, b.prefix))
+		for i := range 30 {
+			if err := rdb.Set(ctx, svc.keys.post(int64(i)), "{}", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := svc.changeCelebrities(ctx, rdb, "add", "1", "2"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := svc.loadCelebrities(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.DeleteRedisState(ctx); err != nil {
+			t.Fatal(err)
+		}
+		keys := []string{svc.keys.celebrities, svc.keys.celebritiesVersion}
+		for i := range 30 {
+			keys = append(keys, svc.keys.post(int64(i)))
+		}
+		for _, k := range keys {
+			if n, err := rdb.Exists(ctx, k).Result(); err != nil || n != 0 {
+				t.Errorf("%s left after DeleteRedisState (%d, %v)", k, n, err)
+			}
+		}
+		if _, _, loaded := svc.known.get(); loaded {
+			t.Error("the process still has its copy of the deleted celebrity set")
+		}
+	})
 }

@@ -9,16 +9,26 @@ import "strconv"
 //	au:{author}   sorted set: the author's recent post ids (pulled authors)
 //	fe:{user}     set: the ids the user follows
 //	celebs        set: authors pulled at read time (hybrid)
+//	{celebs}:v    string: the celebrity set's version, a new random token at every change
 //	post:{id}     string: the post's JSON payload
 //	fanout        stream of fan-out jobs; fanout:dead holds poison jobs
+//
+// ({user} and {id} above are ids, not hash tags.) Only celebs and
+// {<prefix>celebs}:v are changed together (one script, celebrityChangeScript):
+// the second's hash tag is the whole name of the first, so on a Redis
+// Cluster both hash to one slot and the first keeps its name from before
+// cluster mode. Every other command touches one key; reads of many keys
+// (a page's payloads, the celebrities' ranges) are pipelined, which a
+// cluster client splits per node.
 type keys struct {
 	prefix string
 	// Precomputed, as every read uses them.
-	authorPrefix, postPrefix, celebrities string
+	authorPrefix, postPrefix, celebrities, celebritiesVersion string
 }
 
 func newKeys(prefix string) keys {
-	return keys{prefix: prefix, authorPrefix: prefix + "au:", postPrefix: prefix + "post:", celebrities: prefix + "celebs"}
+	celebs := prefix + "celebs"
+	return keys{prefix: prefix, authorPrefix: prefix + "au:", postPrefix: prefix + "post:", celebrities: celebs, celebritiesVersion: "{" + celebs + "}:v"}
 }
 
 func (k keys) timeline(user int64) string  { return k.prefix + "tl:" + strconv.FormatInt(user, 10) }

@@ -206,13 +206,10 @@ func (s *Service) readPayloads(ctx context.Context, ids []int64, out []json.RawM
 			keys = append(keys, s.keys.post(id))
 		}
 	}
-	cmd, err := readCommand(ctx, s, func(ctx context.Context, c redis.Cmdable) *redis.SliceCmd {
-		return c.MGet(ctx, keys...)
-	})
+	vals, err := s.readPayloadValues(ctx, keys)
 	if err != nil {
-		return fmt.Errorf("feed: read %d post payloads: %w", len(keys), err)
+		return err
 	}
-	vals := cmd.Val()
 	if len(vals) != len(missing) {
 		return fmt.Errorf("feed: %d payloads for %d post ids", len(vals), len(missing))
 	}
@@ -254,6 +251,43 @@ func (s *Service) readPayloads(ctx context.Context, ids []int64, out []json.RawM
 		}
 	}
 	return nil
+}
+
+// readPayloadValues reads the payloads at keys, in order (nil where there
+// is none), through the batcher: one MGET on a single Redis; on a Redis
+// Cluster, where the keys hash to many slots, one GET per key in the same
+// pipeline (the cluster client sends each node its GETs in one round trip;
+// each is an MGET of one key, whose missing value is a nil, not a redis.Nil
+// error failing the batch).
+func (s *Service) readPayloadValues(ctx context.Context, keys []string) ([]any, error) {
+	if !s.cluster {
+		cmd, err := readCommand(ctx, s, func(ctx context.Context, c redis.Cmdable) *redis.SliceCmd {
+			return c.MGet(ctx, keys...)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("feed: read %d post payloads: %w", len(keys), err)
+		}
+		return cmd.Val(), nil
+	}
+	gets := make([]*redis.SliceCmd, len(keys))
+	err := readCommands(ctx, s, func(ctx context.Context, c redis.Cmdable) []redis.Cmder {
+		cmds := make([]redis.Cmder, len(keys))
+		for i, k := range keys {
+			gets[i] = c.MGet(ctx, k)
+			cmds[i] = gets[i]
+		}
+		return cmds
+	})
+	if err != nil {
+		return nil, fmt.Errorf("feed: read %d post payloads: %w", len(keys), err)
+	}
+	vals := make([]any, len(keys))
+	for i, g := range gets {
+		if v := g.Val(); len(v) == 1 {
+			vals[i] = v[0]
+		}
+	}
+	return vals, nil
 }
 
 // isPayloadOf says whether p is the encoded Post with the given id.

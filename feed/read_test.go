@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/baedal/baedal/internal/stacktest"
+	"github.com/redis/go-redis/v9"
 	"reflect"
 	"slices"
 	"testing"
@@ -17,9 +19,13 @@ import (
 // second service with a cache, started after the breakage, must serve the
 // same feed and cache only the right payloads.
 func TestFeedPayloadFallbacks(t *testing.T) {
+	stacktest.ForEachRedis(t, testFeedPayloadFallbacks)
+}
+
+func testFeedPayloadFallbacks(t *testing.T, rdb redis.UniversalClient) {
 	for _, st := range Strategies() {
 		t.Run(string(st), func(t *testing.T) {
-			b := newBackends(t)
+			b := newBackendsOn(t, rdb)
 			cfg := testConfig(st, b.prefix)
 			cfg.CelebrityThreshold = 2
 			cfg.PostCacheEntries = -1

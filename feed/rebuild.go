@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
@@ -91,8 +92,8 @@ func (s *Service) Rebuild(ctx context.Context, progress io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("feed: rebuild: celebrities: %w", err)
 		}
-		if len(celebs) > 0 {
-			b.pipe().SAdd(ctx, s.keys.celebrities, idStrings(celebs)...)
+		if err := s.changeCelebrities(ctx, s.rdb, "add", idStrings(celebs)...); err != nil {
+			return err
 		}
 	}
 	// Each follower gets the newest TimelineCap posts of the authors pushed
@@ -121,39 +122,72 @@ func (s *Service) Rebuild(ctx context.Context, progress io.Writer) error {
 	return b.flush()
 }
 
-// DeleteRedisState deletes every Redis key of this deployment (its prefix)
-// and empties the service's post payload cache.
+// DeleteRedisState deletes every Redis key of this deployment (its prefix,
+// and the celebrity set's version, {<prefix>celebs}:v) and empties the
+// service's post payload cache. On a Redis Cluster it scans every master
+// and unlinks one key per command (the keys are in many slots).
 func (s *Service) DeleteRedisState(ctx context.Context) error {
-	iter := s.rdb.Scan(ctx, 0, s.cfg.KeyPrefix+"*", 1000).Iterator()
-	var batch []string
-	for iter.Next(ctx) {
-		batch = append(batch, iter.Val())
-		if len(batch) == 1000 {
-			if err := s.rdb.Unlink(ctx, batch...).Err(); err != nil {
-				return fmt.Errorf("feed: delete keys under %q: %w", s.cfg.KeyPrefix, err)
-			}
-			batch = batch[:0]
+	nodes := []redis.Cmdable{s.rdb}
+	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
+		var mu sync.Mutex
+		nodes = nil
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			mu.Lock()
+			defer mu.Unlock()
+			nodes = append(nodes, m)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("feed: list the cluster's masters: %w", err)
 		}
 	}
-	if err := iter.Err(); err != nil {
-		return fmt.Errorf("feed: scan keys under %q: %w", s.cfg.KeyPrefix, err)
+	unlink := func(batch []string) error {
+		if !s.cluster {
+			return s.rdb.Unlink(ctx, batch...).Err()
+		}
+		_, err := s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			for _, k := range batch {
+				pipe.Unlink(ctx, k)
+			}
+			return nil
+		})
+		return err
 	}
-	if len(batch) > 0 {
-		if err := s.rdb.Unlink(ctx, batch...).Err(); err != nil {
-			return fmt.Errorf("feed: delete keys under %q: %w", s.cfg.KeyPrefix, err)
+	for _, node := range nodes {
+		for _, pattern := range []string{s.cfg.KeyPrefix + "*", s.keys.celebritiesVersion} {
+			iter := node.Scan(ctx, 0, pattern, 1000).Iterator()
+			var batch []string
+			for iter.Next(ctx) {
+				batch = append(batch, iter.Val())
+				if len(batch) == 1000 {
+					if err := unlink(batch); err != nil {
+						return fmt.Errorf("feed: delete keys under %q: %w", s.cfg.KeyPrefix, err)
+					}
+					batch = batch[:0]
+				}
+			}
+			if err := iter.Err(); err != nil {
+				return fmt.Errorf("feed: scan keys under %q: %w", s.cfg.KeyPrefix, err)
+			}
+			if len(batch) > 0 {
+				if err := unlink(batch); err != nil {
+					return fmt.Errorf("feed: delete keys under %q: %w", s.cfg.KeyPrefix, err)
+				}
+			}
 		}
 	}
 	// The state may be rebuilt from a database seeded again, whose post ids
 	// could name other posts: forget the cached payloads too.
 	s.cache.reset()
 	s.compat.reset()
+	s.known.forget()
 	return nil
 }
 
 // batcher sends queued commands every rebuildBatch commands.
 type batcher struct {
 	ctx context.Context
-	rdb *redis.Client
+	rdb redis.UniversalClient
 	p   redis.Pipeliner
 	n   int
 }

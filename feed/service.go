@@ -47,7 +47,7 @@ type ReadFunc func(ctx context.Context, read func(ctx context.Context, rc redis.
 type Service struct {
 	cfg     Config
 	db      *pgxpool.Pool
-	rdb     *redis.Client
+	rdb     redis.UniversalClient
 	read    ReadFunc
 	keys    keys
 	ids     *IDGenerator
@@ -58,6 +58,11 @@ type Service struct {
 	cache, compat *postCache
 	// celebrities guesses which celebrities a user follows (hybrid reads).
 	celebrities *celebrityGuesses
+	// known is this process's copy of the celebrity set (hybrid reads).
+	known *knownCelebrities
+	// cluster: rdb is a Redis Cluster client, so a page's payloads are
+	// read with one GET each (pipelined) instead of one MGET.
+	cluster bool
 	// batch pipelines concurrent reads (nil when ReadBatch is -1).
 	batch *readBatcher
 
@@ -122,7 +127,7 @@ func newMetrics(reg prometheus.Registerer, strategy Strategy) *metrics {
 
 // NewService builds a service. It does not touch the servers: run Migrate
 // first, and RunWorkers to deliver posts. log and reg may be nil.
-func NewService(cfg Config, db *pgxpool.Pool, rdb *redis.Client, log *slog.Logger, reg prometheus.Registerer) (*Service, error) {
+func NewService(cfg Config, db *pgxpool.Pool, rdb redis.UniversalClient, log *slog.Logger, reg prometheus.Registerer) (*Service, error) {
 	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -140,8 +145,9 @@ func NewService(cfg Config, db *pgxpool.Pool, rdb *redis.Client, log *slog.Logge
 		cfg: cfg, db: db, rdb: rdb, keys: newKeys(cfg.KeyPrefix), ids: NewIDGenerator(nil),
 		log: log.With("component", "feed", "strategy", string(cfg.Strategy)), metrics: newMetrics(reg, cfg.Strategy),
 		cache: newPostCache(cfg.PostCacheEntries), compat: newPostCache(cfg.PostCacheEntries),
-		celebrities: newCelebrityGuesses(),
+		celebrities: newCelebrityGuesses(), known: newKnownCelebrities(),
 	}
+	_, s.cluster = rdb.(*redis.ClusterClient)
 	s.read = func(ctx context.Context, read func(context.Context, redis.Cmdable) error) error {
 		return read(ctx, rdb)
 	}
@@ -299,11 +305,13 @@ func (s *Service) Follow(ctx context.Context, follower, followee int64) error {
 		return fmt.Errorf("feed: %d follows %d: %w", follower, followee, err)
 	}
 
+	if s.cfg.Strategy == StrategyHybrid && followers >= s.cfg.CelebrityThreshold {
+		if err := s.changeCelebrities(ctx, s.rdb, "add", strconv.FormatInt(followee, 10)); err != nil {
+			return err
+		}
+	}
 	pipe := s.rdb.Pipeline()
 	pipe.SAdd(ctx, s.keys.followees(follower), followee)
-	if s.cfg.Strategy == StrategyHybrid && followers >= s.cfg.CelebrityThreshold {
-		pipe.SAdd(ctx, s.keys.celebrities, followee)
-	}
 	pulled := pipe.SIsMember(ctx, s.keys.celebrities, followee)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("feed: redis side of %d follows %d: %w", follower, followee, err)

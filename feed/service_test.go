@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/baedal/baedal/internal/stacktest"
+	"github.com/redis/go-redis/v9"
 	"slices"
 	"sync"
 	"testing"
@@ -48,9 +50,13 @@ func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
 }
 
 func TestFeedPerStrategy(t *testing.T) {
+	stacktest.ForEachRedis(t, testFeedPerStrategy)
+}
+
+func testFeedPerStrategy(t *testing.T, rdb redis.UniversalClient) {
 	for _, st := range Strategies() {
 		t.Run(string(st), func(t *testing.T) {
-			b := newBackends(t)
+			b := newBackendsOn(t, rdb)
 			cfg := testConfig(st, b.prefix)
 			cfg.CelebrityThreshold = 2
 			cfg.TimelineCap = 10

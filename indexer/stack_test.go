@@ -73,9 +73,7 @@ func newTestEnv(t *testing.T) *testEnv {
 		for _, k := range []layout.Kind{layout.Nested, layout.Split} {
 			_ = e.cfg.Layout.DeleteIndices(ctx, e.os, k)
 		}
-		if keys, err := e.clients.Redis.Keys(ctx, e.ns+":*").Result(); err == nil && len(keys) > 0 {
-			e.clients.Redis.Del(ctx, keys...)
-		}
+		stacktest.DeleteKeys(ctx, e.clients.Redis, e.ns+":*", "{"+e.ns+":*")
 		e.clients.Close()
 	})
 	return e

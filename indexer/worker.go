@@ -34,6 +34,10 @@ func Run(ctx context.Context, cfg Config, clients *backend.Clients, log *slog.Lo
 	if err != nil {
 		return err
 	}
+	// Event logs written before the keys had hash tags move to them once.
+	if _, err := evlog.MigrateLegacyKeys(ctx); err != nil {
+		return err
+	}
 	os := osapi.New(clients.OpenSearch)
 	var workers []*Worker
 	for _, k := range cfg.Layouts {

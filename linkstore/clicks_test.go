@@ -45,7 +45,7 @@ func writtenStores(svc *Service, m Mode) []*Store {
 }
 
 // storedBytes returns every written store's value of id ("" when absent).
-func storedBytes(t *testing.T, rdb *redis.Client, stores []*Store, id ClickID) []string {
+func storedBytes(t *testing.T, rdb redis.UniversalClient, stores []*Store, id ClickID) []string {
 	t.Helper()
 	var out []string
 	for _, s := range stores {
@@ -473,7 +473,10 @@ func TestHTTPRejectsUnsafeURLSchemes(t *testing.T) {
 // concurrent Resolves exactly one is the first, and none fails because
 // another one changed the value between its read and its mark.
 func TestConcurrentResolvesExactlyOneIsFirst(t *testing.T) {
-	rdb := testRedis(t)
+	stacktest.ForEachRedis(t, testConcurrentResolvesExactlyOneIsFirst)
+}
+
+func testConcurrentResolvesExactlyOneIsFirst(t *testing.T, rdb redis.UniversalClient) {
 	ctx := context.Background()
 	for _, codec := range []string{CodecJSONRaw, CodecProtoS2Dict} {
 		t.Run(codec, func(t *testing.T) {

@@ -73,7 +73,7 @@ func (c Config) migrating() bool { return c.Migrate || c.OldRedisAddr != "" }
 // (read from the primary) or the S3 replica reader. rc gives the timeouts of
 // the old store's Redis client (credentials, TLS) when OldRedisAddr is set; close that client
 // with the returned func after Service.Close.
-func Open(ctx context.Context, cfg Config, rc backend.RedisConfig, primary *redis.Client, newReader Reader, log *slog.Logger, reg prometheus.Registerer) (*Service, func(), error) {
+func Open(ctx context.Context, cfg Config, rc backend.RedisConfig, primary redis.UniversalClient, newReader Reader, log *slog.Logger, reg prometheus.Registerer) (*Service, func(), error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -86,7 +86,7 @@ func Open(ctx context.Context, cfg Config, rc backend.RedisConfig, primary *redi
 	if cfg.migrating() {
 		oldClient := primary
 		if cfg.OldRedisAddr != "" {
-			if oldClient, err = backend.NewRedis(rc, cfg.OldRedisAddr); err != nil {
+			if oldClient, err = backend.NewRedisNode(rc, cfg.OldRedisAddr); err != nil {
 				return nil, nil, fmt.Errorf("links-old-redis-addr: %w", err)
 			}
 			closeOld = func() { oldClient.Close() }

@@ -46,7 +46,7 @@ func (s *Store) ReloadDictionaries(ctx context.Context) error {
 	for v := 1; v <= 255; v++ {
 		keys = append(keys, s.DictionaryKey(uint8(v)))
 	}
-	values, err := s.primary.MGet(ctx, keys...).Result()
+	values, err := getValues(ctx, s.primary, keys)
 	if err != nil {
 		return fmt.Errorf("linkstore: load dictionaries (MGET %s*): %w", s.cfg.Namespace+dictKeyPrefix, err)
 	}

@@ -38,6 +38,16 @@
 // The store marks it consumed the way header-less stores do today: it
 // rewrites the whole value as {"consumed":true,...} with SET KEEPTTL.
 //
+// On a Redis Cluster (backend --redis-cluster-mode) every command touches one
+// key: Create, Get and the Resolve and delete scripts work on the click's key
+// alone, so no two keys need to share a slot and no key has a hash tag (none
+// was renamed). The reads of many keys, the dictionaries at load
+// (<ns>linkstore:dict:*, 256 keys) and Scan's values, are one MGET on a
+// single Redis and single-key MGETs in one pipeline on a cluster
+// (getValues); Scan walks every master; ResetReport deletes the report and
+// its samples with two DELs. With StoreConfig.WaitReplicas, Create returns
+// only after that many replicas of the key's primary have the click (WAIT).
+//
 // Bytes read back from Redis are untrusted: decoders cap the decoded size
 // (Options.MaxDecodedSize, 64 KiB by default) and report corrupt, truncated
 // or oversized values as errors wrapping the ErrCorrupt / ErrTooLarge

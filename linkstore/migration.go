@@ -512,7 +512,13 @@ func (s *Service) bumpReport(ctx context.Context, result string, diffs []FieldDi
 
 // ResetReport empties the shared report.
 func (s *Service) ResetReport(ctx context.Context) error {
-	if err := s.rdb.Del(ctx, s.reportKey(), s.samplesKey()).Err(); err != nil {
+	// Two DELs, not one: on a Redis Cluster the keys are in two slots.
+	_, err := s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Del(ctx, s.reportKey())
+		pipe.Del(ctx, s.samplesKey())
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("linkstore: reset migration report: %w", err)
 	}
 	return nil

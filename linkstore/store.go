@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -62,6 +63,13 @@ type StoreConfig struct {
 	TTL time.Duration
 	// Codecs configures the codecs.
 	Codecs Options
+	// WaitReplicas, when above 0, makes Create return only after that many
+	// replicas of the key's primary have the click (WAIT behind the SET on
+	// its connection), so a click answered 201 survives the death of its
+	// primary. WaitTimeout bounds the wait (default 1s); fewer replicas in
+	// time is a NotReplicatedError (503 with Retry-After).
+	WaitReplicas int
+	WaitTimeout  time.Duration
 }
 
 // Store defaults.
@@ -82,6 +90,9 @@ func (c StoreConfig) WithDefaults() StoreConfig {
 	if c.TTL == 0 {
 		c.TTL = DefaultTTL
 	}
+	if c.WaitTimeout == 0 {
+		c.WaitTimeout = time.Second
+	}
 	c.Codecs = c.Codecs.WithDefaults()
 	return c
 }
@@ -101,6 +112,12 @@ func (c StoreConfig) Validate() error {
 	if len(c.Namespace) > 128 {
 		return fmt.Errorf("namespace: %d bytes, at most 128", len(c.Namespace))
 	}
+	if c.WaitReplicas < 0 || c.WaitReplicas > 8 {
+		return fmt.Errorf("wait-replicas: got %d, allowed: 0..8", c.WaitReplicas)
+	}
+	if c.WaitTimeout < time.Millisecond || c.WaitTimeout > time.Minute {
+		return fmt.Errorf("wait-timeout: got %s, allowed: 1ms..1m", c.WaitTimeout)
+	}
 	return c.Codecs.Validate()
 }
 
@@ -112,6 +129,8 @@ func (c *StoreConfig) Flags(fs *flag.FlagSet, prefix string) {
 	fs.StringVar(&c.KeyFormat, prefix+"key-format", c.KeyFormat, "key format: text, raw or ascii85")
 	fs.StringVar(&c.Namespace, prefix+"namespace", c.Namespace, "prefix of every key of this store")
 	fs.DurationVar(&c.TTL, prefix+"ttl", c.TTL, "time to live of a click record created without expires_at")
+	fs.IntVar(&c.WaitReplicas, prefix+"wait-replicas", c.WaitReplicas, "answer a created click only after this many replicas of its primary have it (Redis WAIT; 0: do not wait)")
+	fs.DurationVar(&c.WaitTimeout, prefix+"wait-timeout", c.WaitTimeout, "how long a click creation waits for the replicas before it fails with 503")
 	c.Codecs.RegisterFlags(fs, prefix)
 }
 
@@ -214,6 +233,70 @@ func (s *Store) PutValue(ctx context.Context, id ClickID, value []byte) error {
 	return nil
 }
 
+// setNX is SET key value NX PXAT expiresAt (redis.Nil when the key
+// exists). With WaitReplicas a WAIT follows it on the same connection of the
+// key's primary (on a cluster, that master's own client).
+func (s *Store) setNX(ctx context.Context, key string, value []byte, expiresAt time.Time) error {
+	args := redis.SetArgs{Mode: "NX", ExpireAt: expiresAt}
+	if s.cfg.WaitReplicas == 0 {
+		return s.primary.SetArgs(ctx, key, value, args).Err()
+	}
+	var node redis.Cmdable = s.primary
+	if cc, ok := s.primary.(*redis.ClusterClient); ok {
+		m, err := cc.MasterForKey(ctx, key)
+		if err != nil {
+			return &NotReplicatedError{Key: key, Want: s.cfg.WaitReplicas, Err: err}
+		}
+		node = m
+	}
+	pipe, ok := node.Pipeline().(*redis.Pipeline)
+	if !ok {
+		return fmt.Errorf("linkstore: WAIT needs a single-server pipeline, got %T", node.Pipeline())
+	}
+	set := pipe.SetArgs(ctx, key, value, args)
+	wait := pipe.Wait(ctx, s.cfg.WaitReplicas, s.cfg.WaitTimeout)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		if cc, ok := s.primary.(*redis.ClusterClient); ok {
+			cc.ReloadState(ctx) // a MOVED or a dead master: a failover
+			return &NotReplicatedError{Key: key, Want: s.cfg.WaitReplicas, Err: err}
+		}
+		return err
+	}
+	if err := set.Err(); err != nil {
+		return err // redis.Nil: the click exists
+	}
+	if got := wait.Val(); got < int64(s.cfg.WaitReplicas) {
+		return &NotReplicatedError{Key: key, Want: s.cfg.WaitReplicas, Got: got, Timeout: s.cfg.WaitTimeout}
+	}
+	return nil
+}
+
+// NotReplicatedError: a click reached its primary but not WaitReplicas
+// replicas within WaitTimeout (or the cluster's slot map was moving). It
+// was not acknowledged: the caller answers 503 with Retry-After
+// (api.BackendUnavailable). The click may be stored; a retry of the create
+// then finds it (ErrExists), and GET shows it.
+type NotReplicatedError struct {
+	Key     string
+	Want    int
+	Got     int64
+	Timeout time.Duration
+	Err     error
+}
+
+func (e *NotReplicatedError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("linkstore: click not acknowledged by %d replica(s): %v", e.Want, e.Err)
+	}
+	return fmt.Sprintf("linkstore: click reached %d of %d replica(s) within %s", e.Got, e.Want, e.Timeout)
+}
+
+func (e *NotReplicatedError) Unwrap() error { return e.Err }
+
+// UnavailableBackend names Redis (api.BackendUnavailable: 503 with
+// Retry-After).
+func (e *NotReplicatedError) UnavailableBackend() string { return "redis" }
+
 // Create stores rec under its click id unless a record is stored there
 // already (ErrExists): one SET NX, so of concurrent creates of one id
 // exactly one succeeds, and an existing record is never replaced. The
@@ -237,7 +320,7 @@ func (s *Store) create(ctx context.Context, rec *Record) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = s.primary.SetArgs(ctx, s.Key(rec.ClickID), value, redis.SetArgs{Mode: "NX", ExpireAt: expiresAt}).Err()
+	err = s.setNX(ctx, s.Key(rec.ClickID), value, expiresAt)
 	if errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("%w: %s", ErrExists, rec.ClickID)
 	}
@@ -459,42 +542,86 @@ func (s *Store) Resolve(ctx context.Context, id ClickID) (Resolution, error) {
 }
 
 // Scan calls fn with up to limit stored values of this store (SCAN over its
-// key pattern), e.g. to sample records for TrainDictionary.
+// key pattern), e.g. to sample records for TrainDictionary. On a Redis
+// Cluster it scans each master in turn (SCAN sees one node's keys).
 func (s *Store) Scan(ctx context.Context, limit int, fn func(key string, value []byte) error) error {
 	pattern := escapeGlob(s.cfg.Namespace)
 	if s.keyFormat != KeyText {
 		pattern += KeyPrefix
 	}
 	pattern += "*"
-	var cursor uint64
-	seen := 0
-	for {
-		keys, next, err := s.primary.Scan(ctx, cursor, pattern, 500).Result()
-		if err != nil {
-			return fmt.Errorf("linkstore: SCAN %q: %w", pattern, err)
-		}
-		if len(keys) > 0 {
-			values, err := s.primary.MGet(ctx, keys...).Result()
-			if err != nil {
-				return fmt.Errorf("linkstore: MGET %d keys: %w", len(keys), err)
-			}
-			for i, v := range values {
-				str, ok := v.(string)
-				if !ok || len(keys[i]) != len(s.cfg.Namespace)+s.keyFormat.Len() {
-					continue // expired meanwhile, or not a record key (dictionaries, mode)
-				}
-				if err := fn(keys[i], []byte(str)); err != nil {
-					return err
-				}
-				if seen++; seen >= limit {
-					return nil
-				}
-			}
-		}
-		if cursor = next; cursor == 0 {
+	nodes := []redis.Cmdable{s.primary}
+	if cc, ok := s.primary.(*redis.ClusterClient); ok {
+		var mu sync.Mutex
+		nodes = nil
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			mu.Lock()
+			defer mu.Unlock()
+			nodes = append(nodes, m)
 			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("linkstore: list the cluster's masters to SCAN %q: %w", pattern, err)
 		}
 	}
+	seen := 0
+	for _, node := range nodes {
+		var cursor uint64
+		for {
+			keys, next, err := node.Scan(ctx, cursor, pattern, 500).Result()
+			if err != nil {
+				return fmt.Errorf("linkstore: SCAN %q: %w", pattern, err)
+			}
+			if len(keys) > 0 {
+				values, err := getValues(ctx, s.primary, keys)
+				if err != nil {
+					return fmt.Errorf("linkstore: MGET %d keys: %w", len(keys), err)
+				}
+				for i, v := range values {
+					str, ok := v.(string)
+					if !ok || len(keys[i]) != len(s.cfg.Namespace)+s.keyFormat.Len() {
+						continue // expired meanwhile, or not a record key (dictionaries, mode)
+					}
+					if err := fn(keys[i], []byte(str)); err != nil {
+						return err
+					}
+					if seen++; seen >= limit {
+						return nil
+					}
+				}
+			}
+			if cursor = next; cursor == 0 {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// getValues reads the string values of keys, in order (nil where there is
+// none): one MGET on a single Redis; on a Redis Cluster, where the keys hash
+// to many slots and one MGET would fail with CROSSSLOT, one single-key MGET
+// each in one pipeline (the cluster client sends each node its share in one
+// round trip).
+func getValues(ctx context.Context, rc redis.Cmdable, keys []string) ([]any, error) {
+	if _, cluster := rc.(*redis.ClusterClient); !cluster {
+		return rc.MGet(ctx, keys...).Result()
+	}
+	pipe := rc.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = pipe.MGet(ctx, k)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	values := make([]any, len(keys))
+	for i, c := range cmds {
+		if v := c.Val(); len(v) == 1 {
+			values[i] = v[0]
+		}
+	}
+	return values, nil
 }
 
 func escapeGlob(s string) string {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/baedal/baedal/api"
 	"github.com/baedal/baedal/internal/stacktest"
 )
 
@@ -33,7 +34,7 @@ func testRedis(t *testing.T) *redis.Client {
 	return rdb
 }
 
-func newTestStore(t *testing.T, rdb *redis.Client, ns string, cfg StoreConfig) *Store {
+func newTestStore(t *testing.T, rdb redis.UniversalClient, ns string, cfg StoreConfig) *Store {
 	t.Helper()
 	cfg.Namespace = ns
 	s, err := NewStore(context.Background(), cfg, rdb, nil, nil)
@@ -44,20 +45,15 @@ func newTestStore(t *testing.T, rdb *redis.Client, ns string, cfg StoreConfig) *
 	return s
 }
 
-func deleteNamespace(rdb *redis.Client, ns string) {
-	ctx := context.Background()
-	iter := rdb.Scan(ctx, 0, escapeGlob(ns)+"*", 1000).Iterator()
-	var keys []string
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	if len(keys) > 0 {
-		rdb.Del(ctx, keys...)
-	}
+func deleteNamespace(rdb redis.UniversalClient, ns string) {
+	stacktest.DeleteKeys(context.Background(), rdb, escapeGlob(ns)+"*")
 }
 
 func TestResolveSetsOneBitAndKeepsTTL(t *testing.T) {
-	rdb := testRedis(t)
+	stacktest.ForEachRedis(t, testResolveSetsOneBitAndKeepsTTL)
+}
+
+func testResolveSetsOneBitAndKeepsTTL(t *testing.T, rdb redis.UniversalClient) {
 	ctx := context.Background()
 	ns := stacktest.Namespace(t) + ":"
 	for _, codec := range []string{CodecProtoS2Dict, CodecProtoZstdDict, CodecProto, CodecJSON} {
@@ -180,7 +176,10 @@ func TestRecordsExpire(t *testing.T) {
 }
 
 func TestDictionaryRotationInRedisKeepsOldRecordsReadable(t *testing.T) {
-	rdb := testRedis(t)
+	stacktest.ForEachRedis(t, testDictionaryRotationInRedisKeepsOldRecordsReadable)
+}
+
+func testDictionaryRotationInRedisKeepsOldRecordsReadable(t *testing.T, rdb redis.UniversalClient) {
 	ctx := context.Background()
 	ns := stacktest.Namespace(t) + ":"
 	for _, codec := range []string{CodecProtoS2Dict, CodecProtoZstdDict} {
@@ -234,7 +233,10 @@ func TestDictionaryRotationInRedisKeepsOldRecordsReadable(t *testing.T) {
 }
 
 func TestTrainFromStore(t *testing.T) {
-	rdb := testRedis(t)
+	stacktest.ForEachRedis(t, testTrainFromStore)
+}
+
+func testTrainFromStore(t *testing.T, rdb redis.UniversalClient) {
 	ctx := context.Background()
 	s := newTestStore(t, rdb, stacktest.Namespace(t)+":", StoreConfig{})
 	recs := liveRecords(testSeed, 100)
@@ -254,7 +256,7 @@ func TestTrainFromStore(t *testing.T) {
 
 // newMigration builds an old store in the baseline format (text keys, raw
 // JSON) and a new one (raw keys, proto+s2+dict) with a service over them.
-func newMigration(t *testing.T, rdb *redis.Client, cfg ServiceConfig) (*Service, *Store, *Store) {
+func newMigration(t *testing.T, rdb redis.UniversalClient, cfg ServiceConfig) (*Service, *Store, *Store) {
 	t.Helper()
 	ns := stacktest.Namespace(t)
 	oldStore := newTestStore(t, rdb, ns+":old:", StoreConfig{Codec: CodecJSONRaw, KeyFormat: KeyFormatNameText})
@@ -279,7 +281,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestShadowReadCatchesPlantedDifference(t *testing.T) {
-	rdb := testRedis(t)
+	stacktest.ForEachRedis(t, testShadowReadCatchesPlantedDifference)
+}
+
+func testShadowReadCatchesPlantedDifference(t *testing.T, rdb redis.UniversalClient) {
 	ctx := context.Background()
 	svc, _, newStore := newMigration(t, rdb, DefaultServiceConfig())
 	if svc.Mode() != ModeOldOnly {
@@ -529,4 +534,108 @@ func TestShadowReadBoundedQueueCountsSkipped(t *testing.T) {
 		t.Fatalf("report %+v: want every comparison equal", rep)
 	}
 	t.Logf("%d compared, %d skipped by the 1-slot queue", rep.Compared, rep.Skipped)
+}
+
+// TestResetReportEmptiesBothKeys: the report and its samples are two keys
+// (two slots on a cluster), emptied together.
+func TestResetReportEmptiesBothKeys(t *testing.T) {
+	stacktest.ForEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		svc, _, _ := newMigration(t, rdb, DefaultServiceConfig())
+		svc.bumpReport(ctx, "different", []FieldDiff{{ClickID: "x", Field: "device.model", Old: "a", New: "b"}})
+		if rep, err := svc.Report(ctx); err != nil || rep.Compared != 1 || len(rep.Samples) != 1 {
+			t.Fatalf("report after one comparison = %+v, %v; want 1 compared, 1 sample", rep, err)
+		}
+		if err := svc.ResetReport(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := rdb.Exists(ctx, svc.reportKey()).Result(); err != nil || n != 0 {
+			t.Errorf("report key left after ResetReport (%d, %v)", n, err)
+		}
+		if n, err := rdb.Exists(ctx, svc.samplesKey()).Result(); err != nil || n != 0 {
+			t.Errorf("samples key left after ResetReport (%d, %v)", n, err)
+		}
+	})
+}
+
+// TestGetValuesAcrossSlots: getValues reads keys of many slots in order,
+// with nil for a missing one, on both kinds of Redis.
+func TestGetValuesAcrossSlots(t *testing.T) {
+	stacktest.ForEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		ns := stacktest.Namespace(t) + ":"
+		t.Cleanup(func() { deleteNamespace(rdb, ns) })
+		var keys []string
+		for i := range 40 {
+			k := fmt.Sprintf("%sk%d", ns, i)
+			keys = append(keys, k)
+			if i%5 != 0 {
+				if err := rdb.Set(ctx, k, fmt.Sprint(i), time.Minute).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		values, err := getValues(ctx, rdb, keys)
+		if err != nil || len(values) != len(keys) {
+			t.Fatalf("getValues = %d values, %v; want %d", len(values), err, len(keys))
+		}
+		for i, v := range values {
+			if i%5 == 0 && v != nil || i%5 != 0 && v != fmt.Sprint(i) {
+				t.Errorf("value of %s = %v", keys[i], v)
+			}
+		}
+	})
+}
+
+// TestCreateWaitsForAReplica: with WaitReplicas 1, Create on the cluster
+// returns once a replica of the key's master has the click; on the single
+// Redis of the test stack, which has no replica, it fails as Redis being
+// unavailable (a 503 with Retry-After), not as a created click.
+func TestCreateWaitsForAReplica(t *testing.T) {
+	ctx := context.Background()
+	t.Run("cluster", func(t *testing.T) {
+		cc := stacktest.RedisCluster(t)
+		s := newTestStore(t, cc, stacktest.Namespace(t)+":", StoreConfig{Codec: CodecProto, WaitReplicas: 1, WaitTimeout: 5 * time.Second})
+		recs := liveRecords(testSeed, 20)
+		for i := range recs {
+			if err := s.Create(ctx, &recs[i]); err != nil {
+				t.Fatalf("Create %d with WAIT 1: %v", i, err)
+			}
+		}
+		if err := s.Create(ctx, &recs[0]); !errors.Is(err, ErrExists) {
+			t.Errorf("second Create of a click with WAIT 1 = %v, want ErrExists", err)
+		}
+		var onReplica atomic.Int64
+		err := cc.ForEachSlave(ctx, func(ctx context.Context, r *redis.Client) error {
+			for i := range recs {
+				pipe := r.Pipeline()
+				pipe.ReadOnly(ctx)
+				get := pipe.Exists(ctx, s.Key(recs[i].ClickID))
+				_, _ = pipe.Exec(ctx)
+				if get.Err() == nil && get.Val() == 1 {
+					onReplica.Add(1)
+				}
+			}
+			return nil
+		})
+		if err != nil || onReplica.Load() != int64(len(recs)) {
+			t.Errorf("%d of %d created clicks on a replica right after Create (%v)", onReplica.Load(), len(recs), err)
+		}
+	})
+	t.Run("single without a replica", func(t *testing.T) {
+		rdb := stacktest.SingleRedis(t)
+		if info, err := rdb.Info(ctx, "replication").Result(); err != nil || !strings.Contains(info, "connected_slaves:0") {
+			t.Skipf("the test stack's single Redis has replicas (or INFO failed: %v)", err)
+		}
+		s := newTestStore(t, rdb, stacktest.Namespace(t)+":", StoreConfig{Codec: CodecProto, WaitReplicas: 1, WaitTimeout: 50 * time.Millisecond})
+		rec := liveRecords(testSeed, 1)[0]
+		err := s.Create(ctx, &rec)
+		var nr *NotReplicatedError
+		if !errors.As(err, &nr) || nr.Got != 0 {
+			t.Fatalf("Create with WAIT 1 and no replica = %v, want a NotReplicatedError (0 of 1)", err)
+		}
+		if what, ok := api.IsUnavailable(err); !ok || what != "redis" {
+			t.Errorf("IsUnavailable(%v) = %q, %v; want redis, true", err, what, ok)
+		}
+	})
 }

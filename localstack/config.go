@@ -35,6 +35,9 @@ type Config struct {
 	// LinksOldRedis starts a second, separate Redis: the old store of the
 	// link store's migration (old Redis, old format → new Redis, new format).
 	LinksOldRedis bool
+	// RedisCluster, when it has masters, starts a Redis Cluster beside the
+	// single Redis: that many masters with their replicas, on loopback.
+	RedisCluster RedisClusterSpec
 	// StartTimeout bounds the wait for every component to become healthy.
 	StartTimeout time.Duration
 	// LauncherDir is the Maven module that starts OpenSearch; empty means
@@ -69,6 +72,14 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.OpenSearchHeap, "opensearch-heap", c.OpenSearchHeap, "JVM heap per OpenSearch node, e.g. 512m or 1g")
 	fs.IntVar(&c.OpenSearchWithoutHotPlugin, "opensearch-without-hot-plugin", c.OpenSearchWithoutHotPlugin, "start the last N OpenSearch nodes without the baedal-hot plugin (the hot layout is then unavailable)")
 	fs.IntVar(&c.RedisReplicas, "redis-replicas", c.RedisReplicas, "Redis read replicas to start beside the primary (0-8)")
+	fs.Func("redis-cluster", "start a Redis Cluster beside the single Redis: MASTERS[,REPLICAS_PER_MASTER], e.g. 3,1", func(s string) error {
+		spec, err := ParseRedisClusterSpec(s)
+		if err != nil {
+			return err
+		}
+		c.RedisCluster = spec
+		return nil
+	})
 	fs.BoolVar(&c.LinksOldRedis, "links-old-redis", c.LinksOldRedis, "start a second Redis as the link store migration's old store")
 	fs.DurationVar(&c.StartTimeout, "start-timeout", c.StartTimeout, "how long to wait for every component to become healthy")
 	fs.StringVar(&c.LauncherDir, "launcher-dir", c.LauncherDir, "the OpenSearch launcher's Maven module (default: ./opensearch in this or a parent directory)")
@@ -97,6 +108,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RedisReplicas < 0 || c.RedisReplicas > 8 {
 		errs = append(errs, fmt.Errorf("redis-replicas: got %d, allowed: 0..8", c.RedisReplicas))
+	}
+	if err := c.RedisCluster.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.StartTimeout < 5*time.Second {
 		errs = append(errs, fmt.Errorf("start-timeout: got %s, must be at least 5s", c.StartTimeout))

@@ -50,7 +50,7 @@ func TestPlanPortsRefusesAPortInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	_, err = planPorts(base, 1, 0, false)
+	_, err = planPorts(base, 1, 0, false, 0)
 	if err == nil || !strings.Contains(err.Error(), "(redis)") {
 		t.Fatalf("planPorts = %v, want an error naming the redis port", err)
 	}
@@ -72,7 +72,7 @@ func TestRedisConfigKeepsAcceptedWrites(t *testing.T) {
 }
 
 func TestPlanPortsPicksFreePortsOutsideTheEphemeralRange(t *testing.T) {
-	plan, err := planPorts(0, 3, 2, true)
+	plan, err := planPorts(0, 3, 2, true, 6)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +81,11 @@ func TestPlanPortsPicksFreePortsOutsideTheEphemeralRange(t *testing.T) {
 	for _, n := range plan.openSearch {
 		all = append(all, n.httpPort, n.transportPort)
 	}
-	if len(all) != 12 {
-		t.Fatalf("planned %d ports, want 12", len(all))
+	for _, n := range plan.redisCluster {
+		all = append(all, n.port, n.busPort)
+	}
+	if len(all) != 24 {
+		t.Fatalf("planned %d ports, want 24 (12 of the stack, 6 cluster nodes with their bus ports)", len(all))
 	}
 	seen := map[int]bool{}
 	for _, port := range all {
@@ -93,5 +96,32 @@ func TestPlanPortsPicksFreePortsOutsideTheEphemeralRange(t *testing.T) {
 			t.Errorf("port %d planned twice", port)
 		}
 		seen[port] = true
+	}
+}
+
+func TestParseRedisClusterSpec(t *testing.T) {
+	good := map[string]RedisClusterSpec{"3": {3, 0}, "3,1": {3, 1}, " 6, 2": {6, 2}}
+	for in, want := range good {
+		got, err := ParseRedisClusterSpec(in)
+		if err != nil || got != want {
+			t.Errorf("ParseRedisClusterSpec(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	if n := (RedisClusterSpec{3, 1}).Nodes(); n != 6 {
+		t.Errorf("3 masters with 1 replica each = %d nodes, want 6", n)
+	}
+	for _, bad := range []string{"", "2", "3,3", "x", "3,x", "17"} {
+		if _, err := ParseRedisClusterSpec(bad); err == nil || !strings.Contains(err.Error(), "redis-cluster") {
+			t.Errorf("ParseRedisClusterSpec(%q) = %v, want an error naming redis-cluster", bad, err)
+		}
+	}
+}
+
+func TestRedisClusterConfigIsClusterModeWithAOF(t *testing.T) {
+	conf := redisClusterConfig(redisClusterNode{name: "redis-cluster-1", port: 1234, busPort: 5678}, "/d")
+	for _, want := range []string{"bind 127.0.0.1", "appendonly yes", "port 1234", "cluster-enabled yes", "cluster-port 5678"} {
+		if !strings.Contains(conf, want+"\n") {
+			t.Errorf("cluster node redis.conf lacks %q", want)
+		}
 	}
 }

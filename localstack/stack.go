@@ -41,15 +41,21 @@ var ErrNotRunning = errors.New("localstack: no stack is running")
 // processes belong to it. The file is written 0600 because PostgresURL holds
 // the stack's generated password.
 type State struct {
-	StateDir          string    `json:"state_dir"`
-	OpenSearchURLs    []string  `json:"opensearch_urls"`
-	RedisAddr         string    `json:"redis_addr"`
-	RedisReplicaAddrs []string  `json:"redis_replica_addrs,omitempty"`
-	LinksOldRedisAddr string    `json:"links_old_redis_addr,omitempty"`
-	PostgresURL       string    `json:"postgres_url"`
-	APIAddr           string    `json:"api_addr"`
-	Processes         []Process `json:"processes"`
-	StartedAt         time.Time `json:"started_at"`
+	StateDir          string   `json:"state_dir"`
+	OpenSearchURLs    []string `json:"opensearch_urls"`
+	RedisAddr         string   `json:"redis_addr"`
+	RedisReplicaAddrs []string `json:"redis_replica_addrs,omitempty"`
+	LinksOldRedisAddr string   `json:"links_old_redis_addr,omitempty"`
+	// RedisClusterAddrs are the nodes of the local Redis Cluster (started
+	// with --redis-cluster), masters first; empty without one.
+	RedisClusterAddrs []string `json:"redis_cluster_addrs,omitempty"`
+	// RedisClusterMasters is how many of RedisClusterAddrs were formed as
+	// masters (a failover may have moved that role since).
+	RedisClusterMasters int       `json:"redis_cluster_masters,omitempty"`
+	PostgresURL         string    `json:"postgres_url"`
+	APIAddr             string    `json:"api_addr"`
+	Processes           []Process `json:"processes"`
+	StartedAt           time.Time `json:"started_at"`
 }
 
 // ports is the port plan of one stack.
@@ -59,12 +65,13 @@ type ports struct {
 	redis        int
 	redisReplica []int
 	linksOld     int
+	redisCluster []redisClusterNode
 	postgres     int
 }
 
 // planPorts lays the ports out from the base, or picks free ones when base
 // is 0. It fails naming the first port already in use.
-func planPorts(base, nodes, replicas int, linksOld bool) (ports, error) {
+func planPorts(base, nodes, replicas int, linksOld bool, clusterNodes int) (ports, error) {
 	var p ports
 	picked, ephemeralLow := map[int]bool{}, ephemeralPortLow()
 	next := func(offset int, what string) (int, error) {
@@ -108,6 +115,16 @@ func planPorts(base, nodes, replicas int, linksOld bool) (ports, error) {
 	}
 	if p.postgres, err = next(432, "postgres"); err != nil {
 		return p, err
+	}
+	for i := 0; i < clusterNodes; i++ {
+		n := redisClusterNode{name: "redis-cluster-" + strconv.Itoa(i+1)}
+		if n.port, err = next(440+i, n.name); err != nil {
+			return p, err
+		}
+		if n.busPort, err = next(500+i, n.name+" cluster bus"); err != nil {
+			return p, err
+		}
+		p.redisCluster = append(p.redisCluster, n)
 	}
 	return p, nil
 }
@@ -207,7 +224,7 @@ func Up(ctx context.Context, cfg Config, progress io.Writer) (*State, error) {
 	// other ports; a fixed --port-base is not, since its ports cannot move.
 	const attempts = 3
 	for attempt := 1; ; attempt++ {
-		plan, err := planPorts(cfg.PortBase, cfg.OpenSearchNodes, cfg.RedisReplicas, cfg.LinksOldRedis)
+		plan, err := planPorts(cfg.PortBase, cfg.OpenSearchNodes, cfg.RedisReplicas, cfg.LinksOldRedis, cfg.RedisCluster.Nodes())
 		if err != nil {
 			return nil, err
 		}
@@ -260,6 +277,9 @@ func start(ctx context.Context, cfg Config, stateDir, jdk, launcherDir, password
 	}
 
 	fmt.Fprintf(progress, "starting OpenSearch (%d node(s)), Redis (%d replica(s)) and PostgreSQL in %s\n", cfg.OpenSearchNodes, cfg.RedisReplicas, stateDir)
+	if cfg.RedisCluster.Masters > 0 {
+		fmt.Fprintf(progress, "and a Redis Cluster of %d nodes\n", cfg.RedisCluster.Nodes())
+	}
 	for i, node := range plan.openSearch {
 		url := "http://127.0.0.1:" + strconv.Itoa(node.httpPort)
 		st.OpenSearchURLs = append(st.OpenSearchURLs, url)
@@ -285,6 +305,21 @@ func start(ctx context.Context, cfg Config, stateDir, jdk, launcherDir, password
 		st.LinksOldRedisAddr = redisAddr(plan.linksOld)
 		p, err := startRedis(stateDir, "redis-links-old", plan.linksOld, 0)
 		if err := record(p, err, func(ctx context.Context, p Process) error { return waitRedis(ctx, p, st.LinksOldRedisAddr, false) }); err != nil {
+			return fail(err)
+		}
+	}
+	clusterFormed := false
+	if len(plan.redisCluster) > 0 {
+		if clusterFormed, err = prepareRedisClusterDirs(stateDir, plan.redisCluster); err != nil {
+			return fail(err)
+		}
+		st.RedisClusterMasters = cfg.RedisCluster.Masters
+	}
+	for _, n := range plan.redisCluster {
+		addr := redisAddr(n.port)
+		st.RedisClusterAddrs = append(st.RedisClusterAddrs, addr)
+		p, err := startRedisClusterNode(stateDir, n)
+		if err := record(p, err, func(ctx context.Context, p Process) error { return waitRedis(ctx, p, addr, false) }); err != nil {
 			return fail(err)
 		}
 	}
@@ -325,6 +360,17 @@ func start(ctx context.Context, cfg Config, stateDir, jdk, launcherDir, password
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return fail(err)
+	}
+	if len(plan.redisCluster) > 0 {
+		if !clusterFormed {
+			fmt.Fprintf(progress, "forming the Redis Cluster (%d masters, %d replica(s) each) on %v\n", cfg.RedisCluster.Masters, cfg.RedisCluster.ReplicasPerMaster, st.RedisClusterAddrs)
+			if err := formRedisCluster(timeoutCtx, stateDir, cfg.RedisCluster, plan.redisCluster); err != nil {
+				return fail(err)
+			}
+		}
+		if err := waitRedisCluster(timeoutCtx, st.RedisClusterAddrs, cfg.RedisCluster); err != nil {
+			return fail(err)
+		}
 	}
 	observe(ctx, st)
 	return st, nil

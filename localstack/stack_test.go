@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/baedal/baedal/internal/testenv"
 )
@@ -30,6 +34,7 @@ func TestStackStartsHealthyAndStopsExactlyItsProcesses(t *testing.T) {
 	cfg.PortBase = 0
 	cfg.RedisReplicas = 1
 	cfg.LinksOldRedis = true
+	cfg.RedisCluster = RedisClusterSpec{Masters: 3, ReplicasPerMaster: 1}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// Another program takes the first plan's Redis port between the plan
@@ -62,9 +67,10 @@ func TestStackStartsHealthyAndStopsExactlyItsProcesses(t *testing.T) {
 		}
 	}()
 
-	if got := len(st.Processes); got != 5 {
-		t.Fatalf("started %d processes, want 5 (opensearch, redis, replica, links' old redis, postgres)", got)
+	if got := len(st.Processes); got != 11 {
+		t.Fatalf("started %d processes, want 11 (opensearch, redis, replica, links' old redis, 6 redis cluster nodes, postgres)", got)
 	}
+	checkRedisCluster(ctx, t, st, 3, 1)
 	for _, h := range st.Health(ctx) {
 		if !h.Healthy {
 			t.Errorf("%s is not healthy: %s (log %s)", h.Component, h.Error, h.Log)
@@ -101,6 +107,57 @@ func TestStackStartsHealthyAndStopsExactlyItsProcesses(t *testing.T) {
 	}
 	if _, err := Load(dir); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("Load after Down = %v, want ErrNotRunning", err)
+	}
+}
+
+// checkRedisCluster checks the stack's cluster from the outside: every node
+// in it, the masters and replicas counted from CLUSTER NODES, and a write
+// to keys of many slots through a cluster client.
+func checkRedisCluster(ctx context.Context, t *testing.T, st *State, masters, replicasPerMaster int) {
+	t.Helper()
+	if got, want := len(st.RedisClusterAddrs), masters*(1+replicasPerMaster); got != want {
+		t.Fatalf("state records %d cluster nodes, want %d", got, want)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: st.RedisClusterAddrs[0], ReadTimeout: 2 * time.Second})
+	defer rdb.Close()
+	nodes, err := rdb.ClusterNodes(ctx).Result()
+	if err != nil {
+		t.Fatalf("CLUSTER NODES on %s: %v", st.RedisClusterAddrs[0], err)
+	}
+	gotMasters, gotReplicas := 0, 0
+	for _, line := range strings.Split(strings.TrimSpace(nodes), "\n") {
+		fields := strings.Fields(line)
+		switch {
+		case len(fields) < 3:
+			t.Errorf("unexpected CLUSTER NODES line %q", line)
+		case strings.Contains(fields[2], "master"):
+			gotMasters++
+		case strings.Contains(fields[2], "slave"):
+			gotReplicas++
+		}
+	}
+	if gotMasters != masters || gotReplicas != masters*replicasPerMaster {
+		t.Errorf("cluster has %d masters and %d replicas, want %d and %d:\n%s", gotMasters, gotReplicas, masters, masters*replicasPerMaster, nodes)
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: st.RedisClusterAddrs, ReadTimeout: 2 * time.Second})
+	defer cc.Close()
+	for i := 0; i < 50; i++ {
+		key := fmt.Sprintf("localstack-test-%d", i)
+		if err := cc.Set(ctx, key, i, time.Minute).Err(); err != nil {
+			t.Fatalf("SET %s through the cluster: %v", key, err)
+		}
+	}
+	var sizes atomic.Int64
+	err = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		n, err := m.DBSize(ctx).Result()
+		if n == 0 {
+			t.Errorf("master %s holds none of 50 keys spread over slots", m.Options().Addr)
+		}
+		sizes.Add(n)
+		return err
+	})
+	if err != nil || sizes.Load() < 50 {
+		t.Errorf("masters hold %d keys (err %v), want at least 50", sizes.Load(), err)
 	}
 }
 

@@ -50,6 +50,8 @@ func (st *State) probe(ctx context.Context, component string) error {
 		return probeRedis(ctx, st.LinksOldRedisAddr, false)
 	case strings.HasPrefix(component, "redis-replica-"):
 		return probeRedis(ctx, st.RedisReplicaAddrs[indexSuffix(component)], true)
+	case strings.HasPrefix(component, "redis-cluster-"):
+		return probeRedisClusterNode(ctx, st.RedisClusterAddrs[indexSuffix(component)], len(st.RedisClusterAddrs))
 	case component == "postgres":
 		return probePostgres(ctx, st.PostgresURL)
 	}

@@ -115,7 +115,7 @@ func isNoSuchKey(err error) bool {
 }
 
 // lastEntryID returns the id of a stream's last entry, "0-0" when empty.
-func lastEntryID(ctx context.Context, rdb *redis.Client, stream string) (string, error) {
+func lastEntryID(ctx context.Context, rdb redis.UniversalClient, stream string) (string, error) {
 	msgs, err := rdb.XRevRangeN(ctx, stream, "+", "-", 1).Result()
 	if err != nil {
 		return "", fmt.Errorf("reindex: last entry of %s: %w", stream, err)

@@ -138,7 +138,11 @@ func CLI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			bc.OpenSearch.URLs = st.OpenSearchURLs
 		}
 		if bc.Redis.Addr == "" {
+			// The Redis serve uses: the stack's cluster when it has one.
 			bc.Redis.Addr = st.RedisAddr
+			if len(st.RedisClusterAddrs) > 0 {
+				bc.Redis.Addr, bc.Redis.Cluster = strings.Join(st.RedisClusterAddrs, ","), true
+			}
 		}
 	}
 	if err := errors.Join(bc.OpenSearch.Validate(), bc.Redis.Validate()); err != nil {
@@ -156,6 +160,9 @@ func CLI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	o, err := New(cfg, osapi.New(osc), rdb, log, nil)
 	if err != nil {
+		return err
+	}
+	if _, err := o.MigrateLegacyKeys(ctx); err != nil {
 		return err
 	}
 	printJSON := func(v any) error {

@@ -6,7 +6,7 @@
 //
 // A job reindexes the concrete index behind one alias (<prefix><role>) into
 // the next generation <alias>_v<N+1>. Each step is persisted in a Redis hash
-// (<state prefix>job:<id>) before the next begins, so an orchestrator killed
+// ({<state prefix>}job:<id>) before the next begins, so an orchestrator killed
 // at any point resumes where it stopped (Run on the same job id):
 //
 //  1. planned: the job records, per event-log partition, the replay start:
@@ -162,6 +162,15 @@
 // Config.PauseRequestsPerSecond (0.001: with 1,000-document batches one
 // batch per ~11 days), which OpenSearch applies after the batch in flight;
 // the scroll stays open meanwhile.
+//
+// # Redis Cluster
+//
+// Every key of the job state (job hashes, the set of job ids, the alias
+// locks, the leases) starts with the hash tag {<state prefix>}, so they
+// share one slot: creating a job (hash and id set in one MULTI/EXEC) works
+// on a cluster as on a single Redis. The catch-up reads the event log's
+// partition streams one at a time (see eventlog for their slots). State
+// written before the tag is renamed at start (Orchestrator.MigrateLegacyKeys).
 //
 // Main invariant: the alias points at exactly one index at every moment,
 // and only a completed copy that was caught up and verified moves it; any

@@ -23,7 +23,7 @@ import (
 type Orchestrator struct {
 	cfg   Config
 	os    *osapi.Client
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	evlog *eventlog.Log
 	store *store
 	log   *slog.Logger
@@ -75,7 +75,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 }
 
 // New returns an orchestrator. log and reg may be nil.
-func New(cfg Config, os *osapi.Client, rdb *redis.Client, log *slog.Logger, reg prometheus.Registerer) (*Orchestrator, error) {
+func New(cfg Config, os *osapi.Client, rdb redis.UniversalClient, log *slog.Logger, reg prometheus.Registerer) (*Orchestrator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -93,6 +93,13 @@ func New(cfg Config, os *osapi.Client, rdb *redis.Client, log *slog.Logger, reg 
 		cfg: cfg, os: os, rdb: rdb, evlog: evlog, store: &store{rdb: rdb, prefix: cfg.StatePrefix},
 		log: log.With("component", "reindex"), m: newMetrics(reg),
 	}, nil
+}
+
+// MigrateLegacyKeys renames the job state a single Redis holds under the
+// keys from before their hash tag (see store); serve and the reindex command
+// run it at start. It returns how many keys it renamed.
+func (o *Orchestrator) MigrateLegacyKeys(ctx context.Context) (int, error) {
+	return o.store.migrateLegacyKeys(ctx)
 }
 
 // Aliases returns the aliases a job may rebuild.

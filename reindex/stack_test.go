@@ -80,9 +80,7 @@ func (e *testEnv) cleanup(t *testing.T) {
 	t.Cleanup(func() {
 		ctx := context.Background()
 		_ = e.os.Do(ctx, http.MethodDelete, "/"+e.ns+"_*?expand_wildcards=all&allow_no_indices=true", nil, nil)
-		if keys, err := e.clients.Redis.Keys(ctx, e.ns+":*").Result(); err == nil && len(keys) > 0 {
-			e.clients.Redis.Del(ctx, keys...)
-		}
+		stacktest.DeleteKeys(ctx, e.clients.Redis, e.ns+":*", "{"+e.ns+":*")
 	})
 }
 

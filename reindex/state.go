@@ -107,15 +107,78 @@ type Status struct {
 
 // store keeps jobs in Redis: one hash per job, a set of job ids, a lock per
 // alias (one unfinished job per alias) and a lease per job (one orchestrator).
+//
+// Every key starts with the hash tag {<prefix>}, so all of them share one
+// slot on a Redis Cluster: create's MULTI/EXEC (the job hash and the set of
+// ids) stays one transaction, and any later command over several of them
+// would too. The state is a few small keys per job, so one slot costs
+// nothing. Before the tag the keys were <prefix>job:<id> and so on;
+// migrateLegacyKeys renames them on a single Redis.
 type store struct {
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	prefix string
 }
 
-func (s *store) jobKey(id string) string     { return s.prefix + "job:" + id }
-func (s *store) jobsKey() string             { return s.prefix + "jobs" }
-func (s *store) lockKey(alias string) string { return s.prefix + "active:" + alias }
-func (s *store) leaseKey(id string) string   { return s.prefix + "lease:" + id }
+func (s *store) tag() string                 { return "{" + s.prefix + "}" }
+func (s *store) jobKey(id string) string     { return s.tag() + "job:" + id }
+func (s *store) jobsKey() string             { return s.tag() + "jobs" }
+func (s *store) lockKey(alias string) string { return s.tag() + "active:" + alias }
+func (s *store) leaseKey(id string) string   { return s.tag() + "lease:" + id }
+
+// migrateLegacyKeys renames the keys of a single Redis written before the
+// hash tag (<prefix>job:<id>, <prefix>jobs, <prefix>active:<alias>,
+// <prefix>lease:<id>) to today's names, unless the new name exists
+// (RENAMENX keeps the value and the TTL). It returns how many it renamed.
+// On a Redis Cluster it does nothing: a cluster never held the legacy keys
+// (create's MULTI over them spans slots).
+func (s *store) migrateLegacyKeys(ctx context.Context) (int, error) {
+	if _, ok := s.rdb.(*redis.ClusterClient); ok {
+		return 0, nil
+	}
+	// Every legacy job is in the legacy set of ids, which the migration
+	// renames: without it there is nothing to move, and the SCANs below
+	// (a walk of the whole keyspace) are skipped at every later start.
+	n, err := s.rdb.Exists(ctx, s.prefix+"jobs").Result()
+	if err != nil {
+		return 0, fmt.Errorf("reindex: look for legacy state %sjobs: %w", s.prefix, err)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	var legacy []string
+	for _, pattern := range []string{"job:*", "jobs", "active:*", "lease:*"} {
+		iter := s.rdb.Scan(ctx, 0, escapeGlob(s.prefix)+pattern, 1000).Iterator()
+		for iter.Next(ctx) {
+			legacy = append(legacy, iter.Val())
+		}
+		if err := iter.Err(); err != nil {
+			return 0, fmt.Errorf("reindex: SCAN legacy state keys %s%s: %w", s.prefix, pattern, err)
+		}
+	}
+	renamed := 0
+	for _, key := range legacy {
+		ok, err := s.rdb.RenameNX(ctx, key, s.tag()+strings.TrimPrefix(key, s.prefix)).Result()
+		if err != nil && !strings.Contains(err.Error(), "no such key") {
+			return renamed, fmt.Errorf("reindex: RENAMENX %s: %w", key, err)
+		}
+		if ok {
+			renamed++
+		}
+	}
+	return renamed, nil
+}
+
+// escapeGlob escapes the glob characters of s for SCAN MATCH.
+func escapeGlob(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
 
 // Hash fields of a job.
 const (

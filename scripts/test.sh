@@ -19,8 +19,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-bin/baedal up --stack-only --state-dir "$state" --port-base 0
+# The stack runs a 3-master Redis Cluster (one replica each) beside the
+# single Redis: the Redis-using packages run their multi-key tests against
+# both (internal/stacktest.ForEachRedis), on this one cluster.
+bin/baedal up --stack-only --state-dir "$state" --port-base 0 --redis-cluster 3,1
 export BAEDAL_TEST_STATE_DIR="$state"
+export BAEDAL_TEST_REDIS_CLUSTER_STATE_DIR="$state"
 
 go vet ./...
 go test -count=1 -timeout 30m ./...

@@ -68,7 +68,7 @@ func (c *Config) Validate() error {
 type Simulator struct {
 	cfg      Config
 	log      *eventlog.Log
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 	logger   *slog.Logger
 	appended prometheus.Counter
 }

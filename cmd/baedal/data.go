@@ -26,12 +26,7 @@ func backendsFromStack(b *backend.Config, stateDir string) error {
 	if len(b.OpenSearch.URLs) == 0 {
 		b.OpenSearch.URLs = st.OpenSearchURLs
 	}
-	if b.Redis.Addr == "" {
-		b.Redis.Addr = st.RedisAddr
-		if len(b.Redis.ReplicaAddrs) == 0 {
-			b.Redis.ReplicaAddrs = st.RedisReplicaAddrs
-		}
-	}
+	useStackRedis(&b.Redis, st)
 	if b.Postgres.URL == "" {
 		b.Postgres.URL = st.PostgresURL
 	}
@@ -86,7 +81,7 @@ func runLoad(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		backends.Redis.Addr = st.RedisAddr
+		useStackRedis(&backends.Redis, st)
 	}
 	if err := backends.Redis.Validate(); err != nil {
 		return err

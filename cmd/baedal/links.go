@@ -53,7 +53,7 @@ func runLinks(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		redisCfg.Addr = st.RedisAddr
+		useStackRedis(&redisCfg, st)
 	}
 	if err := redisCfg.Validate(); err != nil {
 		return err

@@ -7,10 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/baedal/baedal/app"
+	"github.com/baedal/baedal/backend"
 	"github.com/baedal/baedal/indexer"
 	"github.com/baedal/baedal/internal/flaghelp"
 	"github.com/baedal/baedal/localstack"
@@ -223,12 +225,7 @@ func fillFromStack(cfg *app.Config, st *localstack.State) {
 	if len(b.OpenSearch.URLs) == 0 {
 		b.OpenSearch.URLs = st.OpenSearchURLs
 	}
-	if b.Redis.Addr == "" {
-		b.Redis.Addr = st.RedisAddr
-		if len(b.Redis.ReplicaAddrs) == 0 {
-			b.Redis.ReplicaAddrs = st.RedisReplicaAddrs
-		}
-	}
+	useStackRedis(&b.Redis, st)
 	if b.Postgres.URL == "" {
 		b.Postgres.URL = st.PostgresURL
 	}
@@ -236,6 +233,23 @@ func fillFromStack(cfg *app.Config, st *localstack.State) {
 	// between that Redis (old store) and the primary (new store).
 	if st.LinksOldRedisAddr != "" && cfg.Links.OldRedisAddr == "" {
 		cfg.Links.OldRedisAddr, cfg.Links.Migrate = st.LinksOldRedisAddr, true
+	}
+}
+
+// useStackRedis points a Redis configuration that names no address at the
+// stack's Redis: its Redis Cluster when it runs one (started with
+// --redis-cluster), else its single Redis with its replicas.
+func useStackRedis(r *backend.RedisConfig, st *localstack.State) {
+	if r.Addr != "" {
+		return
+	}
+	if len(st.RedisClusterAddrs) > 0 {
+		r.Addr, r.Cluster = strings.Join(st.RedisClusterAddrs, ","), true
+		return
+	}
+	r.Addr = st.RedisAddr
+	if len(r.ReplicaAddrs) == 0 {
+		r.ReplicaAddrs = st.RedisReplicaAddrs
 	}
 }
 
@@ -248,6 +262,9 @@ func printStack(st *localstack.State) {
 	}
 	if st.LinksOldRedisAddr != "" {
 		fmt.Printf("\n  redis (link store's old store): %s", st.LinksOldRedisAddr)
+	}
+	if len(st.RedisClusterAddrs) > 0 {
+		fmt.Printf("\n  redis cluster (%d masters, used by serve): %v", st.RedisClusterMasters, st.RedisClusterAddrs)
 	}
 	fmt.Printf("\n  postgres:   %s\n", st.RedactedPostgresURL())
 }

@@ -4,7 +4,9 @@
 // The test script (scripts/test.sh) starts one stack and exports its state
 // directory in BAEDAL_TEST_STATE_DIR; every test package then shares it. Run
 // alone (`go test ./somepkg`), a package whose TestMain calls Main starts its
-// own stack in a temporary directory and stops it when its tests end.
+// own stack in a temporary directory and stops it when its tests end. The
+// same holds for the Redis Cluster the multi-key tests also run on
+// (ForEachRedis; BAEDAL_TEST_REDIS_CLUSTER_STATE_DIR).
 //
 // Invariant: when the stack cannot be reached, a test fails if CI is set and
 // is skipped otherwise (see testenv); it never passes silently.
@@ -46,6 +48,7 @@ func Main(m *testing.M) int {
 	mainUsed = true
 	mu.Unlock()
 	code := m.Run()
+	stopOwnRedisCluster(code)
 	if ownDir != "" {
 		if err := localstack.Down(ownDir, os.Stderr); err != nil {
 			fmt.Fprintf(os.Stderr, "stacktest: stop the stack in %s: %v\n", ownDir, err)

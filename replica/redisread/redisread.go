@@ -31,6 +31,16 @@
 // Config.Hedge, off by default); see BENCHMARKS.md S3 for what each is
 // worth.
 //
+// On a Redis Cluster (backend --redis-cluster-mode) this package is not
+// used: go-redis's ClusterClient picks the node of each command itself and
+// offers no hook that sees the slot's nodes (its ShardPicker only gets a
+// count of them, and only for keyless commands or its ReadOnly replica
+// pick). What it allows, and what --redis-cluster-read-from-replicas turns
+// on, is RouteByLatency: read-only commands go to the node of the key's
+// shard (master or replica) with the lowest PING latency, measured every
+// few seconds. Per-shard C3 would take our own per-node clients from
+// CLUSTER SHARDS and a slot map kept current on MOVED; not built.
+//
 // Main invariant: Do runs fn on exactly one server at a time, best replica
 // first, and moves to the next-best (finally the primary) only when the
 // server failed (connection, timeout, LOADING/MASTERDOWN/BUSY): an
