@@ -12,7 +12,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,8 +21,6 @@ import (
 	"github.com/baedal/baedal/internal/osapi"
 	"github.com/baedal/baedal/internal/stacktest"
 )
-
-func TestMain(m *testing.M) { os.Exit(stacktest.Main(m)) }
 
 // TestOpenSearchRequestsAreSignedWithSigV4 puts a verifying proxy in front
 // of the stack's real OpenSearch: it checks each request's AWS SigV4
