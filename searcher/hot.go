@@ -17,10 +17,7 @@ import (
 func (e *execution) hot(ctx context.Context) (*Response, error) {
 	r := e.req
 	table := e.s.idx.Alias(layout.RoleHotShops)
-	filter := coldShopFilters(r, nativeDeliveryArea)
-	if f := hotTableFilter(table, r); f != nil {
-		filter = append(filter, f)
-	}
+	filter := append(coldShopFilters(r, nativeDeliveryArea), hotTableFilter(table, r))
 	if r.MaxTotalFee != nil {
 		// The inseparable predicate: some matched menu with the shop's
 		// delivery_fee + its extra_fee within the bound.
@@ -43,7 +40,13 @@ func (e *execution) hot(ctx context.Context) (*Response, error) {
 }
 
 // hotTableFilter is the plugin's shop-level filter on the hot fields the
-// request constrains, or nil when it constrains none.
+// request constrains. It is there even when the request constrains none:
+// a shop is in the hot layout while the table holds it live, as a split
+// shop is while its head document exists, so a menu document whose shop
+// the table does not hold yet (its row follows the menu document's write)
+// or no longer holds (a delete's tombstone, before the next refresh hides
+// the document) is never a hit. Without it such a hit came back without
+// its hot fields.
 func hotTableFilter(table string, r *query.Request) obj {
 	f := obj{"table": table}
 	if r.OpenNow {
@@ -54,9 +57,6 @@ func hotTableFilter(table string, r *query.Request) obj {
 	}
 	if r.MinRating != nil {
 		f["min_rating"] = *r.MinRating
-	}
-	if len(f) == 1 {
-		return nil
 	}
 	return obj{"baedal_hot_shop": f}
 }
@@ -86,7 +86,10 @@ type hotFields struct {
 func overlayHotFields(sh *ShopHit, h hit) error {
 	rows := h.Fields["baedal_hot"]
 	if len(rows) != 1 {
-		return fmt.Errorf("searcher: hot layout hit %s has %d baedal_hot rows, want 1 (is the baedal-hot plugin installed?)", h.ID, len(rows))
+		// The query phase matched the shop only while the table held it
+		// live (hotTableFilter): its row went away, a delete, before the
+		// fetch phase read it. A retry answers without the shop.
+		return fmt.Errorf("%w: hot layout hit %s has %d baedal_hot rows, want 1: the shop left the table between the query and the fetch", ErrPartialResults, h.ID, len(rows))
 	}
 	var f hotFields
 	if err := json.Unmarshal(rows[0], &f); err != nil {

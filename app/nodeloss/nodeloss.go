@@ -22,9 +22,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -276,9 +278,16 @@ func run(ctx context.Context, cfg Config, st *localstack.State) (*Result, error)
 	acfg.Backends.Redis.Addr = st.RedisAddr
 	acfg.Backends.Postgres.URL = st.PostgresURL
 	acfg.Indexer.RetryBase, acfg.Indexer.RetryMax = 50*time.Millisecond, time.Second
+	// The server's log goes beside the servers' logs, kept when a run fails.
+	logFile, err := os.Create(filepath.Join(st.StateDir, "logs", "baedal-serve.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	log := slog.New(slog.NewTextHandler(logFile, nil))
 	srvCtx, stopServer := context.WithCancel(ctx)
 	addrc, done := make(chan string, 1), make(chan error, 1)
-	go func() { done <- app.Run(srvCtx, acfg, nil, func(a string) { addrc <- a }) }()
+	go func() { done <- app.Run(srvCtx, acfg, log, func(a string) { addrc <- a }) }()
 	defer func() { stopServer(); <-done }()
 	var addr string
 	select {
