@@ -66,9 +66,14 @@ func TestSmoke(t *testing.T) {
 	if sum.LostUpdates != 0 || sum.StaleDocs != 0 || sum.ResurrectedDocs != 0 {
 		t.Errorf("lost %d, stale %d, resurrected %d; want 0", sum.LostUpdates, sum.StaleDocs, sum.ResurrectedDocs)
 	}
-	if sum.LiveFreezeSeconds != 0 || sum.MismatchedDocs != 0 || sum.VerifiedDocs < int64(sum.Docs) {
-		t.Errorf("freeze %.3fs, mismatched %d, verified %d of %d shops: want no freeze, no mismatch, every shop verified",
-			sum.LiveFreezeSeconds, sum.MismatchedDocs, sum.VerifiedDocs, sum.Docs)
+	// Every shop the indices hold when the verification scans them is
+	// verified, or explained by an event newer than the catch-up (a shop
+	// the load kept updating); shops deleted during the copy are in
+	// neither index. On a loaded machine more shops are explained.
+	checked := sum.VerifiedDocs + sum.ExplainedDocs
+	if sum.LiveFreezeSeconds != 0 || sum.MismatchedDocs != 0 || checked < int64(sum.Docs-sum.LiveShopDeletes) || sum.VerifiedDocs < int64(sum.Docs/2) {
+		t.Errorf("freeze %.3fs, mismatched %d, verified %d and explained %d of %d shops (%d deleted during the live load): want no freeze, no mismatch, every shop still there checked, most verified",
+			sum.LiveFreezeSeconds, sum.MismatchedDocs, sum.VerifiedDocs, sum.ExplainedDocs, sum.Docs, sum.LiveShopDeletes)
 	}
 	if sum.LiveShopDeletes == 0 || sum.LiveShopRecreates == 0 {
 		t.Errorf("%d shop deletes, %d re-creates during the live reindex: the load must include both", sum.LiveShopDeletes, sum.LiveShopRecreates)
