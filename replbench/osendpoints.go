@@ -27,10 +27,10 @@ type EndpointsResult struct {
 	Endpoints []string `json:"endpoints,omitempty"`
 	// Victim names the node that is degraded, stalled or recovering.
 	Victim     string   `json:"victim,omitempty"`
-	Healthy    Scenario `json:"healthy"`
-	Degraded   Scenario `json:"degraded"`
-	Stalled    Scenario `json:"stalled"`
-	Recovering Scenario `json:"recovering"`
+	Healthy    Scenario `json:"healthy,omitzero"`
+	Degraded   Scenario `json:"degraded,omitzero"`
+	Stalled    Scenario `json:"stalled,omitzero"`
+	Recovering Scenario `json:"recovering,omitzero"`
 }
 
 func (e EndpointsResult) scenarios() []namedScenario {

@@ -345,21 +345,23 @@ type ARSResult struct {
 
 // Summary is the JSON object the benchmark prints as its last stdout line.
 type Summary struct {
-	Bench         string    `json:"bench"`
-	Profile       string    `json:"profile"`
-	Healthy       Scenario  `json:"healthy"`
-	Degraded      Scenario  `json:"degraded"`
-	Stalled       Scenario  `json:"stalled"`
-	Recovering    Scenario  `json:"recovering"`
+	Bench   string `json:"bench"`
+	Profile string `json:"profile"`
+	// The Redis scenarios and sizes; absent when the Redis part was
+	// skipped (RedisSkipped).
+	Healthy       Scenario  `json:"healthy,omitzero"`
+	Degraded      Scenario  `json:"degraded,omitzero"`
+	Stalled       Scenario  `json:"stalled,omitzero"`
+	Recovering    Scenario  `json:"recovering,omitzero"`
 	OpenSearchARS ARSResult `json:"opensearch_ars"`
 	// OpenSearchEndpoints is the four scenarios on the OpenSearch
 	// endpoints (osread), every policy interleaved.
 	OpenSearchEndpoints EndpointsResult `json:"opensearch_endpoints"`
 	// RedisSkipped says why the Redis scenarios are empty, if they are.
 	RedisSkipped string `json:"redis_skipped,omitempty"`
-	Clients      int    `json:"clients"`
-	Timelines    int    `json:"timelines"`
-	Entries      int    `json:"entries_per_timeline"`
+	Clients      int    `json:"clients,omitzero"`
+	Timelines    int    `json:"timelines,omitzero"`
+	Entries      int    `json:"entries_per_timeline,omitzero"`
 	// Targets are judged on the ratios' intervals; see targets.
 	Targets bench.Targets `json:"targets"`
 	Report  string        `json:"report"`
@@ -375,7 +377,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	if !containsPolicy(cfg.Policies, replica.PolicyRoundRobin) {
 		cfg.Policies = append(cfg.Policies, replica.PolicyRoundRobin)
 	}
-	sum := Summary{Bench: "replicas", Profile: string(cfg.Profile), Clients: cfg.Clients, Timelines: cfg.Users, Entries: cfg.EntriesPerUser}
+	sum := Summary{Bench: "replicas", Profile: string(cfg.Profile)}
 	rep := bench.NewReport("replicas", "Adaptive replica selection (C3) vs every peer policy on Redis replicas and OpenSearch endpoints, and OpenSearch ARS", bench.CommandLine())
 	var err error
 	if cfg.SkipRedis {
@@ -385,6 +387,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		// single idle OpenSearch node and the OpenSearch parts on a second
 		// stack with three: three JVMs beside the Redis servers would take
 		// the CPU the Redis comparison measures (2 cores).
+		sum.Clients, sum.Timelines, sum.Entries = cfg.Clients, cfg.Users, cfg.EntriesPerUser
 		st, stop, serr := openStack(ctx, cfg, 1, out)
 		if serr != nil {
 			return Summary{}, serr

@@ -3,6 +3,7 @@ package replbench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -258,5 +259,28 @@ func TestTargetsOfSkippedPartsAreLeftOut(t *testing.T) {
 	onlyRedis := targets(Summary{OpenSearchEndpoints: EndpointsResult{Skipped: "skipped by --skip-opensearch"}})
 	if len(onlyRedis) != 15 {
 		t.Errorf("OpenSearch skipped: %d targets, want the Redis part's 15", len(onlyRedis))
+	}
+}
+
+// TestSummaryOfASkippedPartHasNoZeroFigures checks that a part that did not
+// run (--skip-redis, --skip-opensearch) prints no zero scenarios that could
+// pass for figures, only why it was skipped.
+func TestSummaryOfASkippedPartHasNoZeroFigures(t *testing.T) {
+	raw, err := json.Marshal(Summary{Bench: "replicas", RedisSkipped: "skipped by --skip-redis",
+		OpenSearchEndpoints: EndpointsResult{Skipped: "skipped by --skip-opensearch"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"healthy", "degraded", "stalled", "recovering", "clients", "timelines"} {
+		if _, ok := top[key]; ok {
+			t.Errorf("summary %s has %s, want no Redis figures when the Redis part was skipped", raw, key)
+		}
+	}
+	if got := string(top["opensearch_endpoints"]); got != `{"skipped":"skipped by --skip-opensearch"}` {
+		t.Errorf("opensearch_endpoints = %s, want only why it was skipped", got)
 	}
 }
