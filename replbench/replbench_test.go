@@ -201,8 +201,14 @@ func TestBenchmarkSmoke(t *testing.T) {
 	if sum.OpenSearchARS.Skipped != "" {
 		t.Errorf("OpenSearch part skipped: %s", sum.OpenSearchARS.Skipped)
 	}
-	if _, err := os.Stat(filepath.Join(cfg.ReportDir, "replicas.html")); err != nil {
+	html, err := os.ReadFile(filepath.Join(cfg.ReportDir, "replicas.html"))
+	if err != nil {
 		t.Errorf("no HTML report: %v", err)
+	}
+	for _, section := range []string{"Redis timelines, stalled", "OpenSearch shard-copy ARS", "OpenSearch endpoints, degraded", "C3 vs the best peer on the OpenSearch endpoints, recovering"} {
+		if !strings.Contains(string(html), section) {
+			t.Errorf("HTML report lacks the section %q", section)
+		}
 	}
 	if !strings.Contains(sum.Degraded.Degradation, "limited to 10% of one core") {
 		t.Errorf("degradation %q, want the 10%% CPU quota", sum.Degraded.Degradation)
