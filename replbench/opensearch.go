@@ -28,20 +28,23 @@ var categories = []string{"korean", "chinese", "japanese", "western", "cafe", "d
 
 var cities = []string{"gangnam", "mapo", "songpa", "jongno", "yongsan", "seocho", "busan", "incheon"}
 
-// runOpenSearch compares shard-copy ARS on and off on a 3-node cluster with
-// one node limited by a CPU quota. Searches go to a healthy coordinating
-// node, so only the choice of shard copies differs between the sides.
-func runOpenSearch(ctx context.Context, cfg Config, st *localstack.State, rep *bench.Report, out io.Writer) (ARSResult, error) {
+// runOpenSearch runs both OpenSearch parts on a 3-node cluster, on one
+// index with a copy of every shard on every node: shard-copy ARS on and off
+// with one node limited by a CPU quota (compareARS), then the endpoint
+// scenarios with that node as the victim (compareEndpoints).
+func runOpenSearch(ctx context.Context, cfg Config, st *localstack.State, rep *bench.Report, out io.Writer) (ARSResult, EndpointsResult, error) {
 	var res ARSResult
+	var endpoints EndpointsResult
 	if len(st.OpenSearchURLs) < 3 {
 		res.Skipped = fmt.Sprintf("the stack has %d OpenSearch node(s), need 3", len(st.OpenSearchURLs))
-		return res, nil
+		endpoints.Skipped = res.Skipped
+		return res, endpoints, nil
 	}
 	hc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: cfg.OpenSearchClients + 4, ResponseHeaderTimeout: 60 * time.Second}}
 	defer hc.CloseIdleConnections()
 	master, err := masterNode(ctx, hc, st.OpenSearchURLs[0])
 	if err != nil {
-		return res, err
+		return res, endpoints, err
 	}
 	// Degrade the last node that is not the elected master; coordinate on
 	// the first other node.
@@ -62,15 +65,29 @@ func runOpenSearch(ctx context.Context, cfg Config, st *localstack.State, rep *b
 	base := st.OpenSearchURLs[coordinator]
 	index := "replbench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	if err := loadShops(ctx, hc, base, index, cfg, out); err != nil {
-		return res, err
+		return res, endpoints, err
 	}
 	defer doJSON(context.Background(), hc, http.MethodDelete, base+"/"+index, nil, nil)
-	defer osread.SetAdaptiveReplicaSelection(context.Background(), hc, base, true) // OpenSearch's default
-
 	pid, err := componentPID(st, degradedName)
 	if err != nil {
-		return res, err
+		return res, endpoints, err
 	}
+	if res, err = compareARS(ctx, cfg, hc, base, index, degradedName, pid, coordinator, rep, out); err != nil {
+		return res, endpoints, err
+	}
+	victim := endpointVictim{name: degradedName, url: st.OpenSearchURLs[degraded], pid: pid}
+	endpoints, err = compareEndpoints(ctx, cfg, st.OpenSearchURLs, index, victim, rep, out)
+	return res, endpoints, err
+}
+
+// compareARS compares shard-copy ARS on and off with node degradedName
+// (process pid) limited by a CPU quota. Searches go to a healthy
+// coordinating node (base, node number coordinator+1), so only the choice
+// of shard copies differs between the sides. ARS is on again when it
+// returns.
+func compareARS(ctx context.Context, cfg Config, hc *http.Client, base, index, degradedName string, pid, coordinator int, rep *bench.Report, out io.Writer) (ARSResult, error) {
+	var res ARSResult
+	defer osread.SetAdaptiveReplicaSelection(context.Background(), hc, base, true) // OpenSearch's default
 	limit, err := LimitCPU(pid, cfg.OpenSearchDegradePercent)
 	if err != nil {
 		return res, err

@@ -15,11 +15,15 @@
 // side's round, then not. Each scenario reports C3 / round-robin and C3 /
 // the best peer (the peer with the most reads/s).
 //
-// OpenSearch part: a 3-node cluster, an index with 3 shards × 2 replicas (a
-// copy of every shard on every node), one node that neither coordinates nor
-// is the elected master limited the same way, and a search mix sent to a
-// healthy coordinating node with OpenSearch's shard-copy ARS on and off,
-// interleaved.
+// OpenSearch parts: a 3-node cluster, an index with 3 shards × 2 replicas
+// (a copy of every shard on every node), and a victim node that is not the
+// elected master. ARS: the victim limited the same way, and a search mix
+// sent to a healthy coordinating node with OpenSearch's shard-copy ARS on
+// and off, interleaved. Endpoints: the same search mix sent through
+// replica/osread's Transport over the three nodes' HTTP endpoints, one
+// Transport per policy (C3 as osread ships it, its Redis tuning, every
+// peer), interleaved, in the same four scenarios with the victim's JVM as
+// the degraded, stalled or recovering process.
 //
 // Main invariant: every ratio in the Summary compares two sides measured in
 // the same process and the same rounds (C3 / round-robin, C3 / best peer,
@@ -78,14 +82,17 @@ type Config struct {
 	// StallFor and StallEvery shape the stalled scenario: replica 1 is
 	// stopped (SIGSTOP) for StallFor every StallEvery.
 	StallFor, StallEvery time.Duration
-	// SkipOpenSearch leaves out the OpenSearch ARS part.
-	SkipOpenSearch bool
-	// OpenSearchDocs, OpenSearchClients, OpenSearchRoundDuration and
-	// OpenSearchDegradePercent size the OpenSearch part.
-	OpenSearchDocs           int
-	OpenSearchClients        int
-	OpenSearchRoundDuration  time.Duration
-	OpenSearchDegradePercent int
+	// SkipRedis leaves out the Redis part; SkipOpenSearch both OpenSearch
+	// parts (shard-copy ARS and endpoints).
+	SkipRedis, SkipOpenSearch bool
+	// OpenSearchDocs, OpenSearchClients, OpenSearchRoundDuration (per ARS
+	// side per round), OpenSearchEndpointRoundDuration (per endpoint policy
+	// per round) and OpenSearchDegradePercent size the OpenSearch parts.
+	OpenSearchDocs                  int
+	OpenSearchClients               int
+	OpenSearchRoundDuration         time.Duration
+	OpenSearchEndpointRoundDuration time.Duration
+	OpenSearchDegradePercent        int
 	// ReportDir receives replicas.html and replicas.json.
 	ReportDir string
 	// Seed makes the read mix reproducible.
@@ -121,6 +128,9 @@ func (c Config) WithDefaults() Config {
 	setInt(&c.OpenSearchDocs, 5_000, 20_000)
 	setInt(&c.OpenSearchClients, 16, 16)
 	setDur(&c.OpenSearchRoundDuration, 5*time.Second, 15*time.Second)
+	// Eight endpoint sides × 4 scenarios: 3 s rounds keep the quick
+	// profile's endpoint part near 7 minutes.
+	setDur(&c.OpenSearchEndpointRoundDuration, 3*time.Second, 8*time.Second)
 	setInt(&c.OpenSearchDegradePercent, 10, 10)
 	setDur(&c.StallFor, 200*time.Millisecond, 200*time.Millisecond)
 	setDur(&c.StallEvery, 2*time.Second, 2*time.Second)
@@ -161,7 +171,7 @@ func (c Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"round-duration", c.RoundDuration}, {"opensearch-round-duration", c.OpenSearchRoundDuration}} {
+	}{{"round-duration", c.RoundDuration}, {"opensearch-round-duration", c.OpenSearchRoundDuration}, {"opensearch-endpoint-round-duration", c.OpenSearchEndpointRoundDuration}} {
 		if d.v < 100*time.Millisecond || d.v > 10*time.Minute {
 			errs = append(errs, fmt.Errorf("%s: got %s, allowed: 100ms..10m", d.name, d.v))
 		}
@@ -173,6 +183,9 @@ func (c Config) Validate() error {
 		if p.v < 1 || p.v > 100 {
 			errs = append(errs, fmt.Errorf("%s: got %d, allowed: 1..100 (%% of one core)", p.name, p.v))
 		}
+	}
+	if c.SkipRedis && c.SkipOpenSearch {
+		errs = append(errs, errors.New("skip-redis and skip-opensearch: got both, nothing would run; leave out one"))
 	}
 	if c.StallFor <= 0 || c.StallFor >= c.StallEvery {
 		errs = append(errs, fmt.Errorf("stall-for: got %s, allowed: more than 0 and less than stall-every (%s)", c.StallFor, c.StallEvery))
@@ -201,11 +214,13 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Rounds, "rounds", c.Rounds, "interleaved rounds (0: the profile's)")
 	fs.DurationVar(&c.RoundDuration, "round-duration", c.RoundDuration, "time per policy per round (0: the profile's)")
 	fs.IntVar(&c.DegradePercent, "degrade-percent", c.DegradePercent, "CPU quota of the degraded Redis replica, % of one core (0: 10)")
-	fs.BoolVar(&c.SkipOpenSearch, "skip-opensearch", c.SkipOpenSearch, "leave out the OpenSearch ARS part")
+	fs.BoolVar(&c.SkipRedis, "skip-redis", c.SkipRedis, "leave out the Redis part (run only the OpenSearch ARS and endpoint parts)")
+	fs.BoolVar(&c.SkipOpenSearch, "skip-opensearch", c.SkipOpenSearch, "leave out the OpenSearch parts (shard-copy ARS and endpoints)")
 	fs.IntVar(&c.OpenSearchDocs, "opensearch-docs", c.OpenSearchDocs, "documents in the OpenSearch index (0: the profile's)")
 	fs.IntVar(&c.OpenSearchClients, "opensearch-clients", c.OpenSearchClients, "concurrent OpenSearch searchers (0: 16)")
 	fs.DurationVar(&c.OpenSearchRoundDuration, "opensearch-round-duration", c.OpenSearchRoundDuration, "time per ARS side per round (0: the profile's)")
-	fs.IntVar(&c.OpenSearchDegradePercent, "opensearch-degrade-percent", c.OpenSearchDegradePercent, "CPU quota of the degraded OpenSearch node, % of one core (0: 10)")
+	fs.DurationVar(&c.OpenSearchEndpointRoundDuration, "opensearch-endpoint-round-duration", c.OpenSearchEndpointRoundDuration, "time per endpoint policy per round (0: the profile's)")
+	fs.IntVar(&c.OpenSearchDegradePercent, "opensearch-degrade-percent", c.OpenSearchDegradePercent, "CPU quota of the degraded or recovering OpenSearch node, % of one core (0: 10)")
 	fs.BoolVar(&c.NoAblations, "no-ablations", c.NoAblations, "leave out the variants of C3 (c3-psi, c3-concentrate, c3-hedge)")
 	fs.Float64Var(&c.HedgeBudget, "hedge-budget", c.HedgeBudget, "hedge budget of the hedged C3 variants, a fraction of reads (0: 0.05)")
 	fs.DurationVar(&c.StallFor, "stall-for", c.StallFor, "stalled scenario: how long replica 1 is stopped each time (0: 200ms)")
@@ -330,16 +345,23 @@ type ARSResult struct {
 
 // Summary is the JSON object the benchmark prints as its last stdout line.
 type Summary struct {
-	Bench         string    `json:"bench"`
-	Profile       string    `json:"profile"`
-	Healthy       Scenario  `json:"healthy"`
-	Degraded      Scenario  `json:"degraded"`
-	Stalled       Scenario  `json:"stalled"`
-	Recovering    Scenario  `json:"recovering"`
+	Bench   string `json:"bench"`
+	Profile string `json:"profile"`
+	// The Redis scenarios and sizes; absent when the Redis part was
+	// skipped (RedisSkipped).
+	Healthy       Scenario  `json:"healthy,omitzero"`
+	Degraded      Scenario  `json:"degraded,omitzero"`
+	Stalled       Scenario  `json:"stalled,omitzero"`
+	Recovering    Scenario  `json:"recovering,omitzero"`
 	OpenSearchARS ARSResult `json:"opensearch_ars"`
-	Clients       int       `json:"clients"`
-	Timelines     int       `json:"timelines"`
-	Entries       int       `json:"entries_per_timeline"`
+	// OpenSearchEndpoints is the four scenarios on the OpenSearch
+	// endpoints (osread), every policy interleaved.
+	OpenSearchEndpoints EndpointsResult `json:"opensearch_endpoints"`
+	// RedisSkipped says why the Redis scenarios are empty, if they are.
+	RedisSkipped string `json:"redis_skipped,omitempty"`
+	Clients      int    `json:"clients,omitzero"`
+	Timelines    int    `json:"timelines,omitzero"`
+	Entries      int    `json:"entries_per_timeline,omitzero"`
 	// Targets are judged on the ratios' intervals; see targets.
 	Targets bench.Targets `json:"targets"`
 	Report  string        `json:"report"`
@@ -355,26 +377,33 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	if !containsPolicy(cfg.Policies, replica.PolicyRoundRobin) {
 		cfg.Policies = append(cfg.Policies, replica.PolicyRoundRobin)
 	}
-	// Without a given stack, the Redis part runs on a stack with a single
-	// idle OpenSearch node and the OpenSearch part on a second stack with
-	// three: three JVMs beside the Redis servers would take the CPU the Redis
-	// comparison measures (2 cores).
-	st, stop, err := openStack(ctx, cfg, 1, out)
-	if err != nil {
-		return Summary{}, err
+	sum := Summary{Bench: "replicas", Profile: string(cfg.Profile)}
+	rep := bench.NewReport("replicas", "Adaptive replica selection (C3) vs every peer policy on Redis replicas and OpenSearch endpoints, and OpenSearch ARS", bench.CommandLine())
+	var err error
+	if cfg.SkipRedis {
+		sum.RedisSkipped = "skipped by --skip-redis"
+	} else {
+		// Without a given stack, the Redis part runs on a stack with a
+		// single idle OpenSearch node and the OpenSearch parts on a second
+		// stack with three: three JVMs beside the Redis servers would take
+		// the CPU the Redis comparison measures (2 cores).
+		sum.Clients, sum.Timelines, sum.Entries = cfg.Clients, cfg.Users, cfg.EntriesPerUser
+		st, stop, serr := openStack(ctx, cfg, 1, out)
+		if serr != nil {
+			return Summary{}, serr
+		}
+		err = runRedis(ctx, cfg, st, &sum, rep, out)
+		stop()
 	}
-	sum, rep, err := runRedis(ctx, cfg, st, out)
-	stop()
 	if err == nil {
 		if cfg.SkipOpenSearch {
 			sum.OpenSearchARS.Skipped = "skipped by --skip-opensearch"
+			sum.OpenSearchEndpoints.Skipped = "skipped by --skip-opensearch"
 		} else {
-			osStack, stopOS := st, func() {}
-			if cfg.StateDir == "" {
-				osStack, stopOS, err = openStack(ctx, cfg, 3, out)
-			}
-			if err == nil {
-				sum.OpenSearchARS, err = runOpenSearch(ctx, cfg, osStack, rep, out)
+			var osStack *localstack.State
+			var stopOS func()
+			if osStack, stopOS, err = openStack(ctx, cfg, 3, out); err == nil {
+				sum.OpenSearchARS, sum.OpenSearchEndpoints, err = runOpenSearch(ctx, cfg, osStack, rep, out)
 				stopOS()
 			}
 		}
@@ -390,13 +419,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	return sum, bench.PrintSummary(out, sum) // the last line of out
 }
 
-// runRedis runs the Redis part on a running stack and starts the report.
-func runRedis(ctx context.Context, cfg Config, st *localstack.State, out io.Writer) (Summary, *bench.Report, error) {
+// runRedis runs the Redis part on a running stack into sum and rep.
+func runRedis(ctx context.Context, cfg Config, st *localstack.State, sum *Summary, rep *bench.Report, out io.Writer) error {
 	var err error
-	sum := Summary{Bench: "replicas", Profile: string(cfg.Profile), Clients: cfg.Clients, Timelines: cfg.Users, Entries: cfg.EntriesPerUser}
-	rep := bench.NewReport("replicas", "Adaptive replica selection (C3) vs Redis client policies, and OpenSearch ARS", bench.CommandLine())
 	if len(st.RedisReplicaAddrs) < 3 {
-		return sum, rep, fmt.Errorf("replbench: stack in %s has %d Redis replicas, need 3 (baedal up --redis-replicas 3)", st.StateDir, len(st.RedisReplicaAddrs))
+		return fmt.Errorf("replbench: stack in %s has %d Redis replicas, need 3 (baedal up --redis-replicas 3)", st.StateDir, len(st.RedisReplicaAddrs))
 	}
 	rep.Add(bench.Section{Title: "Setup", Text: fmt.Sprintf(
 		"Redis: one primary and 3 read replicas on loopback; %d timelines × %d entries (sorted sets) loaded into the primary and replicated. "+
@@ -408,7 +435,7 @@ func runRedis(ctx context.Context, cfg Config, st *localstack.State, out io.Writ
 
 	prefix := "tl:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
 	if err := loadTimelines(ctx, st, prefix, cfg, out); err != nil {
-		return sum, rep, err
+		return err
 	}
 	rcfg := backend.Defaults().Redis
 	rcfg.Addr, rcfg.ReplicaAddrs = st.RedisAddr, st.RedisReplicaAddrs[:3]
@@ -416,15 +443,15 @@ func runRedis(ctx context.Context, cfg Config, st *localstack.State, out io.Writ
 
 	pid, err := componentPID(st, "redis-replica-1")
 	if err != nil {
-		return sum, rep, err
+		return err
 	}
 	sum.Healthy, err = runScenario(ctx, cfg, rcfg, prefix, scenarioHealthy, "none", nil, nil, rep, out)
 	if err != nil {
-		return sum, rep, err
+		return err
 	}
 	limit, err := LimitCPU(pid, cfg.DegradePercent)
 	if err != nil {
-		return sum, rep, err
+		return err
 	}
 	sum.Degraded, err = runScenario(ctx, cfg, rcfg, prefix, scenarioDegraded,
 		fmt.Sprintf("replica 1 (%s, pid %d) limited to %d%% of one core (cgroup-v1 cpu quota)", rcfg.ReplicaAddrs[0], pid, cfg.DegradePercent), limit, nil, rep, out)
@@ -432,34 +459,41 @@ func runRedis(ctx context.Context, cfg Config, st *localstack.State, out io.Writ
 		err = rerr
 	}
 	if err != nil {
-		return sum, rep, err
+		return err
 	}
 	stalls := 0
 	sum.Stalled, err = runScenario(ctx, cfg, rcfg, prefix, scenarioStalled,
 		fmt.Sprintf("replica 1 (%s, pid %d) stopped (SIGSTOP) for %s every %s, the first %s into each round", rcfg.ReplicaAddrs[0], pid, cfg.StallFor, cfg.StallEvery, min(cfg.StallEvery/5, cfg.RoundDuration/4)),
 		nil, stallCondition(pid, cfg.StallFor, cfg.StallEvery, &stalls), rep, out)
 	if err != nil {
-		return sum, rep, err
+		return err
 	}
 	sum.Stalled.Degradation += fmt.Sprintf("; %d stalls in all", stalls)
 	sum.Recovering, err = runScenario(ctx, cfg, rcfg, prefix, scenarioRecovering,
 		fmt.Sprintf("replica 1 (%s, pid %d) limited to %d%% of one core for the first half of each round, then not", rcfg.ReplicaAddrs[0], pid, cfg.DegradePercent),
 		nil, recoverCondition(pid, cfg.DegradePercent), rep, out)
 	if err != nil {
-		return sum, rep, err
+		return err
 	}
-	return sum, rep, nil
+	return nil
 }
 
 // writeReport adds the targets, writes the HTML report and returns its path.
 func writeReport(rep *bench.Report, sum Summary, dir string) (string, error) {
 	var figures []bench.Figure
-	for _, sc := range sum.scenarios() {
-		figures = append(figures, sc.s.figures(sc.name+" vs round-robin")...)
-		figures = append(figures, sc.s.VsBestPeer.figures(sc.name+" vs "+sc.s.BestPeer)...)
+	if sum.RedisSkipped == "" {
+		for _, sc := range sum.scenarios() {
+			figures = append(figures, sc.s.figures(sc.name+" vs round-robin")...)
+			figures = append(figures, sc.s.VsBestPeer.figures(sc.name+" vs "+sc.s.BestPeer)...)
+		}
 	}
 	if sum.OpenSearchARS.Skipped == "" {
 		figures = append(figures, sum.OpenSearchARS.figures("ARS")...)
+	}
+	if sum.OpenSearchEndpoints.Skipped == "" {
+		for _, sc := range sum.OpenSearchEndpoints.scenarios() {
+			figures = append(figures, sc.s.VsBestPeer.figures("OpenSearch endpoints "+sc.name+" vs "+sc.s.BestPeer)...)
+		}
 	}
 	rep.Add(bench.IntervalSection(figures))
 	rep.Add(bench.TargetsSection(sum.Targets))
@@ -492,16 +526,26 @@ func (s Summary) scenarios() []namedScenario {
 // degraded, p99.9 at most 0.5. C3 / round-robin: with a replica degraded,
 // throughput at least 2.5 times and p99 at most 0.3 times round-robin's;
 // all healthy, no loss (throughput at least 0.97, every latency percentile
-// at most 1.03).
+// at most 1.03). The OpenSearch endpoints have the targets against the
+// best peer (endpointTargets). A part that was skipped has none.
 func targets(s Summary) bench.Targets {
+	t := bench.Targets{}
+	if s.OpenSearchEndpoints.Skipped == "" {
+		endpointTargets(s.OpenSearchEndpoints, t)
+	}
+	if s.RedisSkipped != "" {
+		return t
+	}
 	d, h := s.Degraded, s.Healthy
-	t := bench.Targets{
+	for name, v := range map[string]bench.TargetResult{
 		"degraded.throughput_ratio": bench.AtLeast(2.5).Evaluate(d.ThroughputRatio, d.ThroughputRatioCI95),
 		"degraded.p99_ratio":        bench.AtMost(0.3).Evaluate(d.P99Ratio, d.P99RatioCI95),
 		"healthy.throughput_ratio":  bench.AtLeast(0.97).Evaluate(h.ThroughputRatio, h.ThroughputRatioCI95),
 		"healthy.p50_ratio":         bench.AtMost(1.03).Evaluate(h.P50Ratio, h.P50RatioCI95),
 		"healthy.p90_ratio":         bench.AtMost(1.03).Evaluate(h.P90Ratio, h.P90RatioCI95),
 		"healthy.p99_ratio":         bench.AtMost(1.03).Evaluate(h.P99Ratio, h.P99RatioCI95),
+	} {
+		t[name] = v
 	}
 	for _, sc := range s.scenarios() {
 		v := sc.s.VsBestPeer
@@ -513,8 +557,8 @@ func targets(s Summary) bench.Targets {
 }
 
 func targetsText(s Summary) string {
-	return fmt.Sprintf("OpenSearch ARS on/off with one node degraded: throughput %.3f, p50 %.3f, p90 %.3f, p99 %.3f (write-up: +113%% throughput, p90 −65%%, p99 −61%%; no target).",
-		s.OpenSearchARS.ThroughputRatio, s.OpenSearchARS.P50Ratio, s.OpenSearchARS.P90Ratio, s.OpenSearchARS.P99Ratio)
+	return fmt.Sprintf("OpenSearch ARS on/off with one node degraded: throughput %.3f, p50 %.3f, p90 %.3f, p99 %.3f (write-up: +113%% throughput, p90 −65%%, p99 −61%%; no target).\n\n%s",
+		s.OpenSearchARS.ThroughputRatio, s.OpenSearchARS.P50Ratio, s.OpenSearchARS.P90Ratio, s.OpenSearchARS.P99Ratio, endpointsText(s.OpenSearchEndpoints))
 }
 
 // openStack returns the stack to use and a function that stops it if Run
@@ -607,7 +651,6 @@ func runScenario(ctx context.Context, cfg Config, rcfg backend.RedisConfig, pref
 	sc := Scenario{Degradation: degradation, Policies: map[string]PolicyResult{}}
 	list := contenders(cfg)
 	clients := make([]*redisread.ReadClient, len(list))
-	results := make([]bench.LoadResult, len(list))
 	defer func() {
 		for _, c := range clients {
 			if c != nil {
@@ -615,92 +658,38 @@ func runScenario(ctx context.Context, cfg Config, rcfg backend.RedisConfig, pref
 			}
 		}
 	}()
-	var sides []bench.Side
 	for i, k := range list {
 		c, err := redisread.Open(rcfg, k.readConfig(cfg, name), nil, nil)
 		if err != nil {
 			return sc, err
 		}
 		clients[i] = c
-		sides = append(sides, bench.Side{Name: k.name, Run: func(round int) error {
-			fmt.Fprintf(out, "%s: round %d: %s\n", name, round+1, k.name)
-			end := func() error { return nil }
-			if cond != nil {
-				var err error
-				if end, err = cond(ctx, cfg.RoundDuration); err != nil {
-					return err
-				}
-			}
-			r := bench.RunClosedLoop(ctx, cfg.Clients, cfg.RoundDuration, timelineReader(c, prefix, cfg, round))
-			results[i].Merge(r)
-			return errors.Join(end(), ctx.Err())
-		}})
 	}
-	var throttledBefore uint64
-	if limit != nil {
-		throttledBefore, _ = limit.throttledTime()
-	}
-	if err := bench.Interleave(cfg.Rounds, sides...); err != nil {
+	loads, throttled, err := interleaveContenders(ctx, cfg.Rounds, cfg.RoundDuration, name, list, limit, cond, func(i, round int) bench.LoadResult {
+		return bench.RunClosedLoop(ctx, cfg.Clients, cfg.RoundDuration, timelineReader(clients[i], prefix, cfg, round))
+	}, out)
+	if err != nil {
 		return sc, err
 	}
-	if limit != nil {
-		after, err := limit.throttledTime()
-		if err == nil {
-			sc.Degradation += fmt.Sprintf("; the kernel throttled it for %.1f s in total", float64(after-throttledBefore)/1e9)
-		}
-	}
-	var ours, rr, best bench.LoadResult
-	table := bench.Table{Header: []string{"policy", "throughput (ops/s)", "errors", "p50 (ms)", "p90 (ms)", "p99 (ms)", "p99.9 (ms)", "replica shares", "hedges"}}
-	var names []string
-	var recorders []*bench.LatencyRecorder
-	var bars []bench.Series
-	for i, k := range list {
-		res := results[i]
+	sc.Degradation += throttled
+	results := make([]sideResult, len(list))
+	for i := range list {
 		status := clients[i].Status()
-		shares := make([]float64, len(status.Replicas))
-		var shareText []string
-		for j, r := range status.Replicas {
-			shares[j] = round3(r.Share)
-			shareText = append(shareText, fmt.Sprintf("%.0f%%", r.Share*100))
-		}
-		sc.Policies[k.name] = PolicyResult{LoadSummary: res.Summary(), Shares: shares, Hedges: status.Hedges}
-		hedges := "—"
-		if h := status.Hedges; h != nil && h.Reads > 0 {
-			hedges = fmt.Sprintf("%.2f%% (%d won)", 100*float64(h.Hedges)/float64(h.Reads), h.HedgeWins)
-		}
-		s := res.Latency.Summary()
-		table.Rows = append(table.Rows, []string{k.name, fmt.Sprintf("%.0f", res.Throughput()), strconv.FormatInt(res.Errors, 10),
-			fmt.Sprintf("%.3f", s.P50Ms), fmt.Sprintf("%.3f", s.P90Ms), fmt.Sprintf("%.3f", s.P99Ms), fmt.Sprintf("%.3f", s.P999Ms), strings.Join(shareText, " / "), hedges})
-		names = append(names, k.name)
-		recorders = append(recorders, res.Latency)
-		bars = append(bars, bench.Series{Name: k.name, X: []float64{float64(i)}, Y: []float64{res.Throughput()}, Labels: []string{k.name}})
-		switch {
-		case k.name == oursName:
-			ours = res
-		case k.ours:
-		default:
-			if k.policy == replica.PolicyRoundRobin {
-				rr = res
-			}
-			if sc.BestPeer == "" || res.Throughput() > best.Throughput() {
-				sc.BestPeer, best = k.name, res
-			}
+		results[i] = sideResult{load: loads[i], hedges: status.Hedges}
+		for _, r := range status.Replicas {
+			results[i].shares = append(results[i].shares, r.Share)
 		}
 	}
-	sc.Ratios = ratios(ours, rr, cfg.Seed)
-	sc.VsBestPeer = ratios(ours, best, cfg.Seed)
-	cmp := bench.CompareLoad(sc.BestPeer, best, oursName, ours)
+	table, charts := compareContenders(&sc, list, results, cfg.Seed, "replica shares", "Timeline read latency, "+name, "Throughput, "+name)
 	rep.Add(bench.Section{
 		Title: "Redis timelines, " + name,
 		Text: fmt.Sprintf("Degradation: %s.\n\nC3 / round-robin: throughput %.3f, p50 %.3f, p90 %.3f, p99 %.3f. C3 / the best peer (%s): throughput %.3f, p99 %.3f, p99.9 %.3f. "+
 			"Replica shares are the fraction of reads each policy sent to replicas 1 / 2 / 3 (replica 1 is the one degraded or stalled). c3-psi, c3-concentrate and c3-hedge are C3 variants: ranked by Ψ instead of peak-EWMA latency × (in-flight+1); every read sent to one home replica (lowest ping, not ejected); with hedged reads (a read late past its replica's p95 while that replica answers nothing is sent to the next-best; at most 5%% of reads).",
 			sc.Degradation, sc.ThroughputRatio, sc.P50Ratio, sc.P90Ratio, sc.P99Ratio, sc.BestPeer, sc.VsBestPeer.ThroughputRatio, sc.VsBestPeer.P99Ratio, sc.VsBestPeer.P999Ratio),
-		Table: &table,
-		Charts: []bench.Chart{
-			bench.LatencyCDF("Timeline read latency, "+name, names, recorders),
-			{Title: "Throughput, " + name, Kind: bench.BarChart, YLabel: "reads/s", Series: bars},
-		},
+		Table:  &table,
+		Charts: charts,
 	})
+	cmp := bench.CompareLoad(sc.BestPeer, findLoad(list, results, sc.BestPeer), oursName, findLoad(list, results, oursName))
 	rep.Add(bench.Section{Title: "C3 vs the best peer, " + name, Table: &cmp})
 	return sc, nil
 }

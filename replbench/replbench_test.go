@@ -3,6 +3,7 @@ package replbench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -29,6 +30,8 @@ func TestConfigValidateNamesTheFlag(t *testing.T) {
 		{Config{RoundDuration: time.Millisecond}, "round-duration: got 1ms, allowed: 100ms..10m"},
 		{Config{Policies: []replica.PolicyName{"fastest"}}, "allowed: c3, round-robin, random, lowest-ping, lowest-ping-tolerance, peak-ewma, least-request"},
 		{Config{StallFor: 3 * time.Second}, "stall-for: got 3s, allowed: more than 0 and less than stall-every (2s)"},
+		{Config{OpenSearchEndpointRoundDuration: time.Millisecond}, "opensearch-endpoint-round-duration: got 1ms, allowed: 100ms..10m"},
+		{Config{SkipRedis: true, SkipOpenSearch: true}, "skip-redis and skip-opensearch: got both"},
 	}
 	for _, c := range cases {
 		err := c.cfg.Validate()
@@ -98,8 +101,9 @@ func TestLimitCPUThrottlesARealProcess(t *testing.T) {
 	}
 }
 
-// TestBenchmarkSmoke runs the whole benchmark, Redis and OpenSearch parts,
-// at a tiny size on a dedicated stack and checks the summary's keys.
+// TestBenchmarkSmoke runs the whole benchmark, Redis and both OpenSearch
+// parts (ARS, endpoints), at a tiny size on dedicated stacks and checks the
+// summary's keys and that every interval holds its point, not the figures.
 func TestBenchmarkSmoke(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testenv.Unavailable(t, fmt.Errorf("the benchmark degrades a server with a cgroup CPU quota, which needs root (euid %d)", os.Geteuid()))
@@ -110,7 +114,8 @@ func TestBenchmarkSmoke(t *testing.T) {
 		Users: 200, EntriesPerUser: 50, Clients: 8, Rounds: 2, RoundDuration: 300 * time.Millisecond,
 		Policies:       []replica.PolicyName{replica.PolicyC3, replica.PolicyRoundRobin},
 		OpenSearchDocs: 300, OpenSearchClients: 2, OpenSearchRoundDuration: 300 * time.Millisecond,
-		ReportDir: t.TempDir(),
+		OpenSearchEndpointRoundDuration: 300 * time.Millisecond,
+		ReportDir:                       t.TempDir(),
 	}
 	var out bytes.Buffer
 	sum, err := Run(ctx, cfg, &out)
@@ -125,22 +130,52 @@ func TestBenchmarkSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ratioKeys []string
-	for _, part := range []string{"healthy", "degraded", "stalled", "recovering", "opensearch_ars",
-		"healthy.vs_best_peer", "degraded.vs_best_peer", "stalled.vs_best_peer", "recovering.vs_best_peer"} {
+	parts := []string{"opensearch_ars"}
+	for _, sc := range []string{"healthy", "degraded", "stalled", "recovering"} {
+		parts = append(parts, sc, sc+".vs_best_peer", "opensearch_endpoints."+sc, "opensearch_endpoints."+sc+".vs_best_peer")
+	}
+	for _, part := range parts {
 		for _, k := range []string{"throughput_ratio", "p50_ratio", "p90_ratio", "p99_ratio", "p999_ratio"} {
 			ratioKeys = append(ratioKeys, part+"."+k)
 		}
 	}
 	keys := append([]string{"bench", "degraded.policies.c3.latency.p99_ms", "degraded.policies.round-robin.replica_shares",
-		"stalled.policies.c3-hedge.hedges.hedges", "stalled.best_peer", "opensearch_ars.ars_on.latency.p99_ms"}, ratioKeys...)
+		"stalled.policies.c3-hedge.hedges.hedges", "stalled.best_peer", "opensearch_ars.ars_on.latency.p99_ms",
+		"opensearch_endpoints.victim", "opensearch_endpoints.endpoints", "opensearch_endpoints.degraded.best_peer",
+		"opensearch_endpoints.degraded.policies.c3.latency.p99_ms", "opensearch_endpoints.stalled.policies.c3-peak-cost.replica_shares",
+		"opensearch_endpoints.recovering.policies.round-robin.replica_shares"}, ratioKeys...)
 	if missing := bench.MissingKeys(parsed, keys...); len(missing) > 0 {
 		t.Fatalf("summary lacks %v:\n%s", missing, out.String())
 	}
 	if problems := bench.IntervalProblems(parsed, ratioKeys...); len(problems) > 0 {
 		t.Errorf("intervals: %q", problems)
 	}
-	if len(sum.Targets) != 15 {
-		t.Errorf("targets %v, want 15 (6 against round-robin, 9 against the best peer)", sum.Targets)
+	if len(sum.Targets) != 24 {
+		t.Errorf("targets %v, want 24 (Redis: 6 against round-robin, 9 against the best peer; OpenSearch endpoints: 9 against the best peer)", sum.Targets)
+	}
+	if _, ok := sum.Targets["opensearch_endpoints.degraded.vs_best_peer.p999_ratio"]; !ok {
+		t.Errorf("targets %v lack opensearch_endpoints.degraded.vs_best_peer.p999_ratio", sum.Targets)
+	}
+	ep := sum.OpenSearchEndpoints
+	if ep.Skipped != "" || len(ep.Endpoints) != 3 {
+		t.Fatalf("OpenSearch endpoint part: skipped %q, endpoints %v; want 3 endpoints", ep.Skipped, ep.Endpoints)
+	}
+	for _, sc := range ep.scenarios() {
+		if sc.s.BestPeer != "round-robin" {
+			t.Errorf("endpoints %s: best peer %q, want round-robin (the only peer)", sc.name, sc.s.BestPeer)
+		}
+		for _, side := range []string{"c3", "c3-peak-cost", "round-robin"} {
+			p, ok := sc.s.Policies[side]
+			if !ok || p.Ops == 0 || len(p.Shares) != 3 {
+				t.Errorf("endpoints %s: side %s = %+v (present %t), want searches and 3 endpoint shares", sc.name, side, p, ok)
+			}
+		}
+	}
+	if !strings.Contains(ep.Stalled.Degradation, "SIGSTOP") || strings.Contains(ep.Stalled.Degradation, "; 0 stalls") {
+		t.Errorf("endpoints stalled degradation %q, want SIGSTOP stalls of the victim's JVM", ep.Stalled.Degradation)
+	}
+	if !strings.Contains(ep.Degraded.Degradation, "throttled it for") {
+		t.Errorf("endpoints degraded degradation %q, want the kernel's throttled time", ep.Degraded.Degradation)
 	}
 	for _, sc := range sum.scenarios() {
 		if sc.s.BestPeer != "round-robin" { // the only peer in this run
@@ -157,7 +192,8 @@ func TestBenchmarkSmoke(t *testing.T) {
 		t.Fatalf("bench = %v, want replicas", parsed["bench"])
 	}
 	for name, r := range map[string]Ratios{"healthy": sum.Healthy.Ratios, "degraded": sum.Degraded.Ratios, "stalled": sum.Stalled.Ratios,
-		"recovering": sum.Recovering.Ratios, "opensearch_ars": sum.OpenSearchARS.Ratios} {
+		"recovering": sum.Recovering.Ratios, "opensearch_ars": sum.OpenSearchARS.Ratios,
+		"opensearch_endpoints.healthy": ep.Healthy.Ratios, "opensearch_endpoints.degraded": ep.Degraded.Ratios} {
 		if r.ThroughputRatio <= 0 || r.P99Ratio <= 0 {
 			t.Errorf("%s ratios %+v: a side measured nothing", name, r)
 		}
@@ -165,10 +201,92 @@ func TestBenchmarkSmoke(t *testing.T) {
 	if sum.OpenSearchARS.Skipped != "" {
 		t.Errorf("OpenSearch part skipped: %s", sum.OpenSearchARS.Skipped)
 	}
-	if _, err := os.Stat(filepath.Join(cfg.ReportDir, "replicas.html")); err != nil {
+	html, err := os.ReadFile(filepath.Join(cfg.ReportDir, "replicas.html"))
+	if err != nil {
 		t.Errorf("no HTML report: %v", err)
+	}
+	for _, section := range []string{"Redis timelines, stalled", "OpenSearch shard-copy ARS", "OpenSearch endpoints, degraded", "C3 vs the best peer on the OpenSearch endpoints, recovering"} {
+		if !strings.Contains(string(html), section) {
+			t.Errorf("HTML report lacks the section %q", section)
+		}
 	}
 	if !strings.Contains(sum.Degraded.Degradation, "limited to 10% of one core") {
 		t.Errorf("degradation %q, want the 10%% CPU quota", sum.Degraded.Degradation)
+	}
+}
+
+// TestEndpointContendersAreOsreadAsShippedAndEveryPeer checks the sides of
+// the OpenSearch endpoint comparison: c3 configured as osread ships it (Ψ
+// rank, its sampler on), the Redis-tuned variant, and each peer without a
+// sampler.
+func TestEndpointContendersAreOsreadAsShippedAndEveryPeer(t *testing.T) {
+	cfg := Config{}.WithDefaults()
+	list := endpointContenders(cfg)
+	var names []string
+	for _, k := range list {
+		names = append(names, k.name)
+	}
+	want := []string{"c3", "c3-peak-cost", "round-robin", "random", "lowest-ping", "lowest-ping-tolerance", "peak-ewma", "least-request"}
+	if strings.Join(names, ",") != strings.Join(want, ",") {
+		t.Fatalf("endpoint contenders %v, want %v", names, want)
+	}
+	for _, k := range list {
+		oc := k.endpointConfig(cfg, scenarioDegraded).WithDefaults()
+		if err := oc.Validate(); err != nil {
+			t.Errorf("%s: %v", k.name, err)
+		}
+		if oc.Policy.Policy != k.policy {
+			t.Errorf("%s: policy %s, want %s", k.name, oc.Policy.Policy, k.policy)
+		}
+		if sampled := oc.SampleInterval > 0; sampled != k.ours {
+			t.Errorf("%s: sample interval %s, want a sampler exactly for our selector", k.name, oc.SampleInterval)
+		}
+		if oc.Policy.PeakCost != (k.name == "c3-peak-cost") {
+			t.Errorf("%s: PeakCost %t, want it only on c3-peak-cost (osread ships C3 with Ψ)", k.name, oc.Policy.PeakCost)
+		}
+	}
+	if got := endpointContenders(Config{NoAblations: true, Policies: []replica.PolicyName{replica.PolicyRoundRobin}}); len(got) != 2 {
+		t.Errorf("no ablations, round-robin only: %d contenders %+v, want c3 and round-robin", len(got), got)
+	}
+}
+
+// TestTargetsOfSkippedPartsAreLeftOut checks that a part that did not run
+// gets no targets and that the endpoint part gets the best-peer targets.
+func TestTargetsOfSkippedPartsAreLeftOut(t *testing.T) {
+	onlyEndpoints := targets(Summary{RedisSkipped: "skipped by --skip-redis"})
+	if len(onlyEndpoints) != 9 {
+		t.Errorf("Redis skipped: %d targets %v, want the endpoint part's 9", len(onlyEndpoints), onlyEndpoints)
+	}
+	for name := range onlyEndpoints {
+		if !strings.HasPrefix(name, "opensearch_endpoints.") {
+			t.Errorf("Redis skipped: target %s, want only opensearch_endpoints.*", name)
+		}
+	}
+	onlyRedis := targets(Summary{OpenSearchEndpoints: EndpointsResult{Skipped: "skipped by --skip-opensearch"}})
+	if len(onlyRedis) != 15 {
+		t.Errorf("OpenSearch skipped: %d targets, want the Redis part's 15", len(onlyRedis))
+	}
+}
+
+// TestSummaryOfASkippedPartHasNoZeroFigures checks that a part that did not
+// run (--skip-redis, --skip-opensearch) prints no zero scenarios that could
+// pass for figures, only why it was skipped.
+func TestSummaryOfASkippedPartHasNoZeroFigures(t *testing.T) {
+	raw, err := json.Marshal(Summary{Bench: "replicas", RedisSkipped: "skipped by --skip-redis",
+		OpenSearchEndpoints: EndpointsResult{Skipped: "skipped by --skip-opensearch"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"healthy", "degraded", "stalled", "recovering", "clients", "timelines"} {
+		if _, ok := top[key]; ok {
+			t.Errorf("summary %s has %s, want no Redis figures when the Redis part was skipped", raw, key)
+		}
+	}
+	if got := string(top["opensearch_endpoints"]); got != `{"skipped":"skipped by --skip-opensearch"}` {
+		t.Errorf("opensearch_endpoints = %s, want only why it was skipped", got)
 	}
 }

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/baedal/baedal/bench"
 	"github.com/baedal/baedal/replica"
 	"github.com/baedal/baedal/replica/redisread"
 )
@@ -20,16 +24,19 @@ const (
 	scenarioRecovering = "recovering"
 )
 
-// contender is one side of the Redis comparison: a policy and how its
-// client is set up.
+// contender is one side of a comparison (Redis replicas or OpenSearch
+// endpoints): a policy and how its client is set up.
 type contender struct {
 	name   string
 	policy replica.PolicyName
 	// ours marks baedal's selector and its variants; peers are the rest.
 	ours bool
 	// psi ranks C3 by Ψ instead of peak-EWMA cost; concentrate sends every
-	// read to one home replica; hedge turns hedged reads on.
+	// read to one home replica; hedge turns hedged reads on (Redis).
 	psi, concentrate, hedge bool
+	// peakCost ranks C3 by peak-EWMA cost with slow-replica ejection, as
+	// redisread ships it (OpenSearch endpoints, where C3 ships with Ψ).
+	peakCost bool
 }
 
 // oursName is the side that is baedal's selector as it ships.
@@ -147,4 +154,112 @@ func recoverCondition(pid, percent int) condition {
 			return errors.Join(removeErr, limit.Remove())
 		}, nil
 	}
+}
+
+// sideResult is what one contender measured over all rounds of a scenario.
+type sideResult struct {
+	load bench.LoadResult
+	// shares is the fraction of requests started on each replica or
+	// endpoint (the victim first).
+	shares []float64
+	// hedges counts hedged reads (hedged Redis variants only).
+	hedges *replica.HedgeStats
+}
+
+// interleaveContenders runs runRound for every contender in every round,
+// interleaved as bench.Interleave does (ABBA), with cond, when not nil,
+// applied around each side's round, and returns each contender's merged
+// rounds. limit, when not nil, is a degradation in force for the whole
+// scenario; throttled then says how long the kernel throttled it.
+func interleaveContenders(ctx context.Context, rounds int, roundDuration time.Duration, scenario string, list []contender, limit *CPULimit, cond condition,
+	runRound func(i, round int) bench.LoadResult, out io.Writer) (loads []bench.LoadResult, throttled string, err error) {
+	loads = make([]bench.LoadResult, len(list))
+	var sides []bench.Side
+	for i, k := range list {
+		sides = append(sides, bench.Side{Name: k.name, Run: func(round int) error {
+			fmt.Fprintf(out, "%s: round %d: %s\n", scenario, round+1, k.name)
+			end := func() error { return nil }
+			if cond != nil {
+				var err error
+				if end, err = cond(ctx, roundDuration); err != nil {
+					return err
+				}
+			}
+			loads[i].Merge(runRound(i, round))
+			return errors.Join(end(), ctx.Err())
+		}})
+	}
+	var throttledBefore uint64
+	if limit != nil {
+		throttledBefore, _ = limit.throttledTime()
+	}
+	if err := bench.Interleave(rounds, sides...); err != nil {
+		return nil, "", err
+	}
+	if limit != nil {
+		if after, err := limit.throttledTime(); err == nil {
+			throttled = fmt.Sprintf("; the kernel throttled it for %.1f s in total", float64(after-throttledBefore)/1e9)
+		}
+	}
+	return loads, throttled, nil
+}
+
+// compareContenders fills sc from the contenders' results: every side's
+// figures, C3 / round-robin, the best peer (the peer with the most
+// operations per second) and C3 / the best peer. It returns the report's
+// table of every side and its latency and throughput charts.
+func compareContenders(sc *Scenario, list []contender, results []sideResult, seed uint64, sharesHeader, latencyTitle, throughputTitle string) (bench.Table, []bench.Chart) {
+	var ours, rr, best bench.LoadResult
+	table := bench.Table{Header: []string{"policy", "throughput (ops/s)", "errors", "p50 (ms)", "p90 (ms)", "p99 (ms)", "p99.9 (ms)", sharesHeader, "hedges"}}
+	var names []string
+	var recorders []*bench.LatencyRecorder
+	var bars []bench.Series
+	for i, k := range list {
+		res := results[i].load
+		shares := make([]float64, len(results[i].shares))
+		var shareText []string
+		for j, share := range results[i].shares {
+			shares[j] = round3(share)
+			shareText = append(shareText, fmt.Sprintf("%.0f%%", share*100))
+		}
+		sc.Policies[k.name] = PolicyResult{LoadSummary: res.Summary(), Shares: shares, Hedges: results[i].hedges}
+		hedges := "—"
+		if h := results[i].hedges; h != nil && h.Reads > 0 {
+			hedges = fmt.Sprintf("%.2f%% (%d won)", 100*float64(h.Hedges)/float64(h.Reads), h.HedgeWins)
+		}
+		s := res.Latency.Summary()
+		table.Rows = append(table.Rows, []string{k.name, fmt.Sprintf("%.0f", res.Throughput()), strconv.FormatInt(res.Errors, 10),
+			fmt.Sprintf("%.3f", s.P50Ms), fmt.Sprintf("%.3f", s.P90Ms), fmt.Sprintf("%.3f", s.P99Ms), fmt.Sprintf("%.3f", s.P999Ms), strings.Join(shareText, " / "), hedges})
+		names = append(names, k.name)
+		recorders = append(recorders, res.Latency)
+		bars = append(bars, bench.Series{Name: k.name, X: []float64{float64(i)}, Y: []float64{res.Throughput()}, Labels: []string{k.name}})
+		switch {
+		case k.name == oursName:
+			ours = res
+		case k.ours:
+		default:
+			if k.policy == replica.PolicyRoundRobin {
+				rr = res
+			}
+			if sc.BestPeer == "" || res.Throughput() > best.Throughput() {
+				sc.BestPeer, best = k.name, res
+			}
+		}
+	}
+	sc.Ratios = ratios(ours, rr, seed)
+	sc.VsBestPeer = ratios(ours, best, seed)
+	return table, []bench.Chart{
+		bench.LatencyCDF(latencyTitle, names, recorders),
+		{Title: throughputTitle, Kind: bench.BarChart, YLabel: "ops/s", Series: bars},
+	}
+}
+
+// findLoad returns the result of the contender called name.
+func findLoad(list []contender, results []sideResult, name string) bench.LoadResult {
+	for i, k := range list {
+		if k.name == name {
+			return results[i].load
+		}
+	}
+	return bench.LoadResult{}
 }

@@ -123,11 +123,14 @@ func benchmarks() map[string]benchmark {
 			},
 		},
 		"replicas": {
-			summary: "replica selection: C3 vs round-robin and other policies on Redis replicas, OpenSearch ARS on/off",
+			summary: "replica selection: C3 vs every peer policy on Redis replicas and OpenSearch endpoints, OpenSearch ARS on/off",
 			example: "baedal bench replicas --profile quick --skip-opensearch --rounds 3 --round-duration 4s --policies c3,round-robin",
 			servers: func(c *flaghelp.Command) []string {
 				if f := c.FS.Lookup("skip-opensearch"); f != nil && f.Value.String() == "true" {
 					return []string{serverRedis}
+				}
+				if f := c.FS.Lookup("skip-redis"); f != nil && f.Value.String() == "true" {
+					return []string{serverOpenSearch}
 				}
 				return []string{serverRedis, serverOpenSearch}
 			},
