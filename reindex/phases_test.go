@@ -77,41 +77,6 @@ func runKilledChild(t *testing.T, e *testEnv, jobID, stopIn string, onLine func(
 // itself, so that deletes and re-creates land while the copy runs.
 const churnFirstID = 900_001
 
-func churnCreates(seed uint64, n int) []catalog.Event {
-	var out []catalog.Event
-	for i, st := range catalog.NewGenerator(seed + 1).Shops(n) {
-		st.Shop.ID, st.Version = int64(churnFirstID+i), 1
-		for m := range st.Menus {
-			st.Menus[m].ShopID = st.Shop.ID
-			st.Menus[m].ID += 100_000_000
-		}
-		out = append(out, st.UpsertEvent())
-	}
-	return out
-}
-
-// churnDuringCopy deletes every churn shop (version 2), re-creates the
-// even ones with a new name (version 3) and deletes every fourth again
-// (version 4): the copy's snapshot holds version 1 of all of them.
-func churnDuringCopy(creates []catalog.Event) []catalog.Event {
-	var out []catalog.Event
-	for i, c := range creates {
-		out = append(out, catalog.ShopDeleteEvent(c.ID, 2))
-		if i%2 == 0 {
-			re := c
-			fields := *c.Shop
-			name := "re-created " + strconv.Itoa(i)
-			fields.Name = &name
-			re.Shop, re.Version = &fields, 3
-			out = append(out, re)
-		}
-		if i%4 == 0 {
-			out = append(out, catalog.ShopDeleteEvent(c.ID, 4))
-		}
-	}
-	return out
-}
-
 // appendRecorded appends events to the log and to the appender's record,
 // in order with the stream's events.
 func (e *testEnv) appendRecorded(t *testing.T, a *appender, events []catalog.Event) {
@@ -147,7 +112,7 @@ func TestKillDuringVerificationAndDualWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	creates := churnCreates(seed, numChurn)
+	creates, churn := catalog.ChurnShops(seed+1, churnFirstID, numChurn)
 	if _, err := e.evlog.Append(ctx, append(initialLoad(seed, numShops), creates...)); err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +142,7 @@ func TestKillDuringVerificationAndDualWrite(t *testing.T) {
 	runKilledChild(t, e, job.ID, "verifying", func(line string) bool {
 		var done, total int64
 		if _, err := fmt.Sscanf(line, "PROGRESS step=copying done=%d total=%d", &done, &total); err == nil && done > 0 && done < total {
-			churnOnce.Do(func() { e.appendRecorded(t, &app, churnDuringCopy(creates)) })
+			churnOnce.Do(func() { e.appendRecorded(t, &app, churn) })
 		}
 		return line == "PHASE verifying"
 	})
@@ -277,7 +242,7 @@ func TestKillDuringVerificationAndDualWrite(t *testing.T) {
 	// Rollback under live writes; the old index must be exact again.
 	var app2 appender
 	stream := catalog.NewEventStream(seed, numShops)
-	for range len(all) - numChurn - len(churnDuringCopy(creates)) {
+	for range len(all) - numChurn - len(churn) {
 		stream.Next()
 	}
 	e.startAppender(t, stream, 100, &app2)

@@ -615,42 +615,6 @@ type liveResult struct {
 // generated catalog and the event stream's new shops).
 const churnFirstID = 900_000_001
 
-// churnCreates returns the full upserts (version 1) of n churn shops.
-func churnCreates(seed uint64, n int) []catalog.Event {
-	var out []catalog.Event
-	for i, st := range catalog.NewGenerator(seed + 1).Shops(n) {
-		st.Shop.ID, st.Version = int64(churnFirstID+i), 1
-		for m := range st.Menus {
-			st.Menus[m].ShopID = st.Shop.ID
-			st.Menus[m].ID += 1_000_000_000
-		}
-		out = append(out, st.UpsertEvent())
-	}
-	return out
-}
-
-// churnDuringCopy deletes every churn shop (version 2), re-creates every
-// other one with a new name (version 3) and deletes every fourth again
-// (version 4): the copy's snapshot holds version 1 of all of them.
-func churnDuringCopy(creates []catalog.Event) []catalog.Event {
-	var out []catalog.Event
-	for i, c := range creates {
-		out = append(out, catalog.ShopDeleteEvent(c.ID, 2))
-		if i%2 == 0 {
-			re := c
-			fields := *c.Shop
-			name := "re-created " + strconv.Itoa(i)
-			fields.Name = &name
-			re.Shop, re.Version = &fields, 3
-			out = append(out, re)
-		}
-		if i%4 == 0 {
-			out = append(out, catalog.ShopDeleteEvent(c.ID, 4))
-		}
-	}
-	return out
-}
-
 // freshnessProbe waits until an appended upsert is visible in a search
 // through alias (the shop at a version >= the event's), polling every
 // 50 ms for up to 15 s, and returns how long after the append that was.
@@ -701,7 +665,7 @@ func (e *env) live(ctx context.Context, src *source) (liveResult, error) {
 	}()
 
 	// Churn shops exist in the source before the copy starts.
-	creates := churnCreates(e.cfg.Seed, max(20, e.cfg.Shops/100))
+	creates, churn := catalog.ChurnShops(e.cfg.Seed+1, churnFirstID, max(20, e.cfg.Shops/100))
 	if _, err := src.evlog.Append(ctx, creates); err != nil {
 		return res, err
 	}
@@ -761,7 +725,6 @@ func (e *env) live(ctx context.Context, src *source) (liveResult, error) {
 			churnOnce.Do(func() {
 				mu.Lock()
 				defer mu.Unlock()
-				churn := churnDuringCopy(creates)
 				if _, err := src.evlog.Append(ctx, churn); err == nil {
 					events, churned = append(events, churn...), true
 				}
