@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"sync"
 
+	"github.com/baedal/baedal/internal/redisscan"
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 )
@@ -127,19 +127,9 @@ func (s *Service) Rebuild(ctx context.Context, progress io.Writer) error {
 // service's post payload cache. On a Redis Cluster it scans every master
 // and unlinks one key per command (the keys are in many slots).
 func (s *Service) DeleteRedisState(ctx context.Context) error {
-	nodes := []redis.Cmdable{s.rdb}
-	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
-		var mu sync.Mutex
-		nodes = nil
-		err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-			mu.Lock()
-			defer mu.Unlock()
-			nodes = append(nodes, m)
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("feed: list the cluster's masters: %w", err)
-		}
+	nodes, err := redisscan.Nodes(ctx, s.rdb)
+	if err != nil {
+		return fmt.Errorf("feed: list the cluster's masters: %w", err)
 	}
 	unlink := func(batch []string) error {
 		if !s.cluster {

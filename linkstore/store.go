@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/baedal/baedal/internal/redisscan"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -545,24 +545,14 @@ func (s *Store) Resolve(ctx context.Context, id ClickID) (Resolution, error) {
 // key pattern), e.g. to sample records for TrainDictionary. On a Redis
 // Cluster it scans each master in turn (SCAN sees one node's keys).
 func (s *Store) Scan(ctx context.Context, limit int, fn func(key string, value []byte) error) error {
-	pattern := escapeGlob(s.cfg.Namespace)
+	pattern := redisscan.EscapeGlob(s.cfg.Namespace)
 	if s.keyFormat != KeyText {
 		pattern += KeyPrefix
 	}
 	pattern += "*"
-	nodes := []redis.Cmdable{s.primary}
-	if cc, ok := s.primary.(*redis.ClusterClient); ok {
-		var mu sync.Mutex
-		nodes = nil
-		err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-			mu.Lock()
-			defer mu.Unlock()
-			nodes = append(nodes, m)
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("linkstore: list the cluster's masters to SCAN %q: %w", pattern, err)
-		}
+	nodes, err := redisscan.Nodes(ctx, s.primary)
+	if err != nil {
+		return fmt.Errorf("linkstore: list the cluster's masters to SCAN %q: %w", pattern, err)
 	}
 	seen := 0
 	for _, node := range nodes {
@@ -622,15 +612,4 @@ func getValues(ctx context.Context, rc redis.Cmdable, keys []string) ([]any, err
 		}
 	}
 	return values, nil
-}
-
-func escapeGlob(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

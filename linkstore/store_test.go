@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baedal/baedal/api"
+	"github.com/baedal/baedal/internal/redisscan"
 	"github.com/baedal/baedal/internal/stacktest"
 )
 
@@ -46,7 +47,7 @@ func newTestStore(t *testing.T, rdb redis.UniversalClient, ns string, cfg StoreC
 }
 
 func deleteNamespace(rdb redis.UniversalClient, ns string) {
-	stacktest.DeleteKeys(context.Background(), rdb, escapeGlob(ns)+"*")
+	stacktest.DeleteKeys(context.Background(), rdb, redisscan.EscapeGlob(ns)+"*")
 }
 
 func TestResolveSetsOneBitAndKeepsTTL(t *testing.T) {

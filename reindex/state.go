@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baedal/baedal/internal/redisscan"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -147,7 +148,7 @@ func (s *store) migrateLegacyKeys(ctx context.Context) (int, error) {
 	}
 	var legacy []string
 	for _, pattern := range []string{"job:*", "jobs", "active:*", "lease:*"} {
-		iter := s.rdb.Scan(ctx, 0, escapeGlob(s.prefix)+pattern, 1000).Iterator()
+		iter := s.rdb.Scan(ctx, 0, redisscan.EscapeGlob(s.prefix)+pattern, 1000).Iterator()
 		for iter.Next(ctx) {
 			legacy = append(legacy, iter.Val())
 		}
@@ -166,18 +167,6 @@ func (s *store) migrateLegacyKeys(ctx context.Context) (int, error) {
 		}
 	}
 	return renamed, nil
-}
-
-// escapeGlob escapes the glob characters of s for SCAN MATCH.
-func escapeGlob(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // Hash fields of a job.
