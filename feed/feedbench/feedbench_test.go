@@ -118,6 +118,9 @@ func TestSmokeRedisCluster(t *testing.T) {
 	if len(sum.Targets) != 7 {
 		t.Errorf("targets %v, want the 4 of the single Redis and 3 redis_cluster.*", sum.Targets)
 	}
+	if html, err := os.ReadFile(sum.Report); err != nil || !strings.Contains(string(html), "Redis Cluster of 3 masters beside the single Redis") {
+		t.Errorf("report %q lacks the cluster's section (read error: %v)", sum.Report, err)
+	}
 	if !strings.Contains(progress.String(), "stopped redis-cluster-3 (pid") {
 		t.Errorf("progress does not say the cluster's nodes were stopped:\n%s", progress.String())
 	}

@@ -3,6 +3,7 @@ package linkbench
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -145,6 +146,9 @@ func TestSmokeRedisCluster(t *testing.T) {
 		if _, ok := sum.Targets[k]; !ok {
 			t.Errorf("targets lack %s: %v", k, sum.Targets)
 		}
+	}
+	if html, err := os.ReadFile(sum.Report); err != nil || !strings.Contains(string(html), "Redis Cluster of 3 masters beside the single Redis") {
+		t.Errorf("report %q lacks the cluster's section (read error: %v)", sum.Report, err)
 	}
 	if !strings.Contains(progress.String(), "stopped redis-cluster-3 (pid") {
 		t.Errorf("progress does not say the cluster's nodes were stopped:\n%s", progress.String())
