@@ -15,7 +15,21 @@
 //
 // Invariant: the three strategies run on identical data (one database each,
 // seeded with the same seed and clock) and take turns round by round, so
-// their ratios survive a noisy machine. Run quick with
+// their ratios survive a noisy machine.
+//
+// With --redis-cluster MASTERS the benchmark also starts a local Redis
+// Cluster of that many masters (internal/clusterbench: no replicas, free
+// loopback ports, stopped by PID at the end) and a fourth deployment,
+// hybrid on the cluster ("hybrid-cluster", its own database seeded with the
+// same seed and clock), which takes its turn in the same read rounds as the
+// strategies and the floor (interleaved). Consistency and fan-out run on
+// the single Redis only. The summary's redis_cluster object holds its
+// figures beside the single-Redis hybrid's of the same run, and the
+// masters' balance over the seeding and reads: the largest master's share
+// of the commands processed (INFO stats total_commands_processed deltas
+// from the cluster's formation to the end of the reads) and of used_memory
+// (above each master's empty baseline), over the smallest's; target <= 1.2.
+// Run quick with
 //
 //	baedal bench feed --profile quick
 package feedbench
@@ -46,6 +60,7 @@ import (
 	"github.com/baedal/baedal/api"
 	"github.com/baedal/baedal/bench"
 	"github.com/baedal/baedal/feed"
+	"github.com/baedal/baedal/internal/clusterbench"
 )
 
 // Config is the benchmark's configuration. Zero sizes take the profile's
@@ -78,6 +93,10 @@ type Config struct {
 	Command string
 	// Keep leaves the databases and Redis keys in place.
 	Keep bool
+	// RedisCluster, when > 0, is the number of masters of a local Redis
+	// Cluster that a hybrid deployment reads from beside the single Redis
+	// (see the package doc).
+	RedisCluster int
 }
 
 // Defaults returns the quick profile against no servers.
@@ -93,6 +112,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ReadDuration, "read-duration", c.ReadDuration, "time of each read run (user, clients, strategy), split over the rounds (0: quick 8s, full 18s)")
 	fs.StringVar(&c.ReportDir, "report-dir", c.ReportDir, "directory of the HTML report")
 	fs.BoolVar(&c.Keep, "keep", c.Keep, "keep the benchmark databases and Redis keys")
+	fs.IntVar(&c.RedisCluster, "redis-cluster", c.RedisCluster, "also read hybrid feeds from a local Redis Cluster of this many masters (3..16; 0: none), interleaved, and report its balance")
 }
 
 // EnsureDefaults fills zero fields from the profile.
@@ -154,6 +174,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("durations: read %s (min 10ms), consistency %s (min 60ms)", c.ReadDuration, c.ConsistencyDuration)
 	case c.FanoutRuns < 1 || c.FanoutRuns > 1000:
 		return fmt.Errorf("fanout runs: got %d, allowed: 1..1000", c.FanoutRuns)
+	case c.RedisCluster != 0 && (c.RedisCluster < 3 || c.RedisCluster > 16):
+		return fmt.Errorf("redis-cluster: got %d masters, allowed: 0 (none) or 3..16", c.RedisCluster)
 	}
 	for _, r := range c.DatabasePrefix {
 		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
@@ -218,6 +240,26 @@ type Summary struct {
 	// consistency.hybrid >= 1 (exact: one inconsistent poll is a miss).
 	Targets bench.Targets `json:"targets"`
 	Report  string        `json:"report,omitempty"`
+	// RedisCluster is set by --redis-cluster only; its targets
+	// (redis_cluster.*) join Targets then.
+	RedisCluster *ClusterFigures `json:"redis_cluster,omitempty"`
+}
+
+// ClusterFigures is the summary's redis_cluster object: the masters'
+// balance, and user A's hybrid reads with Clients clients on the cluster
+// beside the single Redis's of the same rounds.
+type ClusterFigures struct {
+	clusterbench.Balance
+	HybridP99MsUserAConcurrent       float64           `json:"hybrid_p99_ms_user_a_concurrent"`
+	HybridP99MsUserAConcurrentCI95   bench.Interval    `json:"hybrid_p99_ms_user_a_concurrent_ci95"`
+	HybridP99MsUserAConcurrentRounds bench.RoundRatios `json:"hybrid_p99_ms_user_a_concurrent_rounds"`
+	ReadThroughputUserAConcurrent    float64           `json:"read_throughput_user_a_concurrent"`
+	HybridP50MsUserA                 float64           `json:"hybrid_p50_ms_user_a"`
+	// The single Redis's hybrid figures of the same run.
+	SingleHybridP99MsUserAConcurrent    float64 `json:"single_hybrid_p99_ms_user_a_concurrent"`
+	SingleReadThroughputUserAConcurrent float64 `json:"single_read_throughput_user_a_concurrent"`
+	SingleHybridP50MsUserA              float64 `json:"single_hybrid_p50_ms_user_a"`
+	ReadErrors                          int64   `json:"read_errors"`
 }
 
 // deployment is one strategy's service, served over loopback HTTP.
@@ -253,7 +295,7 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 	}()
 	var ids feed.SeedResult
 	for _, st := range feed.Strategies() {
-		d, res, err := startDeployment(ctx, cfg, st, seed, rdb, progress)
+		d, res, err := startDeployment(ctx, cfg, st, "", seed, rdb, progress)
 		if d != nil {
 			deps = append(deps, d)
 		}
@@ -261,6 +303,35 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 			return Summary{}, err
 		}
 		ids = res
+	}
+	// --redis-cluster: hybrid on a cluster of its own, seeded alike.
+	var cluster *clusterbench.Cluster
+	var clusterDep *deployment
+	var clusterBefore map[string]clusterbench.Node
+	if cfg.RedisCluster > 0 {
+		cl, err := clusterbench.Start(ctx, cfg.RedisCluster, progress)
+		if cl != nil {
+			defer cl.Stop(progress)
+		}
+		if err != nil {
+			return Summary{}, err
+		}
+		cluster = cl
+		if clusterBefore, err = cl.Snapshot(ctx); err != nil {
+			return Summary{}, err
+		}
+		d, res, err := startDeployment(ctx, cfg, feed.StrategyHybrid, "_cluster", seed, cl.Client, progress)
+		if d != nil {
+			// Closed before the cluster stops (defers run last in, first out).
+			defer d.close(cfg, cl.Client)
+		}
+		if err != nil {
+			return Summary{}, err
+		}
+		if res.UserA != ids.UserA || res.UserB != ids.UserB {
+			return Summary{}, fmt.Errorf("feedbench: the cluster's seed gave users A %d and B %d, the single Redis's %d and %d", res.UserA, res.UserB, ids.UserA, ids.UserB)
+		}
+		clusterDep = d
 	}
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: 30 * time.Second,
@@ -293,6 +364,9 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 		if d.strategy == feed.StrategyHybrid {
 			hybrid = d
 		}
+	}
+	if clusterDep != nil {
+		targets = append(targets, readTarget{clusterTarget, clusterDep.base, []user{userA, userB}})
 	}
 	floorBase, stopFloor, err := serveFloor(ctx, hybrid.base, ids.UserA)
 	defer stopFloor()
@@ -361,11 +435,15 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 			for _, c := range concurrencies {
 				r := reads[readKey{name, u.name, c}]
 				s := r.Summary()
-				sum.ReadErrors += r.Errors
+				if name != clusterTarget { // the cluster's are in redis_cluster.read_errors
+					sum.ReadErrors += r.Errors
+				}
 				readTable.Rows = append(readTable.Rows, []string{fmt.Sprintf("%s · %s · %d", name, u.name, c),
 					strconv.FormatInt(s.Ops, 10), strconv.FormatInt(s.Errors, 10), fmt.Sprintf("%.0f", s.ThroughputOps),
 					fmt.Sprintf("%.3f", s.Latency.P50Ms), fmt.Sprintf("%.3f", s.Latency.P99Ms), fmt.Sprintf("%.3f", s.Latency.MaxMs)})
 				switch {
+				case name == clusterTarget:
+					// In redis_cluster only (below).
 				case name == floorTarget && c == 1:
 					sum.FloorP99Ms = s.Latency.P99Ms
 				case name == floorTarget:
@@ -393,6 +471,39 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 	sum.HybridP99MsUserAConcurrentRounds = bench.RoundValuesCI(roundP99[hybridA])
 	sum.HybridP99MsUserAConcurrentCI95 = sum.HybridP99MsUserAConcurrentRounds.IntervalAround(sum.HybridP99MsUserAConcurrent)
 	sum.HybridP99VsFloorCI95 = bench.QuantileRatioCI(reads[readKey{floorTarget, "A", cfg.Clients}].Latency, reads[hybridA].Latency, 0.99, bootstrapSeed)
+	var clusterSection *bench.Section
+	if cluster != nil {
+		after, err := cluster.Snapshot(ctx)
+		if err != nil {
+			return sum, err
+		}
+		bal, err := cluster.Balance(clusterBefore, after)
+		if err != nil {
+			return sum, err
+		}
+		a1, aN := reads[readKey{clusterTarget, "A", 1}].Summary(), reads[readKey{clusterTarget, "A", cfg.Clients}].Summary()
+		cf := &ClusterFigures{Balance: bal,
+			HybridP99MsUserAConcurrent: aN.Latency.P99Ms, ReadThroughputUserAConcurrent: aN.ThroughputOps, HybridP50MsUserA: a1.Latency.P50Ms,
+			SingleHybridP99MsUserAConcurrent: sum.HybridP99MsUserAConcurrent, SingleReadThroughputUserAConcurrent: sum.ThroughputUserA["hybrid"],
+			SingleHybridP50MsUserA: sum.ReadP50Ms["hybrid"]}
+		for _, u := range []string{"A", "B"} {
+			for _, c := range concurrencies {
+				cf.ReadErrors += reads[readKey{clusterTarget, u, c}].Errors
+			}
+		}
+		cf.HybridP99MsUserAConcurrentRounds = bench.RoundValuesCI(roundP99[readKey{clusterTarget, "A", cfg.Clients}])
+		cf.HybridP99MsUserAConcurrentCI95 = cf.HybridP99MsUserAConcurrentRounds.IntervalAround(cf.HybridP99MsUserAConcurrent)
+		sum.RedisCluster = cf
+		clusterSection = &bench.Section{
+			Title: fmt.Sprintf("Redis Cluster of %d masters beside the single Redis", bal.Masters),
+			Text: fmt.Sprintf("A hybrid deployment on a local Redis Cluster of %d masters (no replicas; its own database, seeded alike) read in the same interleaved rounds as the strategies above (row %q of the table). "+
+				"User A, %d clients: p99 %.3f ms on the cluster, %.3f ms on the single Redis; %.0f reads/s on the cluster, %.0f on the single Redis. User A, 1 client: p50 %.3f ms on the cluster, %.3f ms on the single Redis. "+
+				"Balance over the seeding and the reads: largest master's share of the commands over the smallest's %.4f, of used_memory (above each master's empty baseline) %.4f; target <= %.1f each.",
+				bal.Masters, clusterTarget, cfg.Clients, cf.HybridP99MsUserAConcurrent, cf.SingleHybridP99MsUserAConcurrent, cf.ReadThroughputUserAConcurrent, cf.SingleReadThroughputUserAConcurrent,
+				cf.HybridP50MsUserA, cf.SingleHybridP50MsUserA, bal.OpsShareMaxOverMin, bal.MemoryShareMaxOverMin, clusterbench.TargetShareMaxOverMin),
+			Table: bal.Table(),
+		}
+	}
 	report.Add(bench.Section{
 		Title: "1. Feed reads (GET /api/v1/feeds over loopback HTTP, lean keep-alive client)",
 		Text: fmt.Sprintf("User A follows %d users and the celebrity; user B follows user 1 and the celebrity. "+
@@ -475,6 +586,10 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 		// is a miss, so the share is judged as it is.
 		"consistency.hybrid": bench.AtLeast(1).Evaluate(sum.Consistency["hybrid"], bench.Exact(sum.Consistency["hybrid"])),
 	}
+	if cf := sum.RedisCluster; cf != nil {
+		cf.Balance.Targets(sum.Targets)
+		sum.Targets["redis_cluster.hybrid_p99_ms_user_a_concurrent"] = bench.AtMost(5).Evaluate(cf.HybridP99MsUserAConcurrent, cf.HybridP99MsUserAConcurrentCI95)
+	}
 	hp := sum.HybridP99MsUserAConcurrentRounds
 	report.Add(bench.IntervalSection([]bench.Figure{
 		{Name: "speedup hybrid vs pull (p50, 1 client)", Point: sum.SpeedupHybridVsPullUserA, CI95: sum.SpeedupHybridVsPullUserACI95},
@@ -483,6 +598,9 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 	verdicts := bench.TargetsSection(sum.Targets)
 	verdicts.Text += fmt.Sprintf(" Hybrid's p99 with %d clients by round: %.3f–%.3f ms over %d rounds.", cfg.Clients, hp.Min, hp.Max, hp.Rounds)
 	report.Add(verdicts)
+	if clusterSection != nil {
+		report.Add(*clusterSection)
+	}
 	report.Add(bench.Section{Title: "Targets on the point estimates", Table: &bench.Table{
 		Header: []string{"target", "value", "met"},
 		Rows: [][]string{
@@ -503,8 +621,10 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 	return sum, bench.PrintSummary(out, sum)
 }
 
-func startDeployment(ctx context.Context, cfg Config, st feed.Strategy, seed feed.SeedConfig, rdb *redis.Client, progress io.Writer) (*deployment, feed.SeedResult, error) {
-	d := &deployment{strategy: st, dbName: cfg.DatabasePrefix + "_" + string(st)}
+// startDeployment creates the database <prefix>_<strategy><dbSuffix>,
+// seeds it and serves strategy st on rdb.
+func startDeployment(ctx context.Context, cfg Config, st feed.Strategy, dbSuffix string, seed feed.SeedConfig, rdb redis.UniversalClient, progress io.Writer) (*deployment, feed.SeedResult, error) {
+	d := &deployment{strategy: st, dbName: cfg.DatabasePrefix + "_" + string(st) + dbSuffix}
 	admin, err := pgx.Connect(ctx, cfg.PostgresURL)
 	if err != nil {
 		return nil, feed.SeedResult{}, fmt.Errorf("feedbench: connect to postgres: %w", err)
@@ -566,6 +686,9 @@ func compatFeedURL(base string, user int64) string {
 // floorTarget names the floor's results.
 const floorTarget = "floor"
 
+// clusterTarget names the results of hybrid on the Redis Cluster.
+const clusterTarget = "hybrid-cluster"
+
 // serveFloor reads user's compatibility feed from the server at base once
 // and serves that body as the answer of every GET /api/v1/feeds, through the
 // same API server as the feed's routes: the floor of a read's cost on this
@@ -617,7 +740,7 @@ func serveRoutes(ctx context.Context, register func(*api.Server)) (base string, 
 	}
 }
 
-func (d *deployment) close(cfg Config, rdb *redis.Client) {
+func (d *deployment) close(cfg Config, rdb redis.UniversalClient) {
 	if d.stop != nil {
 		d.stop()
 	}

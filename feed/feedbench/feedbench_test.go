@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/baedal/baedal/bench"
 	"github.com/baedal/baedal/internal/stacktest"
+	"github.com/baedal/baedal/internal/testenv"
 )
 
 func TestMain(m *testing.M) { os.Exit(stacktest.Main(m)) }
@@ -65,5 +68,60 @@ func TestSmoke(t *testing.T) {
 	}
 	if _, err := os.Stat(sum.Report); err != nil {
 		t.Errorf("report %q: %v", sum.Report, err)
+	}
+}
+
+// TestSmokeRedisCluster runs the benchmark tiny with --redis-cluster 3
+// against the real stack's PostgreSQL and single Redis: the benchmark starts
+// its own 3-master cluster. The summary must hold the redis_cluster object
+// (ratios >= 1, not their target: 50 users on 3 masters are not balanced
+// to 1.2), the cluster's reads without errors, and its three targets.
+func TestSmokeRedisCluster(t *testing.T) {
+	st := stacktest.Require(t)
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		testenv.Unavailable(t, err)
+	}
+	ns := stacktest.Namespace(t)
+	cfg := Config{
+		Profile: bench.ProfileQuick, PostgresURL: st.PostgresURL, RedisAddr: st.RedisAddr,
+		DatabasePrefix: ns, KeyPrefix: ns + ":", Users: 50, Clients: 4, Rounds: 2,
+		ReadDuration: 100 * time.Millisecond, ConsistencyDuration: 300 * time.Millisecond, FanoutRuns: 2,
+		RedisCluster: 3, ReportDir: t.TempDir(), Command: "go test ./feed/feedbench -run TestSmokeRedisCluster",
+	}
+	var out, progress bytes.Buffer
+	sum, err := Run(context.Background(), cfg, &out, &progress)
+	if err != nil {
+		t.Fatalf("Run: %v\nprogress:\n%s", err, progress.String())
+	}
+	parsed, err := bench.ParseSummary(out.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missing := bench.MissingKeys(parsed, "hybrid_p99_ms_user_a_concurrent", "redis_cluster.masters", "redis_cluster.ops_share_max_over_min",
+		"redis_cluster.memory_share_max_over_min", "redis_cluster.hybrid_p99_ms_user_a_concurrent", "redis_cluster.read_throughput_user_a_concurrent",
+		"redis_cluster.single_hybrid_p99_ms_user_a_concurrent", "redis_cluster.single_read_throughput_user_a_concurrent"); len(missing) > 0 {
+		t.Fatalf("summary lacks %v: %s", missing, out.String())
+	}
+	c := sum.RedisCluster
+	if c.Masters != 3 || c.OpsShareMaxOverMin < 1 || c.MemoryShareMaxOverMin < 1 {
+		t.Fatalf("redis_cluster masters %d, ops share %v, memory share %v: want 3 and both >= 1", c.Masters, c.OpsShareMaxOverMin, c.MemoryShareMaxOverMin)
+	}
+	if c.ReadErrors != 0 || c.ReadThroughputUserAConcurrent <= 0 || c.HybridP99MsUserAConcurrent <= 0 {
+		t.Errorf("cluster reads: %d errors, %.0f reads/s, p99 %.3f ms; want 0 errors and positive figures", c.ReadErrors, c.ReadThroughputUserAConcurrent, c.HybridP99MsUserAConcurrent)
+	}
+	if c.SingleHybridP99MsUserAConcurrent != sum.HybridP99MsUserAConcurrent {
+		t.Errorf("single_hybrid_p99_ms_user_a_concurrent %v, want the top-level %v", c.SingleHybridP99MsUserAConcurrent, sum.HybridP99MsUserAConcurrent)
+	}
+	if _, ok := sum.ReadP50Ms[clusterTarget]; ok {
+		t.Errorf("read_p50_ms has %q: the cluster's figures belong in redis_cluster only", clusterTarget)
+	}
+	if len(sum.Targets) != 7 {
+		t.Errorf("targets %v, want the 4 of the single Redis and 3 redis_cluster.*", sum.Targets)
+	}
+	if html, err := os.ReadFile(sum.Report); err != nil || !strings.Contains(string(html), "Redis Cluster of 3 masters beside the single Redis") {
+		t.Errorf("report %q lacks the cluster's section (read error: %v)", sum.Report, err)
+	}
+	if !strings.Contains(progress.String(), "stopped redis-cluster-3 (pid") {
+		t.Errorf("progress does not say the cluster's nodes were stopped:\n%s", progress.String())
 	}
 }

@@ -62,7 +62,7 @@ func BenchmarkReadUserAConcurrent(b *testing.B) {
 	// run again for every b.N the framework tries.
 	seed := feed.SeedConfig{Preset: feed.PresetExperiment, Users: cfg.Users, Seed: 1, Now: time.Now(), Reset: true}
 	for _, strategy := range []feed.Strategy{feed.StrategyPush, feed.StrategyHybrid} {
-		d, ids, err := startDeployment(ctx, cfg, strategy, seed, rdb, io.Discard)
+		d, ids, err := startDeployment(ctx, cfg, strategy, "", seed, rdb, io.Discard)
 		if d != nil {
 			defer d.close(cfg, rdb)
 		}

@@ -12,6 +12,17 @@
 // each delta belongs to one format. used_memory is instance-wide: the
 // benchmark starts its own redis-server on a free loopback port (no
 // persistence) and stops it by PID, unless given an idle one.
+//
+// With --redis-cluster MASTERS the benchmark also starts a local Redis
+// Cluster of that many masters (internal/clusterbench, no replicas) and, in
+// every round right after the formats, loads the same chunk into it with
+// the link store's default codec (linkstore.DefaultCodec) and its compact
+// keys, pipelined through the cluster client (which splits a pipeline by
+// slot). The summary's redis_cluster object holds that codec's used_memory
+// per record on the cluster (the sum over the masters of used_memory above
+// each one's empty baseline) beside the single Redis's, and the masters'
+// balance: the largest master's share of the commands and of the memory
+// over the smallest's, with the target <= 1.2.
 package linkbench
 
 import (
@@ -36,6 +47,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baedal/baedal/bench"
+	"github.com/baedal/baedal/internal/clusterbench"
 	"github.com/baedal/baedal/linkstore"
 )
 
@@ -73,6 +85,9 @@ type Config struct {
 	ReportDir string
 	// Command is the command line written into the report.
 	Command string
+	// RedisCluster, when > 0, is the number of masters of a local Redis
+	// Cluster the records are loaded into too (see the package doc).
+	RedisCluster int
 }
 
 // Defaults returns the quick profile's configuration.
@@ -106,6 +121,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MemorySample, "memory-sample", c.MemorySample, "keys per format measured with MEMORY USAGE")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "generator seed")
 	fs.StringVar(&c.ReportDir, "report-dir", c.ReportDir, "directory of the HTML report")
+	fs.IntVar(&c.RedisCluster, "redis-cluster", c.RedisCluster, "also load the records into a local Redis Cluster of this many masters (3..16; 0: none) and report its balance")
 }
 
 // RecordCount is the number of records a run loads per format.
@@ -146,6 +162,9 @@ func (c Config) Validate() error {
 	}
 	if c.MemorySample < 1 || c.MemorySample > 100_000 {
 		return fmt.Errorf("--memory-sample: got %d, allowed: 1..100000", c.MemorySample)
+	}
+	if c.RedisCluster != 0 && (c.RedisCluster < 3 || c.RedisCluster > 16) {
+		return fmt.Errorf("--redis-cluster: got %d masters, allowed: 0 (none) or 3..16", c.RedisCluster)
 	}
 	if c.RedisAddr == "" && c.RedisServer == "" {
 		return errors.New("--redis-server: required unless --redis-addr is given")
@@ -213,6 +232,53 @@ type Summary struct {
 	Targets bench.Targets           `json:"targets"`
 	Codecs  map[string]CodecFigures `json:"codecs"`
 	Report  string                  `json:"report"`
+	// RedisCluster is set by --redis-cluster only.
+	RedisCluster *ClusterFigures `json:"redis_cluster,omitempty"`
+}
+
+// ClusterFigures is the summary's redis_cluster object: the masters'
+// balance and the default codec's memory per record on the cluster beside
+// the single Redis's in the same run.
+type ClusterFigures struct {
+	clusterbench.Balance
+	Codec string `json:"codec"`
+	// Sum over the masters of used_memory above each one's empty baseline,
+	// per record.
+	UsedMemoryPerRecord float64 `json:"used_memory_per_record"`
+	// The same codec's used_memory_per_record on the single Redis.
+	SingleUsedMemoryPerRecord float64 `json:"single_used_memory_per_record"`
+}
+
+// clusterLoad loads the rounds' records into a Redis Cluster with one codec.
+type clusterLoad struct {
+	cl      *clusterbench.Cluster
+	codec   linkstore.Codec
+	records int
+}
+
+// load stores one chunk, pipelined, with compact keys.
+func (c *clusterLoad) load(ctx context.Context, chunk []linkstore.Record, cfg Config, keys linkstore.KeyFormat) error {
+	pipe := c.cl.Client.Pipeline()
+	buf := make([]byte, 0, 4096)
+	keyBuf := make([]byte, 0, 64)
+	for i := range chunk {
+		var err error
+		if buf, err = c.codec.Encode(buf[:0], &chunk[i]); err != nil {
+			return err
+		}
+		keyBuf = linkstore.AppendKey(keyBuf[:0], keys, chunk[i].ClickID)
+		pipe.Set(ctx, string(keyBuf), string(buf), cfg.TTL)
+		c.records++
+		if pipe.Len() == 1000 {
+			if _, err := pipe.Exec(ctx); err != nil {
+				return fmt.Errorf("linkbench: pipelined SET into the Redis Cluster: %w", err)
+			}
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("linkbench: pipelined SET into the Redis Cluster: %w", err)
+	}
+	return nil
 }
 
 // format is one contender: a codec and a key format, in its own database.
@@ -292,6 +358,26 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		formats = append(formats, f)
 	}
 
+	var cluster *clusterLoad
+	var clusterBefore map[string]clusterbench.Node
+	if cfg.RedisCluster > 0 {
+		cl, err := clusterbench.Start(ctx, cfg.RedisCluster, out)
+		if cl != nil {
+			defer cl.Stop(out)
+		}
+		if err != nil {
+			return Summary{}, err
+		}
+		codec, err := linkstore.NewCodec(linkstore.DefaultCodec, linkstore.Options{ZstdConcurrency: 1}, dicts)
+		if err != nil {
+			return Summary{}, err
+		}
+		cluster = &clusterLoad{cl: cl, codec: codec}
+		if clusterBefore, err = cl.Snapshot(ctx); err != nil {
+			return Summary{}, err
+		}
+	}
+
 	rounds := (n + cfg.RoundRecords - 1) / cfg.RoundRecords
 	gen := linkstore.NewGenerator(cfg.Seed)
 	chunk := make([]linkstore.Record, 0, cfg.RoundRecords)
@@ -318,6 +404,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		if err := bench.Interleave(1, one...); err != nil {
 			return Summary{}, err
 		}
+		if cluster != nil {
+			if err := cluster.load(ctx, chunk, cfg, compactKeys); err != nil {
+				return Summary{}, err
+			}
+		}
 		loaded += size
 		progress.Add(int64(size))
 	}
@@ -328,6 +419,24 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		}
 	}
 	sum := summarize(cfg, n, formats)
+	if cluster != nil {
+		after, err := cluster.cl.Snapshot(ctx)
+		if err != nil {
+			return Summary{}, err
+		}
+		bal, err := cluster.cl.Balance(clusterBefore, after)
+		if err != nil {
+			return Summary{}, err
+		}
+		var mem int64
+		for _, m := range bal.MemoryByMaster {
+			mem += m
+		}
+		sum.RedisCluster = &ClusterFigures{Balance: bal, Codec: linkstore.DefaultCodec,
+			UsedMemoryPerRecord:       round2(float64(mem) / float64(max(cluster.records, 1))),
+			SingleUsedMemoryPerRecord: sum.Codecs[linkstore.DefaultCodec].UsedMemoryPerRecord}
+		bal.Targets(sum.Targets)
+	}
 	path, err := writeReport(cfg, sum, formats)
 	if err != nil {
 		return Summary{}, err
@@ -566,6 +675,18 @@ func writeReport(cfg Config, sum Summary, formats []*format) (string, error) {
 	targets.Text += fmt.Sprintf(" The targets are the best codec's (%s). Its encode and decode intervals are over the %d rounds' p50s: encode %s ns, decode %s ns.",
 		sum.BestCodec, len(formats[0].roundEncodeP50), fmtInterval(sum.EncodeNsCI95), fmtInterval(sum.DecodeNsCI95))
 	r.Add(targets)
+	if c := sum.RedisCluster; c != nil {
+		single := "not measured (the codec was left out of --codecs)"
+		if _, ok := sum.Codecs[c.Codec]; ok {
+			single = ff(c.SingleUsedMemoryPerRecord) + " B"
+		}
+		r.Add(bench.Section{Title: fmt.Sprintf("Redis Cluster of %d masters beside the single Redis", c.Masters), Text: fmt.Sprintf(
+			"In every round, after the formats, the same records were loaded into a local Redis Cluster of %d masters (no replicas) with %s and compact keys. "+
+				"used_memory per record: cluster %s B (sum over the masters of used_memory above each one's empty baseline), single Redis %s. "+
+				"Largest master's share over the smallest's: commands %.4f, memory %.4f (target <= %.1f each).",
+			c.Masters, c.Codec, ff(c.UsedMemoryPerRecord), single, c.OpsShareMaxOverMin, c.MemoryShareMaxOverMin, clusterbench.TargetShareMaxOverMin),
+			Table: c.Table()})
+	}
 	r.SetSummary(sum)
 	return r.WriteHTML(cfg.ReportDir)
 }

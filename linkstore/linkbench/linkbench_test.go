@@ -3,7 +3,9 @@ package linkbench
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/baedal/baedal/bench"
@@ -96,5 +98,59 @@ func TestParseUsedMemory(t *testing.T) {
 	}
 	if _, err := parseUsedMemory("# Memory\r\n"); err == nil {
 		t.Fatal("no used_memory line: want an error")
+	}
+}
+
+// TestSmokeRedisCluster runs the benchmark tiny with --redis-cluster 3: it
+// starts its own 3-master cluster, and the summary must hold the
+// redis_cluster object with ratios >= 1 (not their target: a few thousand
+// records on 3 masters are not balanced to 1.2) and the two extra targets.
+func TestSmokeRedisCluster(t *testing.T) {
+	for _, bin := range []string{"redis-server", "redis-cli"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			testenv.Unavailable(t, err)
+		}
+	}
+	cfg := Defaults()
+	cfg.Records = 3000
+	cfg.RoundRecords = 1000
+	cfg.MemorySample = 50
+	cfg.RedisCluster = 3
+	cfg.ReportDir = t.TempDir()
+	cfg.Command = "go test ./linkstore/linkbench -run TestSmokeRedisCluster"
+	var progress bytes.Buffer
+	sum, err := Run(context.Background(), cfg, &progress)
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, progress.String())
+	}
+	var stdout bytes.Buffer
+	if err := bench.PrintSummary(&stdout, sum); err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := bench.ParseSummary(stdout.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missing := bench.MissingKeys(parsed, "redis_cluster.masters", "redis_cluster.ops_share_max_over_min", "redis_cluster.memory_share_max_over_min",
+		"redis_cluster.used_memory_per_record", "redis_cluster.single_used_memory_per_record", "memory_ratio"); len(missing) > 0 {
+		t.Fatalf("summary lacks %v: %s", missing, stdout.String())
+	}
+	c := sum.RedisCluster
+	if c.Masters != 3 || c.OpsShareMaxOverMin < 1 || c.MemoryShareMaxOverMin < 1 {
+		t.Fatalf("redis_cluster %+v: want 3 masters and both ratios >= 1", c)
+	}
+	if c.UsedMemoryPerRecord <= 0 || c.SingleUsedMemoryPerRecord <= 0 {
+		t.Fatalf("used_memory per record: cluster %v, single %v; want both > 0", c.UsedMemoryPerRecord, c.SingleUsedMemoryPerRecord)
+	}
+	for _, k := range []string{"redis_cluster.ops_share_max_over_min", "redis_cluster.memory_share_max_over_min"} {
+		if _, ok := sum.Targets[k]; !ok {
+			t.Errorf("targets lack %s: %v", k, sum.Targets)
+		}
+	}
+	if html, err := os.ReadFile(sum.Report); err != nil || !strings.Contains(string(html), "Redis Cluster of 3 masters beside the single Redis") {
+		t.Errorf("report %q lacks the cluster's section (read error: %v)", sum.Report, err)
+	}
+	if !strings.Contains(progress.String(), "stopped redis-cluster-3 (pid") {
+		t.Errorf("progress does not say the cluster's nodes were stopped:\n%s", progress.String())
 	}
 }

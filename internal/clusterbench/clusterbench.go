@@ -1,0 +1,207 @@
+// Package clusterbench is what `bench feed` and `bench links` share for
+// their --redis-cluster MASTERS run: a local Redis Cluster of that many
+// masters (no replicas: the figures are the masters' balance and the
+// workload's speed, which replicas change neither), started on free
+// loopback ports with localstack.UpRedisCluster in a temporary directory and
+// stopped by PID (localstack.Down) at the end, and the balance of the
+// masters: each master's share of the commands processed and of the memory
+// used over the run, the largest share over the smallest.
+//
+// Operations are INFO stats total_commands_processed deltas between two
+// snapshots (they include the few INFO calls of the snapshots themselves,
+// the same on every master). Memory is INFO memory used_memory at the end
+// minus the same node's used_memory when the cluster was just formed and
+// empty (its empty baseline), so Redis's fixed overhead does not hide the
+// data's imbalance.
+package clusterbench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baedal/baedal/bench"
+	"github.com/baedal/baedal/localstack"
+)
+
+// TargetShareMaxOverMin is the target of both balance ratios (issue 17):
+// the busiest or fullest master at most 1.2 times the least.
+const TargetShareMaxOverMin = 1.2
+
+// Cluster is a running local Redis Cluster started by Start.
+type Cluster struct {
+	dir    string
+	addrs  []string
+	Client *redis.ClusterClient
+	// empty is each master's used_memory right after the cluster formed.
+	empty map[string]int64
+}
+
+// Start starts a cluster of masters masters (no replicas) in a temporary
+// directory and records each master's empty used_memory. Call Stop even on
+// error when the returned cluster is not nil.
+func Start(ctx context.Context, masters int, progress io.Writer) (*Cluster, error) {
+	dir, err := os.MkdirTemp("", "baedal-bench-redis-cluster-")
+	if err != nil {
+		return nil, fmt.Errorf("clusterbench: temp dir: %w", err)
+	}
+	st, err := localstack.UpRedisCluster(ctx, dir, localstack.RedisClusterSpec{Masters: masters}, 2*time.Minute)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("clusterbench: start a Redis Cluster of %d masters: %w", masters, err)
+	}
+	c := &Cluster{dir: dir, addrs: st.RedisClusterAddrs}
+	for _, p := range st.Processes {
+		fmt.Fprintf(progress, "started %s pid %d\n", p.Component, p.PID)
+	}
+	c.Client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.addrs, DialTimeout: 2 * time.Second,
+		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, PoolSize: 128})
+	snap, err := c.Snapshot(ctx)
+	if err != nil {
+		return c, err
+	}
+	if len(snap) != masters {
+		return c, fmt.Errorf("clusterbench: the cluster on %v has %d masters, want %d", c.addrs, len(snap), masters)
+	}
+	c.empty = map[string]int64{}
+	for addr, n := range snap {
+		c.empty[addr] = n.UsedMemory
+	}
+	return c, nil
+}
+
+// Stop closes the client and stops every node by its recorded PID.
+func (c *Cluster) Stop(progress io.Writer) {
+	if c.Client != nil {
+		c.Client.Close()
+	}
+	if err := localstack.Down(c.dir, progress); err != nil {
+		fmt.Fprintf(progress, "clusterbench: stop the Redis Cluster in %s: %v\n", c.dir, err)
+		return
+	}
+	os.RemoveAll(c.dir)
+}
+
+// Node is one master's counters at a snapshot.
+type Node struct {
+	Commands   int64
+	UsedMemory int64
+}
+
+// Snapshot reads every master's total_commands_processed and used_memory,
+// by master address.
+func (c *Cluster) Snapshot(ctx context.Context) (map[string]Node, error) {
+	out := map[string]Node{}
+	var mu sync.Mutex
+	err := c.Client.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		info, err := m.Info(ctx, "stats", "memory").Result()
+		if err != nil {
+			return fmt.Errorf("clusterbench: INFO stats memory on %s: %w", m.Options().Addr, err)
+		}
+		cmds, err := infoInt(info, "total_commands_processed")
+		if err != nil {
+			return fmt.Errorf("clusterbench: %s: %w", m.Options().Addr, err)
+		}
+		mem, err := infoInt(info, "used_memory")
+		if err != nil {
+			return fmt.Errorf("clusterbench: %s: %w", m.Options().Addr, err)
+		}
+		mu.Lock()
+		out[m.Options().Addr] = Node{Commands: cmds, UsedMemory: mem}
+		mu.Unlock()
+		return nil
+	})
+	return out, err
+}
+
+// infoInt reads an integer field of an INFO reply.
+func infoInt(info, field string) (int64, error) {
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("INFO has no %s line", field)
+}
+
+// Balance is the `redis_cluster` object of a summary, beside the
+// benchmark's own cluster figures.
+type Balance struct {
+	Masters int `json:"masters"`
+	// Largest master's share of the commands processed between the two
+	// snapshots over the smallest's.
+	OpsShareMaxOverMin float64 `json:"ops_share_max_over_min"`
+	// Largest master's share of used_memory (at the end, minus its empty
+	// baseline) over the smallest's.
+	MemoryShareMaxOverMin float64 `json:"memory_share_max_over_min"`
+	// Per master, by address: commands in the run and used_memory above the
+	// empty baseline.
+	OpsByMaster    map[string]int64 `json:"ops_by_master"`
+	MemoryByMaster map[string]int64 `json:"memory_by_master"`
+}
+
+// Balance compares the snapshots before and after the workload.
+func (c *Cluster) Balance(before, after map[string]Node) (Balance, error) {
+	b := Balance{Masters: len(after), OpsByMaster: map[string]int64{}, MemoryByMaster: map[string]int64{}}
+	var ops, mem []float64
+	for addr, a := range after {
+		bf, ok := before[addr]
+		if !ok {
+			return b, fmt.Errorf("clusterbench: master %s is in the last snapshot only (a failover during the run?)", addr)
+		}
+		b.OpsByMaster[addr] = a.Commands - bf.Commands
+		b.MemoryByMaster[addr] = a.UsedMemory - c.empty[addr]
+		ops = append(ops, float64(a.Commands-bf.Commands))
+		mem = append(mem, float64(a.UsedMemory-c.empty[addr]))
+	}
+	var err error
+	if b.OpsShareMaxOverMin, err = maxOverMin(ops); err != nil {
+		return b, fmt.Errorf("clusterbench: operations per master %v: %w", b.OpsByMaster, err)
+	}
+	if b.MemoryShareMaxOverMin, err = maxOverMin(mem); err != nil {
+		return b, fmt.Errorf("clusterbench: used_memory above empty per master %v: %w", b.MemoryByMaster, err)
+	}
+	return b, nil
+}
+
+// maxOverMin is max(v)/min(v), rounded to 4 places; an error when a value
+// is not positive (the ratio is then undefined).
+func maxOverMin(v []float64) (float64, error) {
+	if len(v) == 0 {
+		return 0, errors.New("no masters")
+	}
+	lo, hi := v[0], v[0]
+	for _, x := range v {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	if lo <= 0 {
+		return 0, fmt.Errorf("smallest is %.0f, want > 0", lo)
+	}
+	return float64(int64(hi/lo*10000+0.5)) / 10000, nil
+}
+
+// Targets adds the two balance targets to t, judged on the point values
+// (one run's counters: there are no rounds to draw an interval from).
+func (b Balance) Targets(t bench.Targets) {
+	t["redis_cluster.ops_share_max_over_min"] = bench.AtMost(TargetShareMaxOverMin).Evaluate(b.OpsShareMaxOverMin, bench.Exact(b.OpsShareMaxOverMin))
+	t["redis_cluster.memory_share_max_over_min"] = bench.AtMost(TargetShareMaxOverMin).Evaluate(b.MemoryShareMaxOverMin, bench.Exact(b.MemoryShareMaxOverMin))
+}
+
+// Table is the report's per-master table.
+func (b Balance) Table() *bench.Table {
+	t := &bench.Table{Header: []string{"master", "commands in the run", "used_memory above empty (B)"}}
+	for _, addr := range slices.Sorted(maps.Keys(b.OpsByMaster)) {
+		t.Rows = append(t.Rows, []string{addr, strconv.FormatInt(b.OpsByMaster[addr], 10), strconv.FormatInt(b.MemoryByMaster[addr], 10)})
+	}
+	return t
+}
