@@ -465,8 +465,11 @@ func TestLiveReindexSurvivesKilledOrchestrator(t *testing.T) {
 	if done.CatchUpEvents == 0 {
 		t.Errorf("no event was caught up although updates were appended during the copy")
 	}
-	if done.FreezeSeconds != 0 || done.VerifiedDocs < numShops || done.MismatchedDocs != 0 {
-		t.Errorf("freeze %.3fs, verified %d, mismatched %d: want no freeze, >= %d verified, 0 mismatched", done.FreezeSeconds, done.VerifiedDocs, done.MismatchedDocs, numShops)
+	// A shop the live load updated in every re-check round is explained,
+	// not verified (more of them on a loaded machine); none may mismatch.
+	if done.FreezeSeconds != 0 || done.VerifiedDocs+done.ExplainedDocs < numShops || done.VerifiedDocs < numShops*9/10 || done.MismatchedDocs != 0 {
+		t.Errorf("freeze %.3fs, verified %d, explained %d, mismatched %d: want no freeze, >= %d verified or explained (most verified), 0 mismatched",
+			done.FreezeSeconds, done.VerifiedDocs, done.ExplainedDocs, done.MismatchedDocs, numShops)
 	}
 	t.Logf("copy: %+v; catch-up events %d (rejected %d), freeze %.3fs", done.Copy, done.CatchUpEvents, done.CatchUpRejected, done.FreezeSeconds)
 
