@@ -171,9 +171,12 @@ func TestKillDuringVerificationAndDualWrite(t *testing.T) {
 	if st, err = o.Status(ctx, job.ID); err != nil {
 		t.Fatal(err)
 	}
-	if st.Step != StepVerified || st.Phase != "dual_write" || st.MismatchedDocs != 0 || st.VerifiedDocs+st.ExplainedDocs < numShops || st.VerifiedDocs < numShops*9/10 {
-		t.Fatalf("killed in step %s phase %q, verified %d, mismatched %d %v: want verified, dual_write, >= %d verified, 0 mismatched",
-			st.Step, st.Phase, st.VerifiedDocs, st.MismatchedDocs, st.Mismatches, numShops)
+	// The churn deletes and re-creates shops, so the documents compared
+	// are near numShops, not equal to it.
+	if st.Step != StepVerified || st.Phase != "dual_write" || st.MismatchedDocs != 0 || st.ComparedDocs < numShops*9/10 ||
+		st.VerifiedDocs+st.ExplainedDocs != st.ComparedDocs || st.VerifiedDocs < st.ComparedDocs*9/10 {
+		t.Fatalf("killed in step %s phase %q, compared %d, verified %d, explained %d, mismatched %d %v: want verified, dual_write, >= %d compared, all verified or explained (most verified), 0 mismatched",
+			st.Step, st.Phase, st.ComparedDocs, st.VerifiedDocs, st.ExplainedDocs, st.MismatchedDocs, st.Mismatches, numShops*9/10)
 	}
 	if cur, _ := aliasTarget(ctx, e.os, alias); cur != source {
 		t.Fatalf("alias on %s after a kill before the swap, want %s", cur, source)

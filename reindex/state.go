@@ -69,9 +69,13 @@ type Status struct {
 	// Phase is the last phase reached inside a step ("verifying",
 	// "dual_write", "swap"), for status and tests.
 	Phase string `json:"phase,omitempty"`
-	// Verification before the swap: documents whose version and content
-	// hash are equal in source and target, those that still differed after
-	// the re-checks (the job then refuses to swap), and the first of them.
+	// Verification before the swap: the documents compared (in the source
+	// or the target when the scan ran; the live load creates and deletes
+	// shops, so it is not the copy's total), those whose version and
+	// content hash are equal in source and target, those that still
+	// differed after the re-checks (the job then refuses to swap), and the
+	// first of them. Compared = verified + mismatched + explained.
+	ComparedDocs   int64 `json:"compared_docs"`
 	VerifiedDocs   int64 `json:"verified_docs"`
 	MismatchedDocs int64 `json:"mismatched_docs"`
 	// ExplainedDocs differed after every re-check, each time explained by
@@ -186,6 +190,7 @@ const (
 	fBackStart  = "positions:back"  // JSON []string: the live group's frontier right before the swap
 	fFrozen     = "frozen"          // the index under an older version's write freeze, if any
 	fPhase      = "phase"           // the last phase reached inside a step
+	fCompared   = "compared_docs"
 	fVerified   = "verified_docs"
 	fMismatched = "mismatched_docs"
 	fExplained  = "explained_docs"
@@ -265,6 +270,7 @@ func (s *store) load(ctx context.Context, id string) (Status, map[string]string,
 	}
 	st.Step, st.FailedStep, st.Error, st.TaskID = Step(m[fStep]), Step(m[fFailedStep]), m[fError], m[fTask]
 	st.Paused, st.Frozen, st.Phase = m[fPaused] == "1", m[fFrozen], m[fPhase]
+	st.ComparedDocs, _ = strconv.ParseInt(m[fCompared], 10, 64)
 	st.VerifiedDocs, _ = strconv.ParseInt(m[fVerified], 10, 64)
 	st.MismatchedDocs, _ = strconv.ParseInt(m[fMismatched], 10, 64)
 	st.ExplainedDocs, _ = strconv.ParseInt(m[fExplained], 10, 64)

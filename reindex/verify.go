@@ -261,7 +261,7 @@ func (o *Orchestrator) verify(ctx context.Context, st Status, fields map[string]
 	report := mismatches[:min(len(mismatches), maxReportedMismatches)]
 	raw, _ := json.Marshal(report)
 	verified := total - len(mismatches) - len(candidates)
-	if err := o.store.set(ctx, st.ID, fVerified, verified, fMismatched, len(mismatches), fMismatches, raw, fExplained, len(candidates),
+	if err := o.store.set(ctx, st.ID, fCompared, total, fVerified, verified, fMismatched, len(mismatches), fMismatches, raw, fExplained, len(candidates),
 		fTimings+"verify", strconv.FormatFloat(time.Since(start).Seconds(), 'f', 3, 64)); err != nil {
 		return "", err
 	}

@@ -201,7 +201,9 @@ type Summary struct {
 	LiveShopDeletes   int `json:"live_shop_deletes"`
 	LiveShopRecreates int `json:"live_shop_recreates"`
 	ResurrectedDocs   int `json:"resurrected_docs"`
-	// The verification before the swap.
+	// The verification before the swap (compared = verified + mismatched
+	// + explained).
+	ComparedDocs   int64 `json:"compared_docs"`
 	VerifiedDocs   int64 `json:"verified_docs"`
 	MismatchedDocs int64 `json:"mismatched_docs"`
 	ExplainedDocs  int64 `json:"explained_docs"`
@@ -378,6 +380,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	sum.LiveUpdatesApplied, sum.LiveCatchUpEvents, sum.LiveSkippedNewer = live.applied, live.status.CatchUpEvents, live.status.Copy.VersionConflicts
 	sum.LiveFreezeSeconds, sum.LostUpdates, sum.StaleDocs = live.status.FreezeSeconds, live.lost, live.stale
 	sum.LiveShopDeletes, sum.LiveShopRecreates, sum.ResurrectedDocs = live.deletes, live.recreates, live.resurrected
+	sum.ComparedDocs = live.status.ComparedDocs
 	sum.VerifiedDocs, sum.MismatchedDocs, sum.ExplainedDocs = live.status.VerifiedDocs, live.status.MismatchedDocs, live.status.ExplainedDocs
 	sum.DualWriteSeconds, sum.SwapLagSeconds = live.status.DualWriteSeconds, live.status.SwapLagSeconds
 	duringSwap := live.freshSwap.Summary()
@@ -444,11 +447,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	rep.Add(bench.Section{Title: "Live reindex under updates", Text: fmt.Sprintf(
 		"%d updates were appended at ~%d/s through the event log and applied by the real indexer worker while the 3-shard source was reindexed (slices auto). "+
 			"The catch-up replayed %d log entries; the copy skipped %d documents that were already newer; the swap froze writes for %.3f s (dual-write %.2f s, catch-up lag at the swap %.3f s). "+
-			"%d shop deletes and %d re-creates (most during the copy); %d deleted shops came back. The verification before the swap: %d documents equal, %d mismatched, %d explained by newer events. "+
+			"%d shop deletes and %d re-creates (most during the copy); %d deleted shops came back. The verification before the swap compared %d documents: %d equal, %d mismatched, %d explained by newer events. "+
 			"Freshness (appended → visible through the alias) of %d updates around the swap: p50 %.0f ms, p99 %.0f ms (all probed updates: p99 %.0f ms; %d never seen). "+
 			"Every shop's document in the new index was compared with the state after its latest event: %d lost, %d stale.",
 		sum.LiveUpdatesApplied, cfg.LiveRate, sum.LiveCatchUpEvents, sum.LiveSkippedNewer, sum.LiveFreezeSeconds, sum.DualWriteSeconds, sum.SwapLagSeconds,
-		sum.LiveShopDeletes, sum.LiveShopRecreates, sum.ResurrectedDocs, sum.VerifiedDocs, sum.MismatchedDocs, sum.ExplainedDocs,
+		sum.LiveShopDeletes, sum.LiveShopRecreates, sum.ResurrectedDocs, sum.ComparedDocs, sum.VerifiedDocs, sum.MismatchedDocs, sum.ExplainedDocs,
 		sum.FreshnessProbesDuringSwap, sum.FreshnessP50MsDuringSwap, sum.FreshnessP99MsDuringSwap, sum.FreshnessP99MsLive, sum.FreshnessProbesNeverSeen,
 		sum.LostUpdates, sum.StaleDocs)})
 	rep.SetSummary(&sum)
