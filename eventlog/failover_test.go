@@ -3,8 +3,6 @@ package eventlog
 import (
 	"context"
 	"errors"
-	"io"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,10 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baedal/baedal/api"
-	"github.com/baedal/baedal/backend"
 	"github.com/baedal/baedal/catalog"
-	"github.com/baedal/baedal/internal/testenv"
-	"github.com/baedal/baedal/localstack"
+	"github.com/baedal/baedal/internal/stacktest"
 )
 
 // TestNoAcknowledgedEventIsLostWhenAMasterDies appends events under a steady
@@ -27,28 +23,9 @@ import (
 // fails over, an append must fail as Redis being unavailable (503 with
 // Retry-After), never with another error and never silently.
 func TestNoAcknowledgedEventIsLostWhenAMasterDies(t *testing.T) {
-	if testing.Short() {
-		t.Skip("kills a Redis master and waits for the failover (~15 s)")
-	}
-	dir := t.TempDir()
 	ctx := context.Background()
-	st, err := localstack.UpRedisCluster(ctx, dir, localstack.RedisClusterSpec{Masters: 3, ReplicasPerMaster: 1}, 2*time.Minute)
-	if err != nil {
-		testenv.Unavailable(t, err)
-	}
-	defer func() {
-		if err := localstack.Down(dir, io.Discard); err != nil {
-			t.Errorf("stop the test's cluster: %v", err)
-		}
-	}()
-	cfg := backend.Defaults().Redis
-	cfg.Addr, cfg.Cluster = strings.Join(st.RedisClusterAddrs, ","), true
-	cfg.DialTimeout, cfg.ReadTimeout, cfg.WriteTimeout = 500*time.Millisecond, 2*time.Second, 2*time.Second
-	rdb, err := backend.NewRedis(cfg, cfg.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
+	cl := stacktest.NewFailoverCluster(t)
+	rdb := cl.Client
 	lcfg := Defaults()
 	lcfg.Prefix, lcfg.Partitions = "failover:", 6
 	lcfg.WaitReplicas, lcfg.WaitTimeout = 1, time.Second
@@ -56,25 +33,6 @@ func TestNoAcknowledgedEventIsLostWhenAMasterDies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-
-	// The victim: the first node, a master as redis-cli formed the cluster.
-	victim := st.Processes[0].Component
-	victimAddr := st.RedisClusterAddrs[0]
-	victimClient := redis.NewClient(&redis.Options{Addr: victimAddr})
-	role, err := victimClient.Do(ctx, "ROLE").Slice()
-	if err != nil || len(role) < 3 || role[0] != "master" {
-		t.Fatalf("ROLE of %s = %v, %v; want a master with a replica to kill", victimAddr, role, err)
-	}
-	// ROLE of a master: "master", offset, [[ip, port, offset], ...].
-	replicas, _ := role[2].([]any)
-	first, _ := replicas[0].([]any)
-	if len(first) < 2 {
-		t.Fatalf("ROLE of %s lists no replica: %v", victimAddr, role)
-	}
-	replicaAddr := first[0].(string) + ":" + first[1].(string)
-	victimClient.Close()
-	replica := redis.NewClient(&redis.Options{Addr: replicaAddr, ReadTimeout: time.Second})
-	defer replica.Close()
 
 	type ack struct{ stream, id string }
 	var (
@@ -135,22 +93,10 @@ func TestNoAcknowledgedEventIsLostWhenAMasterDies(t *testing.T) {
 	}
 	waitUntil("200 acknowledged appends before the kill", 30*time.Second, func() bool { return ackedCount() >= 200 })
 	before := ackedCount()
-	if err := st.Kill(victim); err != nil {
-		t.Fatal(err)
-	}
-	killedAt := time.Now()
-	// The victim's replica takes over: it is a master and the cluster,
-	// as it sees it, serves every slot again.
-	waitUntil("the victim's replica "+replicaAddr+" to take over", 60*time.Second, func() bool {
-		role, err := replica.Do(ctx, "ROLE").Slice()
-		if err != nil || len(role) == 0 || role[0] != "master" {
-			return false
-		}
-		info, err := replica.ClusterInfo(ctx).Result()
-		return err == nil && strings.Contains(info, "cluster_state:ok")
-	})
-	failedOver := time.Since(killedAt)
-	if err := st.RestartRedisClusterNode(ctx, victim); err != nil {
+	replicaAddr, failedOver, err := cl.Failover(ctx)
+	if err != nil {
+		close(stop)
+		wg.Wait()
 		t.Fatal(err)
 	}
 	afterRestart := ackedCount()

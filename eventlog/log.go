@@ -15,9 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/baedal/baedal/api"
 	"github.com/baedal/baedal/catalog"
 	"github.com/baedal/baedal/internal/promreg"
+	"github.com/baedal/baedal/internal/rediswait"
 )
 
 // Config says where the log lives and how it is trimmed.
@@ -195,11 +195,9 @@ func (l *Log) MigrateLegacyKeys(ctx context.Context) (int, error) {
 }
 
 // appendChunk sends the XADDs of one chunk in one pipeline. With
-// WaitReplicas, a WAIT follows them on the same connection: Redis answers it
-// once that many replicas acknowledged every write of that connection so
-// far. On a Redis Cluster the XADDs go to several masters, so they are
-// grouped by the master of their stream's slot and each master's group is
-// one pipeline on that master's own client, its WAIT last.
+// WaitReplicas, a WAIT follows them on the same connection of each primary
+// (rediswait: on a Redis Cluster one pipeline per master, a stream's
+// appends kept in order).
 func (l *Log) appendChunk(ctx context.Context, adds []*redis.XAddArgs) ([]*redis.StringCmd, error) {
 	cmds := make([]*redis.StringCmd, len(adds))
 	if l.cfg.WaitReplicas == 0 {
@@ -210,65 +208,14 @@ func (l *Log) appendChunk(ctx context.Context, adds []*redis.XAddArgs) ([]*redis
 		_, err := pipe.Exec(ctx)
 		return cmds, err
 	}
-	cc, cluster := l.rdb.(*redis.ClusterClient)
-	if !cluster {
-		return cmds, l.appendAndWait(ctx, l.rdb, adds, cmds, nil)
-	}
-	// Group by master, keeping the order within a group (a stream's
-	// appends stay in order).
-	var masters []*redis.Client
-	groups := map[*redis.Client][]int{}
+	streams := make([]string, len(adds))
 	for i, a := range adds {
-		m, err := cc.MasterForKey(ctx, a.Stream)
-		if err != nil {
-			return cmds, &NotReplicatedError{Stream: a.Stream, Want: l.cfg.WaitReplicas, Err: err}
-		}
-		if _, ok := groups[m]; !ok {
-			masters = append(masters, m)
-		}
-		groups[m] = append(groups[m], i)
+		streams[i] = a.Stream
 	}
-	for _, m := range masters {
-		if err := l.appendAndWait(ctx, m, adds, cmds, groups[m]); err != nil {
-			if _, unavailable := api.IsUnavailable(err); !unavailable {
-				// A MOVED or a refused connection: the slot map changed
-				// (a failover); the next append asks the cluster again.
-				cc.ReloadState(ctx)
-				err = &NotReplicatedError{Stream: adds[groups[m][0]].Stream, Want: l.cfg.WaitReplicas, Err: err}
-			}
-			return cmds, err
-		}
-	}
-	return cmds, nil
-}
-
-// appendAndWait pipelines the XADDs adds[which] (every one when which is
-// nil) and a WAIT on rc, filling cmds. Fewer replicas than WaitReplicas
-// within WaitTimeout is a NotReplicatedError.
-func (l *Log) appendAndWait(ctx context.Context, rc redis.Cmdable, adds []*redis.XAddArgs, cmds []*redis.StringCmd, which []int) error {
-	if which == nil {
-		which = make([]int, len(adds))
-		for i := range which {
-			which[i] = i
-		}
-	}
-	pipe, ok := rc.Pipeline().(*redis.Pipeline)
-	if !ok {
-		return fmt.Errorf("eventlog: WAIT needs a single-server pipeline, got %T", rc.Pipeline())
-	}
-	for _, i := range which {
+	err := rediswait.Pipelines(ctx, l.rdb, l.cfg.WaitReplicas, l.cfg.WaitTimeout, streams, func(pipe redis.Pipeliner, i int) {
 		cmds[i] = pipe.XAdd(ctx, adds[i])
-	}
-	// Wait (not Do("WAIT")): go-redis extends the read deadline by the
-	// WAIT timeout.
-	wait := pipe.Wait(ctx, l.cfg.WaitReplicas, l.cfg.WaitTimeout)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return err
-	}
-	if got := wait.Val(); got < int64(l.cfg.WaitReplicas) {
-		return &NotReplicatedError{Stream: adds[which[0]].Stream, Want: l.cfg.WaitReplicas, Got: got, Timeout: l.cfg.WaitTimeout}
-	}
-	return nil
+	})
+	return cmds, err
 }
 
 // NotReplicatedError: appends reached their primary but not WaitReplicas
@@ -276,26 +223,7 @@ func (l *Log) appendAndWait(ctx context.Context, rc redis.Cmdable, adds []*redis
 // events were not acknowledged: the caller answers 503 with Retry-After
 // (api.BackendUnavailable) and the client retries; an event appended twice
 // is harmless (external versions).
-type NotReplicatedError struct {
-	Stream  string
-	Want    int
-	Got     int64
-	Timeout time.Duration
-	Err     error
-}
-
-func (e *NotReplicatedError) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("eventlog: appends to %s not acknowledged by %d replica(s): %v", e.Stream, e.Want, e.Err)
-	}
-	return fmt.Sprintf("eventlog: appends to %s reached %d of %d replica(s) within %s", e.Stream, e.Got, e.Want, e.Timeout)
-}
-
-func (e *NotReplicatedError) Unwrap() error { return e.Err }
-
-// UnavailableBackend names Redis (api.BackendUnavailable: 503 with
-// Retry-After).
-func (e *NotReplicatedError) UnavailableBackend() string { return "redis" }
+type NotReplicatedError = rediswait.NotReplicatedError
 
 // partitionOfStream reads the partition from a stream key of either form
 // ("baedal:events:3" or "{baedal:events:3}"); 0 when it names none.

@@ -111,6 +111,14 @@ type Config struct {
 	// (BENCHMARKS.md, S5). More than one lets a slow pipeline (a read of
 	// thousands of celebrities' ranges) hold back fewer readers.
 	ReadBatchesInFlight int
+	// WaitReplicas, when above 0, makes a fan-out job finish (its outbox
+	// row deleted, its post no longer published again) only after that many
+	// replicas of each primary it wrote have its timeline entries and the
+	// author's recent-post entry (Redis WAIT, within WaitTimeout). Until
+	// then a primary that dies loses nothing: the outbox relay publishes
+	// the post again.
+	WaitReplicas int
+	WaitTimeout  time.Duration
 }
 
 // Defaults returns the default configuration.
@@ -136,6 +144,7 @@ func Defaults() Config {
 		PostCacheEntries:    100_000,
 		ReadBatch:           64,
 		ReadBatchesInFlight: 1,
+		WaitTimeout:         time.Second,
 	}
 }
 
@@ -162,6 +171,7 @@ func (c *Config) EnsureDefaults() {
 	setIfZero(&c.PostCacheEntries, d.PostCacheEntries)
 	setIfZero(&c.ReadBatch, d.ReadBatch)
 	setIfZero(&c.ReadBatchesInFlight, d.ReadBatchesInFlight)
+	setIfZero(&c.WaitTimeout, d.WaitTimeout)
 }
 
 func setIfZero[T comparable](p *T, def T) {
@@ -187,6 +197,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.PostCacheEntries, "feed-post-cache", c.PostCacheEntries, "post payloads cached in memory per generation (at most twice this many held); -1 disables the cache")
 	fs.IntVar(&c.ReadBatch, "feed-read-batch", c.ReadBatch, "most concurrent reads sent to Redis in one pipeline; -1 sends each read alone")
 	fs.IntVar(&c.ReadBatchesInFlight, "feed-read-batches-in-flight", c.ReadBatchesInFlight, "pipelines of concurrent reads sent at once")
+	fs.IntVar(&c.WaitReplicas, "feed-wait-replicas", c.WaitReplicas, "finish a fan-out job only after this many replicas of each primary it wrote have its entries (Redis WAIT; 0: do not wait; until then the outbox relay publishes the post again)")
+	fs.DurationVar(&c.WaitTimeout, "feed-wait-timeout", c.WaitTimeout, "how long one WAIT of --feed-wait-replicas waits")
 }
 
 // Validate names the first invalid field and its allowed values.
@@ -211,6 +223,7 @@ func (c *Config) Validate() error {
 		{"feed-job-batch", c.JobBatch, 1, 10_000},
 		{"feed-post-cache", c.PostCacheEntries, -1, 10_000_000},
 		{"feed-read-batches-in-flight", c.ReadBatchesInFlight, 1, 64},
+		{"feed-wait-replicas", c.WaitReplicas, 0, 8},
 	} {
 		if b.v < b.min || b.v > b.max {
 			return fmt.Errorf("%s: got %d, allowed: %d..%d", b.name, b.v, b.min, b.max)
@@ -224,7 +237,7 @@ func (c *Config) Validate() error {
 	}
 	for name, d := range map[string]time.Duration{
 		"feed-read-block": c.ReadBlock, "feed-claim-min-idle": c.ClaimMinIdle, "feed-claim-interval": c.ClaimInterval,
-		"feed-relay-after": c.RelayAfter, "feed-relay-interval": c.RelayInterval,
+		"feed-relay-after": c.RelayAfter, "feed-relay-interval": c.RelayInterval, "feed-wait-timeout": c.WaitTimeout,
 	} {
 		if d <= 0 {
 			return fmt.Errorf("%s: got %s, must be > 0", name, d)

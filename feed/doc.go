@@ -16,7 +16,12 @@
 // ZADD the post id into their timelines in pipelined batches, then delete the
 // outbox row and acknowledge the job. A relay re-publishes outbox rows that
 // stay too long (the process died between commit and XADD, or Redis lost the
-// job); XAUTOCLAIM hands jobs pending on a dead worker to a live one.
+// job); XAUTOCLAIM hands jobs pending on a dead worker to a live one. With
+// Config.WaitReplicas a worker deletes the outbox row only after that many
+// replicas of each primary it wrote have the job's timeline entries and the
+// author's recent-post entry (rediswait: a WAIT behind the writes, one
+// pipeline per master), so a failover after the job finished loses none of
+// them (TestNoAcknowledgedPostIsLostWhenAMasterDies).
 //
 // A read finds the page's post ids, then their payloads. Hybrid reads its ids
 // in one pipeline of plain commands (readPage): the timeline range, the

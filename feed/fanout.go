@@ -11,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/baedal/baedal/internal/rediswait"
 )
 
 // Fan-out job kinds (the "kind" field of a stream entry).
@@ -205,6 +207,16 @@ func (s *Service) runJob(ctx context.Context, consumer string, m redis.XMessage)
 				return "", err
 			}
 		}
+		if s.cfg.WaitReplicas > 0 {
+			// publish wrote the author's entry without WAIT; write it again
+			// with one before the outbox row, the post's last copy of
+			// record for Redis, goes.
+			if err := s.writeDurably(ctx, []string{s.keys.author(author)}, func(pipe redis.Pipeliner, _ int) {
+				s.addAuthorPost(ctx, pipe, author, postID)
+			}); err != nil {
+				return "", fmt.Errorf("feed: recent posts of author %d: %w", author, err)
+			}
+		}
 		if _, err := s.db.Exec(ctx, `DELETE FROM feed_outbox WHERE post_id = $1`, postID); err != nil {
 			return "", fmt.Errorf("feed: clear outbox row of post %d: %w", postID, err)
 		}
@@ -237,16 +249,21 @@ func (s *Service) fanOut(ctx context.Context, consumer, jobID string, author int
 		if len(followers) == 0 {
 			return nil
 		}
-		pipe := s.rdb.Pipeline()
-		for _, f := range followers {
-			key := s.keys.timeline(f)
-			pipe.ZAdd(ctx, key, members...)
-			pipe.ZRemRangeByRank(ctx, key, 0, int64(-s.cfg.TimelineCap-1))
+		keys := make([]string, len(followers), len(followers)+1)
+		for i, f := range followers {
+			keys[i] = s.keys.timeline(f)
 		}
 		if page > 0 && jobID != "" {
-			pipe.XClaimJustID(ctx, &redis.XClaimArgs{Stream: s.keys.stream(), Group: consumerGroup, Consumer: consumer, Messages: []string{jobID}})
+			keys = append(keys, s.keys.stream())
 		}
-		if _, err := pipe.Exec(ctx); err != nil {
+		if err := s.writeDurably(ctx, keys, func(pipe redis.Pipeliner, i int) {
+			if i == len(followers) {
+				pipe.XClaimJustID(ctx, &redis.XClaimArgs{Stream: keys[i], Group: consumerGroup, Consumer: consumer, Messages: []string{jobID}})
+				return
+			}
+			pipe.ZAdd(ctx, keys[i], members...)
+			pipe.ZRemRangeByRank(ctx, keys[i], 0, int64(-s.cfg.TimelineCap-1))
+		}); err != nil {
 			return fmt.Errorf("feed: write %d timelines for author %d: %w", len(followers), author, err)
 		}
 		if s.afterFanoutPage != nil {
@@ -257,6 +274,21 @@ func (s *Service) fanOut(ctx context.Context, consumer, jobID string, author int
 			return nil
 		}
 	}
+}
+
+// writeDurably runs add(pipe, i) for every key in pipelines: with
+// WaitReplicas, one per primary followed by a WAIT (rediswait), else one
+// pipeline. The writes must be idempotent: a failed call is retried whole.
+func (s *Service) writeDurably(ctx context.Context, keys []string, add func(pipe redis.Pipeliner, i int)) error {
+	if s.cfg.WaitReplicas > 0 {
+		return rediswait.Pipelines(ctx, s.rdb, s.cfg.WaitReplicas, s.cfg.WaitTimeout, keys, add)
+	}
+	pipe := s.rdb.Pipeline()
+	for i := range keys {
+		add(pipe, i)
+	}
+	_, err := pipe.Exec(ctx)
+	return err
 }
 
 // demote pushes a former celebrity's recent posts to their followers and

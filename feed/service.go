@@ -460,6 +460,14 @@ func (s *Service) CreatePost(ctx context.Context, author int64, text string) (Po
 	return p, nil
 }
 
+// addAuthorPost adds a post to its author's recent posts, trimmed to
+// AuthorPostsCap (idempotent).
+func (s *Service) addAuthorPost(ctx context.Context, pipe redis.Pipeliner, author, postID int64) {
+	key := s.keys.author(author)
+	pipe.ZAdd(ctx, key, redis.Z{Score: float64(postID), Member: strconv.FormatInt(postID, 10)})
+	pipe.ZRemRangeByRank(ctx, key, 0, int64(-s.cfg.AuthorPostsCap-1))
+}
+
 // publish writes the posts' payloads and authors' recent-post sets and
 // appends one fan-out job per post, in one pipeline. Doing it again is
 // harmless: every write is idempotent and a repeated job delivers nothing new.
@@ -471,8 +479,7 @@ func (s *Service) publish(ctx context.Context, posts []Post) error {
 			return err
 		}
 		pipe.Set(ctx, s.keys.post(p.ID), payload, 0)
-		pipe.ZAdd(ctx, s.keys.author(p.AuthorID), redis.Z{Score: float64(p.ID), Member: strconv.FormatInt(p.ID, 10)})
-		pipe.ZRemRangeByRank(ctx, s.keys.author(p.AuthorID), 0, int64(-s.cfg.AuthorPostsCap-1))
+		s.addAuthorPost(ctx, pipe, p.AuthorID, p.ID)
 		pipe.XAdd(ctx, &redis.XAddArgs{
 			Stream: s.keys.stream(), MaxLen: s.cfg.StreamMaxLen, Approx: true,
 			Values: []any{"kind", jobPost, "post", p.ID, "author", p.AuthorID},

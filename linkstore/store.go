@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baedal/baedal/internal/redisscan"
+	"github.com/baedal/baedal/internal/rediswait"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -235,40 +236,19 @@ func (s *Store) PutValue(ctx context.Context, id ClickID, value []byte) error {
 
 // setNX is SET key value NX PXAT expiresAt (redis.Nil when the key
 // exists). With WaitReplicas a WAIT follows it on the same connection of the
-// key's primary (on a cluster, that master's own client).
+// key's primary (rediswait).
 func (s *Store) setNX(ctx context.Context, key string, value []byte, expiresAt time.Time) error {
 	args := redis.SetArgs{Mode: "NX", ExpireAt: expiresAt}
 	if s.cfg.WaitReplicas == 0 {
 		return s.primary.SetArgs(ctx, key, value, args).Err()
 	}
-	var node redis.Cmdable = s.primary
-	if cc, ok := s.primary.(*redis.ClusterClient); ok {
-		m, err := cc.MasterForKey(ctx, key)
-		if err != nil {
-			return &NotReplicatedError{Key: key, Want: s.cfg.WaitReplicas, Err: err}
-		}
-		node = m
-	}
-	pipe, ok := node.Pipeline().(*redis.Pipeline)
-	if !ok {
-		return fmt.Errorf("linkstore: WAIT needs a single-server pipeline, got %T", node.Pipeline())
-	}
-	set := pipe.SetArgs(ctx, key, value, args)
-	wait := pipe.Wait(ctx, s.cfg.WaitReplicas, s.cfg.WaitTimeout)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		if cc, ok := s.primary.(*redis.ClusterClient); ok {
-			cc.ReloadState(ctx) // a MOVED or a dead master: a failover
-			return &NotReplicatedError{Key: key, Want: s.cfg.WaitReplicas, Err: err}
-		}
+	var set *redis.StatusCmd
+	if err := rediswait.Pipelines(ctx, s.primary, s.cfg.WaitReplicas, s.cfg.WaitTimeout, []string{key}, func(pipe redis.Pipeliner, _ int) {
+		set = pipe.SetArgs(ctx, key, value, args)
+	}); err != nil {
 		return err
 	}
-	if err := set.Err(); err != nil {
-		return err // redis.Nil: the click exists
-	}
-	if got := wait.Val(); got < int64(s.cfg.WaitReplicas) {
-		return &NotReplicatedError{Key: key, Want: s.cfg.WaitReplicas, Got: got, Timeout: s.cfg.WaitTimeout}
-	}
-	return nil
+	return set.Err() // redis.Nil: the click exists
 }
 
 // NotReplicatedError: a click reached its primary but not WaitReplicas
@@ -276,26 +256,7 @@ func (s *Store) setNX(ctx context.Context, key string, value []byte, expiresAt t
 // was not acknowledged: the caller answers 503 with Retry-After
 // (api.BackendUnavailable). The click may be stored; a retry of the create
 // then finds it (ErrExists), and GET shows it.
-type NotReplicatedError struct {
-	Key     string
-	Want    int
-	Got     int64
-	Timeout time.Duration
-	Err     error
-}
-
-func (e *NotReplicatedError) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("linkstore: click not acknowledged by %d replica(s): %v", e.Want, e.Err)
-	}
-	return fmt.Sprintf("linkstore: click reached %d of %d replica(s) within %s", e.Got, e.Want, e.Timeout)
-}
-
-func (e *NotReplicatedError) Unwrap() error { return e.Err }
-
-// UnavailableBackend names Redis (api.BackendUnavailable: 503 with
-// Retry-After).
-func (e *NotReplicatedError) UnavailableBackend() string { return "redis" }
+type NotReplicatedError = rediswait.NotReplicatedError
 
 // Create stores rec under its click id unless a record is stored there
 // already (ErrExists): one SET NX, so of concurrent creates of one id
