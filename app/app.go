@@ -219,7 +219,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	replicasView := func() any {
 		return notConfigured("replicas", "no Redis read replicas are configured (--redis-replica-addrs): every read goes to the primary")
 	}
-	if len(clients.RedisReplicas) > 0 {
+	if cc, ok := clients.Redis.(*redis.ClusterClient); ok && cfg.Backends.Redis.ClusterReadFromReplicas {
+		reads, err := redisread.OpenCluster(ctx, cc, cfg.Backends.Redis, cfg.RedisReads, log)
+		if err != nil {
+			return err
+		}
+		defer reads.Close()
+		rdb := reads.Client()
+		feedReads = func(ctx context.Context, read func(context.Context, redis.Cmdable) error) error { return read(ctx, rdb) }
+		linkReader = linkstore.ClientReader{Client: rdb}
+		replicasView = func() any { return reads.Status() }
+	} else if len(clients.RedisReplicas) > 0 {
 		// Replica addresses are refused in cluster mode (backend.RedisConfig
 		// Validate), so the primary is a single-server client here.
 		primary, ok := clients.Redis.(*redis.Client)

@@ -279,12 +279,14 @@ func TestOpenAPIRoundTripEveryRoute(t *testing.T) {
 // TestOpenAPIRoundTripEveryRouteOnARedisCluster is the round trip with every
 // subsystem on the test run's Redis Cluster (--redis-cluster-mode): the event log
 // and its dead letters, the indexer, the feed, the link store and the
-// reindex state, through the cluster client.
+// reindex state, through the cluster client; the feed's and link store's
+// reads through the shards' replicas (--redis-cluster-read-from-replicas).
 func TestOpenAPIRoundTripEveryRouteOnARedisCluster(t *testing.T) {
 	st := stacktest.Require(t)
 	cfg := fullServerConfig(t, st)
 	cfg.Backends.Redis.Addr = strings.Join(stacktest.RedisClusterAddrs(t), ",")
 	cfg.Backends.Redis.Cluster = true
+	cfg.Backends.Redis.ClusterReadFromReplicas = true
 	testOpenAPIRoundTripEveryRoute(t, cfg)
 }
 
@@ -507,6 +509,24 @@ func testOpenAPIRoundTripEveryRoute(t *testing.T, cfg Config) {
 	c.do(apiCase{route: "PUT /v1/admin/links/migration", method: "PUT", target: "/v1/admin/links/migration", body: `{"mode":"sideways"}`, status: []int{400}, specRejects: true})
 	c.do(apiCase{route: "PUT /v1/admin/links/migration", method: "PUT", target: "/v1/admin/links/migration", body: `{"mode":"old-only"}`, status: []int{409, 200}})
 
+	if cfg.Backends.Redis.ClusterReadFromReplicas {
+		// The feed and click reads above went to the shards' replicas.
+		var view struct {
+			Shards []struct {
+				Primary  string
+				Replicas []struct{ Chosen uint64 }
+			}
+			Replicas []struct{ Chosen uint64 }
+		}
+		c.decode(apiCase{route: "GET /v1/admin/replicas", method: "GET", target: "/v1/admin/replicas", status: ok}, &view)
+		var chosen uint64
+		for _, r := range view.Replicas {
+			chosen += r.Chosen
+		}
+		if len(view.Shards) != len(stacktest.RedisClusterAddrs(t))/2 || chosen == 0 {
+			t.Errorf("replicas view on the cluster: %d shards, %d replica reads; want one shard per master and the feed's and links' reads on replicas", len(view.Shards), chosen)
+		}
+	}
 	t.Logf("GET /v1/search answered %v (a 503 is the hot layout without its plugin)", c.seen["GET /v1/search"])
 	// Every route has a case it serves and a case it refuses.
 	for _, r := range routes {

@@ -111,9 +111,10 @@ type RedisConfig struct {
 	ReplicaAddrs []string
 	// Cluster makes Addr the seed nodes of a Redis Cluster.
 	Cluster bool
-	// ClusterReadFromReplicas, in cluster mode, sends read-only commands
-	// to the closest node of the key's shard (go-redis's RouteByLatency,
-	// replicas included) instead of its master.
+	// ClusterReadFromReplicas, in cluster mode, sends the reads that
+	// tolerate replica lag (the feed's, the link store's) to the replicas
+	// of each key's shard, ranked per shard (redisread.Cluster); every
+	// other command stays on the masters.
 	ClusterReadFromReplicas bool
 	// Username and Password authenticate (AUTH, or an ACL user with
 	// Username); PasswordFile holds the password (its first line) instead.
@@ -139,7 +140,7 @@ func (c *RedisConfig) Flags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.BoolVar(&c.Cluster, "redis-cluster-mode", c.Cluster, "Redis is a Redis Cluster: --redis-addr lists one or more of its nodes (comma-separated) and every subsystem uses a cluster client")
-	fs.BoolVar(&c.ClusterReadFromReplicas, "redis-cluster-read-from-replicas", c.ClusterReadFromReplicas, "in cluster mode, send reads to the closest node of the key's shard, replicas included (go-redis RouteByLatency)")
+	fs.BoolVar(&c.ClusterReadFromReplicas, "redis-cluster-read-from-replicas", c.ClusterReadFromReplicas, "in cluster mode, send the feed's and link store's reads to the replicas of each key's shard, ranked per shard by --redis-replica-policy")
 	fs.StringVar(&c.Username, "redis-username", c.Username, "Redis ACL user (optional)")
 	fs.StringVar(&c.Password, "redis-password", c.Password, "Redis password (optional; prefer BAEDAL_REDIS_PASSWORD or --redis-password-file)")
 	fs.StringVar(&c.PasswordFile, "redis-password-file", c.PasswordFile, "file whose first line is the Redis password")
@@ -440,8 +441,7 @@ func NewRedis(cfg RedisConfig, addr string) (redis.UniversalClient, error) {
 		Username: o.Username, Password: o.Password,
 		TLSConfig: o.TLSConfig, Dialer: o.Dialer,
 		DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
-		PoolSize:       o.PoolSize,
-		RouteByLatency: cfg.ClusterReadFromReplicas,
+		PoolSize: o.PoolSize,
 	}
 	for _, seed := range seeds {
 		so, err := cfg.options(seed)
@@ -469,6 +469,20 @@ func NewRedisNode(cfg RedisConfig, addr string) (*redis.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	c := redis.NewClient(o)
+	c.AddHook(redisUnavailableHook{})
+	return c, nil
+}
+
+// NewRedisReadOnlyNode is NewRedisNode for a Redis Cluster replica that
+// serves reads: every connection sends READONLY first (without it a
+// replica answers MOVED to its master).
+func NewRedisReadOnlyNode(cfg RedisConfig, addr string) (*redis.Client, error) {
+	o, err := cfg.options(addr)
+	if err != nil {
+		return nil, err
+	}
+	o.OnConnect = func(ctx context.Context, cn *redis.Conn) error { return cn.ReadOnly(ctx).Err() }
 	c := redis.NewClient(o)
 	c.AddHook(redisUnavailableHook{})
 	return c, nil

@@ -11,7 +11,7 @@ import (
 
 	"github.com/baedal/baedal/api"
 	"github.com/baedal/baedal/catalog"
-	"github.com/baedal/baedal/internal/stacktest"
+	"github.com/baedal/baedal/internal/failovertest"
 )
 
 // TestNoAcknowledgedEventIsLostWhenAMasterDies appends events under a steady
@@ -24,7 +24,7 @@ import (
 // Retry-After), never with another error and never silently.
 func TestNoAcknowledgedEventIsLostWhenAMasterDies(t *testing.T) {
 	ctx := context.Background()
-	cl := stacktest.NewFailoverCluster(t)
+	cl := failovertest.New(t)
 	rdb := cl.Client
 	lcfg := Defaults()
 	lcfg.Prefix, lcfg.Partitions = "failover:", 6

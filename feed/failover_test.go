@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baedal/baedal/internal/stacktest"
+	"github.com/baedal/baedal/internal/failovertest"
 )
 
 // TestNoAcknowledgedPostIsLostWhenAMasterDies posts under a steady load to
@@ -21,7 +21,7 @@ import (
 // reached a replica, and until then the outbox relay publishes it again.
 func TestNoAcknowledgedPostIsLostWhenAMasterDies(t *testing.T) {
 	ctx := context.Background()
-	cl := stacktest.NewFailoverCluster(t)
+	cl := failovertest.New(t)
 	b := newBackendsOn(t, cl.Client)
 	cfg := testConfig(StrategyHybrid, b.prefix)
 	cfg.CelebrityThreshold = 5

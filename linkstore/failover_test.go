@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/baedal/baedal/api"
-	"github.com/baedal/baedal/internal/stacktest"
+	"github.com/baedal/baedal/internal/failovertest"
 )
 
 // TestNoAcknowledgedClickIsLostWhenAMasterDies creates clicks under a
@@ -20,7 +20,7 @@ import (
 // click (ErrExists), never anything else.
 func TestNoAcknowledgedClickIsLostWhenAMasterDies(t *testing.T) {
 	ctx := context.Background()
-	cl := stacktest.NewFailoverCluster(t)
+	cl := failovertest.New(t)
 	s := newTestStore(t, cl.Client, "failover:", StoreConfig{Codec: CodecProto, WaitReplicas: 1, WaitTimeout: time.Second})
 
 	recs := liveRecords(testSeed, 40_000)

@@ -31,15 +31,13 @@
 // Config.Hedge, off by default); see BENCHMARKS.md S3 for what each is
 // worth.
 //
-// On a Redis Cluster (backend --redis-cluster-mode) this package is not
-// used: go-redis's ClusterClient picks the node of each command itself and
-// offers no hook that sees the slot's nodes (its ShardPicker only gets a
-// count of them, and only for keyless commands or its ReadOnly replica
-// pick). What it allows, and what --redis-cluster-read-from-replicas turns
-// on, is RouteByLatency: read-only commands go to the node of the key's
-// shard (master or replica) with the lowest PING latency, measured every
-// few seconds. Per-shard C3 would take our own per-node clients from
-// CLUSTER SHARDS and a slot map kept current on MOVED; not built.
+// On a Redis Cluster (backend --redis-cluster-mode, with
+// --redis-cluster-read-from-replicas) Cluster does the same per shard:
+// go-redis's ClusterClient picks the node of each command itself and offers
+// no hook that sees the slot's nodes (its ShardPicker only gets a count of
+// them, its RouteByLatency ranks by PING alone), so Cluster keeps one
+// ReadClient per shard from CLUSTER SLOTS and routes each command by its
+// key's master (see Cluster).
 //
 // Main invariant: Do runs fn on exactly one server at a time, best replica
 // first, and moves to the next-best (finally the primary) only when the

@@ -1,4 +1,8 @@
-package stacktest
+// Package failovertest gives the tests that kill a Redis Cluster master
+// under load (the event log's, the link store's, the feed's) a cluster of
+// their own and the failover itself: kill a master, wait for its replica to
+// take over, start the old master again.
+package failovertest
 
 import (
 	"context"
@@ -15,17 +19,17 @@ import (
 	"github.com/baedal/baedal/localstack"
 )
 
-// FailoverCluster is a Redis Cluster of one test's own (3 masters, one
+// Cluster is a Redis Cluster of one test's own (3 masters, one
 // replica each; the run's shared cluster is left alone), for tests that
 // kill a master under load and count what survived.
-type FailoverCluster struct {
+type Cluster struct {
 	State  *localstack.State
 	Client *redis.ClusterClient // short timeouts: a dead master fails fast
 }
 
-// NewFailoverCluster starts the cluster in a temporary directory of t's and
+// New starts the cluster in a temporary directory of t's and
 // stops it when t ends.
-func NewFailoverCluster(t *testing.T) *FailoverCluster {
+func New(t *testing.T) *Cluster {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("kills a Redis master and waits for the failover (~15 s)")
@@ -53,7 +57,7 @@ func NewFailoverCluster(t *testing.T) *FailoverCluster {
 	if !ok {
 		t.Fatalf("backend.NewRedis in cluster mode returned a %T", rdb)
 	}
-	return &FailoverCluster{State: st, Client: cc}
+	return &Cluster{State: st, Client: cc}
 }
 
 // Failover SIGKILLs the first node (a master, as redis-cli formed the
@@ -61,7 +65,7 @@ func NewFailoverCluster(t *testing.T) *FailoverCluster {
 // then starts the killed node again (it rejoins as a replica, so WAIT 1 can
 // be met again on that shard). It returns the replica's address and how
 // long the takeover took.
-func (c *FailoverCluster) Failover(ctx context.Context) (replicaAddr string, tookOver time.Duration, err error) {
+func (c *Cluster) Failover(ctx context.Context) (replicaAddr string, tookOver time.Duration, err error) {
 	victim := c.State.Processes[0].Component
 	victimAddr := c.State.RedisClusterAddrs[0]
 	vc := redis.NewClient(&redis.Options{Addr: victimAddr})
