@@ -124,6 +124,10 @@ func TestHedgeBudgetIsRespected(t *testing.T) {
 			}
 			synctest.Wait()
 		}
+		// A loser may still be in its sleep (synctest.Wait returns while
+		// goroutines sleep): let the bubble's clock run past every sleep.
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
 		got := h.Stats()
 		if got.Reads != 100 || got.Hedges > 12 || got.Hedges < 10 {
 			t.Fatalf("stats %+v: want 100 reads and 10..12 hedges (burst 2 + 10%%)", got)
