@@ -43,6 +43,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -260,6 +261,13 @@ type ClusterFigures struct {
 	SingleReadThroughputUserAConcurrent float64 `json:"single_read_throughput_user_a_concurrent"`
 	SingleHybridP50MsUserA              float64 `json:"single_hybrid_p50_ms_user_a"`
 	ReadErrors                          int64   `json:"read_errors"`
+	// Balance is measured over the seeding and SpreadReads reads of
+	// ordinary users drawn uniformly (SpreadReadErrors failed); the ops
+	// share over the whole run, users A's and B's reads included, is
+	// OpsShareMaxOverMinWithUserABReads (their keys' masters take them all).
+	SpreadReads                       int64   `json:"spread_reads"`
+	SpreadReadErrors                  int64   `json:"spread_read_errors"`
+	OpsShareMaxOverMinWithUserABReads float64 `json:"ops_share_max_over_min_with_user_a_b_reads"`
 }
 
 // deployment is one strategy's service, served over loopback HTTP.
@@ -338,6 +346,22 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 		DialContext: (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
 	}}
 	defer client.CloseIdleConnections()
+
+	// The cluster's balance on the generated data: the seeding, then reads
+	// spread uniformly over the ordinary users (the rounds below read users
+	// A and B only, so their keys' masters would decide it).
+	var clusterGenerated map[string]clusterbench.Node
+	var spread bench.LoadResult
+	if clusterDep != nil {
+		var err error
+		spread, err = readSpread(ctx, clusterDep.base, cfg.Users, cfg.Clients, cfg.ReadDuration/time.Duration(cfg.Rounds), seed.Seed)
+		if err != nil {
+			return Summary{}, err
+		}
+		if clusterGenerated, err = cluster.Snapshot(ctx); err != nil {
+			return Summary{}, err
+		}
+	}
 
 	sum := Summary{Bench: "feed", Profile: string(cfg.Profile), Users: cfg.Users, Clients: cfg.Clients}
 	report := bench.NewReport("feed", "Follow feed: pull vs push vs hybrid", cfg.Command)
@@ -477,12 +501,16 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 		if err != nil {
 			return sum, err
 		}
-		bal, err := cluster.Balance(clusterBefore, after)
+		bal, err := cluster.Balance(clusterBefore, clusterGenerated)
+		if err != nil {
+			return sum, err
+		}
+		all, err := cluster.Balance(clusterBefore, after)
 		if err != nil {
 			return sum, err
 		}
 		a1, aN := reads[readKey{clusterTarget, "A", 1}].Summary(), reads[readKey{clusterTarget, "A", cfg.Clients}].Summary()
-		cf := &ClusterFigures{Balance: bal,
+		cf := &ClusterFigures{Balance: bal, SpreadReads: spread.Ops, SpreadReadErrors: spread.Errors, OpsShareMaxOverMinWithUserABReads: all.OpsShareMaxOverMin,
 			HybridP99MsUserAConcurrent: aN.Latency.P99Ms, ReadThroughputUserAConcurrent: aN.ThroughputOps, HybridP50MsUserA: a1.Latency.P50Ms,
 			SingleHybridP99MsUserAConcurrent: sum.HybridP99MsUserAConcurrent, SingleReadThroughputUserAConcurrent: sum.ThroughputUserA["hybrid"],
 			SingleHybridP50MsUserA: sum.ReadP50Ms["hybrid"]}
@@ -498,9 +526,11 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 			Title: fmt.Sprintf("Redis Cluster of %d masters beside the single Redis", bal.Masters),
 			Text: fmt.Sprintf("A hybrid deployment on a local Redis Cluster of %d masters (no replicas; its own database, seeded alike) read in the same interleaved rounds as the strategies above (row %q of the table). "+
 				"User A, %d clients: p99 %.3f ms on the cluster, %.3f ms on the single Redis; %.0f reads/s on the cluster, %.0f on the single Redis. User A, 1 client: p50 %.3f ms on the cluster, %.3f ms on the single Redis. "+
-				"Balance over the seeding and the reads: largest master's share of the commands over the smallest's %.4f, of used_memory (above each master's empty baseline) %.4f; target <= %.1f each.",
+				"Balance over the seeding and %d reads of ordinary users drawn uniformly (%d failed): largest master's share of the commands over the smallest's %.4f, of used_memory (above each master's empty baseline) %.4f; target <= %.1f each. "+
+				"Over the whole run, with the rounds' reads of users A and B only, the commands' share is %.4f.",
 				bal.Masters, clusterTarget, cfg.Clients, cf.HybridP99MsUserAConcurrent, cf.SingleHybridP99MsUserAConcurrent, cf.ReadThroughputUserAConcurrent, cf.SingleReadThroughputUserAConcurrent,
-				cf.HybridP50MsUserA, cf.SingleHybridP50MsUserA, bal.OpsShareMaxOverMin, bal.MemoryShareMaxOverMin, clusterbench.TargetShareMaxOverMin),
+				cf.HybridP50MsUserA, cf.SingleHybridP50MsUserA, cf.SpreadReads, cf.SpreadReadErrors, bal.OpsShareMaxOverMin, bal.MemoryShareMaxOverMin, clusterbench.TargetShareMaxOverMin,
+				cf.OpsShareMaxOverMinWithUserABReads),
 			Table: bal.Table(),
 		}
 	}
@@ -757,6 +787,38 @@ func (d *deployment) close(cfg Config, rdb redis.UniversalClient) {
 			admin.Close(ctx)
 		}
 	}
+}
+
+// readSpread reads the feeds of ordinary users 1..users drawn uniformly
+// (seeded), with clients closed-loop clients for d, through the server at
+// base.
+func readSpread(ctx context.Context, base string, users, clients int, d time.Duration, seed uint64) (bench.LoadResult, error) {
+	conns := make([]*leanConn, max(clients, 1))
+	rngs := make([]*rand.Rand, len(conns))
+	for i := range rngs {
+		rngs[i] = rand.New(rand.NewPCG(seed, uint64(i)))
+	}
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.close()
+			}
+		}
+	}()
+	res := bench.RunClosedLoop(ctx, clients, d, func(ctx context.Context, client int) error {
+		req, err := newLeanRequest(compatFeedURL(base, 1+rngs[client].Int64N(int64(users))))
+		if err != nil {
+			return err
+		}
+		if conns[client] == nil {
+			conns[client] = newLeanConn(req.addr, 30*time.Second)
+		}
+		return leanReadFeed(ctx, conns[client], req)
+	})
+	if res.Ops == 0 {
+		return res, fmt.Errorf("feedbench: no spread read succeeded in %s (%d errors)", d, res.Errors)
+	}
+	return res, ctx.Err()
 }
 
 // leanReadFeed reads a compatibility feed (GET /api/v1/feeds) with c: an

@@ -99,12 +99,16 @@ func TestSmokeRedisCluster(t *testing.T) {
 	}
 	if missing := bench.MissingKeys(parsed, "hybrid_p99_ms_user_a_concurrent", "redis_cluster.masters", "redis_cluster.ops_share_max_over_min",
 		"redis_cluster.memory_share_max_over_min", "redis_cluster.hybrid_p99_ms_user_a_concurrent", "redis_cluster.read_throughput_user_a_concurrent",
-		"redis_cluster.single_hybrid_p99_ms_user_a_concurrent", "redis_cluster.single_read_throughput_user_a_concurrent"); len(missing) > 0 {
+		"redis_cluster.single_hybrid_p99_ms_user_a_concurrent", "redis_cluster.single_read_throughput_user_a_concurrent",
+		"redis_cluster.spread_reads", "redis_cluster.ops_share_max_over_min_with_user_a_b_reads"); len(missing) > 0 {
 		t.Fatalf("summary lacks %v: %s", missing, out.String())
 	}
 	c := sum.RedisCluster
 	if c.Masters != 3 || c.OpsShareMaxOverMin < 1 || c.MemoryShareMaxOverMin < 1 {
 		t.Fatalf("redis_cluster masters %d, ops share %v, memory share %v: want 3 and both >= 1", c.Masters, c.OpsShareMaxOverMin, c.MemoryShareMaxOverMin)
+	}
+	if c.SpreadReads == 0 || c.SpreadReadErrors != 0 {
+		t.Errorf("spread reads on the cluster: %d, %d failed; want some, none failed", c.SpreadReads, c.SpreadReadErrors)
 	}
 	if c.ReadErrors != 0 || c.ReadThroughputUserAConcurrent <= 0 || c.HybridP99MsUserAConcurrent <= 0 {
 		t.Errorf("cluster reads: %d errors, %.0f reads/s, p99 %.3f ms; want 0 errors and positive figures", c.ReadErrors, c.ReadThroughputUserAConcurrent, c.HybridP99MsUserAConcurrent)
