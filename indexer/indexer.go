@@ -337,16 +337,28 @@ func (ix *Indexer) write(ctx context.Context, c Coalesced, stats *Stats) (writeO
 // can thus reach the table before its shop document is written; a table
 // rebuild in that window keeps it, because the plugin keeps the rows of recent
 // updates through a rebuild and a node that joins merges its peers' recent rows
-// (docs/hot-layout.md, "Rebuild"). A head that OpenSearch refuses for good (a
-// poisoned shop, dead-lettered) may leave its row in the table; only a mapping
-// error can do that to a shop document.
+// (docs/hot-layout.md, "Rebuild").
+//
+// A node that restarts loses its table, and with one node (or a whole
+// cluster restarting) no peer holds the row either: if the row reached the
+// table before the restart and the head only after the rebuild's scan, the
+// table would keep the older row. A head written across a restart needed a
+// failed attempt first, so when the heads' bulk needed a retry the rows are
+// sent once more after it (idempotent; on a healthy cluster it costs
+// nothing). A head that OpenSearch refuses for good (a poisoned shop,
+// dead-lettered) may leave its row in the table; only a mapping error can do
+// that to a shop document.
 func (ix *Indexer) writeHotHeads(ctx context.Context, c Coalesced, lines [][]byte, heads []int, deadline time.Time, out writeOutcome, stats *Stats) error {
 	var table Stats
 	tableDone := make(chan error, 1)
 	poisoned := maps.Clone(out.poisoned) // writePhase adds to out.poisoned meanwhile
 	go func() { tableDone <- ix.writeHotTable(ctx, c, poisoned, deadline, &table) }()
+	retriesBefore := stats.Retries
 	headsErr := ix.writePhase(ctx, c, lines, heads, deadline, out, stats)
 	tableErr := <-tableDone
+	if headsErr == nil && tableErr == nil && stats.Retries > retriesBefore {
+		tableErr = ix.writeHotTable(ctx, c, out.poisoned, deadline, &table)
+	}
 	stats.Retries += table.Retries
 	stats.Bulk += table.Bulk
 	return errors.Join(headsErr, tableErr)

@@ -27,6 +27,11 @@ type HotTableCheck struct {
 	WantShops       int    `json:"want_shops"`
 	WantDigest      string `json:"want_digest"`
 	ShopIndexDigest string `json:"shop_index_digest"`
+	// RowDiffs, when the table differs, names the first shops whose row, as
+	// a search on the hot menu index reads it, differs from the events'
+	// state or the shop index (the search reads every shard's own node, so
+	// on several nodes it is not this node's table alone).
+	RowDiffs []string `json:"row_diffs,omitempty"`
 }
 
 // Equal reports whether the node's table is ready and holds exactly the
@@ -85,8 +90,71 @@ func checkHotTables(ctx context.Context, osc *osapi.Client, cfg indexer.Config, 
 				WantShops: len(live), WantDigest: want, ShopIndexDigest: indexer.HotTableDigest(indexed)})
 		}
 		done := len(checks) == nodes && !slices.ContainsFunc(checks, func(c HotTableCheck) bool { return !c.Equal() })
-		if done || time.Now().After(deadline) || ctx.Err() != nil {
+		if done || ctx.Err() != nil {
+			return checks, nil
+		}
+		if time.Now().After(deadline) {
+			diffs, err := hotRowDiffs(ctx, osc, cfg, states, held)
+			if err != nil {
+				diffs = []string{"the rows could not be read: " + err.Error()}
+			}
+			for i := range checks {
+				if !checks[i].Equal() {
+					checks[i].RowDiffs = diffs
+				}
+			}
 			return checks, nil
 		}
 	}
+}
+
+// maxRowDiffs bounds HotTableCheck.RowDiffs.
+const maxRowDiffs = 10
+
+// hotRowDiffs reads every shop's table row as search does (the hot menu
+// index with the plugin's fetch extension) and names the first shops whose
+// row is not the events' state or not the shop index's document.
+func hotRowDiffs(ctx context.Context, osc *osapi.Client, cfg indexer.Config, states map[int64]*catalog.ShopState, held map[int64]*indexer.ShopParts) ([]string, error) {
+	body := fmt.Appendf(nil, `{"size":%d,"_source":["id"],"query":{"match_all":{}},"sort":[{"id":"asc"}],"ext":{"baedal_hot":{"table":%q}}}`,
+		len(states)+100, cfg.Layout.Alias(layout.RoleHotShops))
+	var resp struct {
+		Hits struct {
+			Hits []struct {
+				Source struct {
+					ID int64 `json:"id"`
+				} `json:"_source"`
+				Fields map[string][]indexer.HotEntry `json:"fields"`
+			} `json:"hits"`
+		} `json:"hits"`
+	}
+	if err := osc.Do(ctx, http.MethodPost, "/"+cfg.Layout.Alias(layout.RoleHotMenus)+"/_search", body, &resp); err != nil {
+		return nil, err
+	}
+	inTable := make(map[int64]indexer.HotEntry)
+	for _, h := range resp.Hits.Hits {
+		for _, row := range h.Fields["baedal_hot"] {
+			row.ID = h.Source.ID
+			inTable[row.ID] = row
+		}
+	}
+	var diffs []string
+	for _, id := range slices.Sorted(maps.Keys(states)) {
+		want := indexer.HotEntryOf(states[id])
+		var indexed indexer.HotEntry
+		if p := held[id]; p != nil {
+			s := p.Aggregate(layout.Hot)
+			indexed = indexer.HotEntryOf(&s)
+		}
+		got, ok := inTable[id]
+		if want.Deleted && !ok && (indexed.Deleted || indexed.Version == 0) {
+			continue
+		}
+		if !ok || got != want || indexed != want {
+			diffs = append(diffs, fmt.Sprintf("shop %d: table %+v (found %v), events %+v, shop index %+v", id, got, ok, want, indexed))
+			if len(diffs) == maxRowDiffs {
+				break
+			}
+		}
+	}
+	return diffs, nil
 }

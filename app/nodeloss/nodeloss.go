@@ -183,8 +183,9 @@ var ErrClusterStart = errors.New("nodeloss: the cluster did not start")
 
 // Run starts a stack of cfg.Nodes OpenSearch nodes in a temporary directory, the server on it,
 // runs every case and stops everything. The directory (the servers' logs)
-// is kept when Run fails, named in the error, or when keepLogs says so;
-// otherwise it is removed.
+// is kept when Run fails, named in the error, when the result shows a
+// defect (Result.Defective), or when keepLogs says so; otherwise it is
+// removed.
 func Run(ctx context.Context, cfg Config, keepLogs func(dir string) bool) (_ *Result, err error) {
 	cfg = cfg.withDefaults()
 	if cfg.Nodes != 1 && cfg.Nodes != 3 {
@@ -211,17 +212,30 @@ func Run(ctx context.Context, cfg Config, keepLogs func(dir string) bool) (_ *Re
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("%w: %w", ErrClusterStart, err)
 	}
+	var res *Result
 	defer func() {
 		if err := localstack.Down(dir, io.Discard); err != nil {
 			fmt.Fprintf(progress, "nodeloss: stop the stack in %s: %v\n", dir, err)
 		}
-		if err != nil {
+		switch {
+		case err != nil:
 			err = fmt.Errorf("%w (logs kept in %s/logs)", err, dir)
-		} else if keepLogs == nil || !keepLogs(dir) {
+		case res.Defective():
+			fmt.Fprintf(progress, "nodeloss: the run found a defect; logs kept in %s/logs\n", dir)
+		case keepLogs == nil || !keepLogs(dir):
 			os.RemoveAll(dir)
 		}
 	}()
-	return run(ctx, cfg, st)
+	res, err = run(ctx, cfg, st)
+	return res, err
+}
+
+// Defective reports whether the run found something a restart must not
+// leave behind: an answer neither 200 nor 503, a lost or dead-lettered
+// event, layouts that disagree, or a hot table that differs.
+func (r *Result) Defective() bool {
+	return len(r.BadAnswers) > 0 || r.EventPostFailures > 0 || r.EventsLost > 0 || r.DeadLettered > 0 ||
+		r.LayoutsDiffer != "" || r.HotTablesDiffer > 0
 }
 
 func (c Config) withDefaults() Config {

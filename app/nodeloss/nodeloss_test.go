@@ -154,6 +154,9 @@ func checkNothingLost(t *testing.T, res *Result) {
 	for _, c := range res.HotTables {
 		t.Logf("hot table on %s: ready %v, %d shops, digest %s; events: %d shops, digest %s; shop index digest %s",
 			c.Node, c.Ready, c.Shops, c.Digest, c.WantShops, c.WantDigest, c.ShopIndexDigest)
+		for _, d := range c.RowDiffs {
+			t.Logf("  %s", d)
+		}
 	}
 	if len(res.HotTables) == 0 && testenv.InCI() {
 		t.Errorf("no hot table was checked: in CI the cluster runs the baedal-hot plugin")
