@@ -6,7 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mkdir -p bin
-go build -o bin/baedal ./cmd/baedal
+# -buildvcs=auto: stamp the git revision (`baedal --version`, run records)
+# even where GOFLAGS holds -buildvcs=false, as on the project machine.
+go build -buildvcs=auto -o bin/baedal ./cmd/baedal
 
 # A state dir under /tmp: PostgreSQL runs as the postgres user and must be
 # able to reach it whatever the permissions of the checkout's parents.
