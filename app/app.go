@@ -226,7 +226,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		}
 		defer reads.Close()
 		rdb := reads.Client()
-		feedReads = func(ctx context.Context, read func(context.Context, redis.Cmdable) error) error { return read(ctx, rdb) }
+		feedReads = func(ctx context.Context, read func(context.Context, redis.Cmdable) error) error {
+			return read(ctx, rdb)
+		}
 		linkReader = linkstore.ClientReader{Client: rdb}
 		replicasView = func() any { return reads.Status() }
 	} else if len(clients.RedisReplicas) > 0 {
