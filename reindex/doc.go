@@ -24,7 +24,9 @@
 //     found again by its description ("reindex from [src] to [dst]").
 //  4. copied: the task ended without failures (failures fail the job, with
 //     counts and samples; the alias stays on the source).
-//  5. restored: final replicas (--replicas, by default the layout's
+//  5. restored: the target is flushed (a Lucene commit of the copy, so
+//     that peer recovery copies segment files instead of replaying every
+//     operation), then final replicas (--replicas, by default the layout's
 //     configured setting, auto-expanding 0-1) and refresh interval are set
 //     on the target and the orchestrator waits for green (the replica build
 //     is timed), all before the swap.

@@ -513,6 +513,14 @@ func refresh(ctx context.Context, os *osapi.Client, index string) error {
 	return nil
 }
 
+// flush commits the index's segments (a Lucene commit on every shard).
+func flush(ctx context.Context, os *osapi.Client, index string) error {
+	if err := os.Do(ctx, http.MethodPost, "/"+index+"/_flush", nil, nil); err != nil {
+		return fmt.Errorf("reindex: flush %s: %w", index, err)
+	}
+	return nil
+}
+
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s

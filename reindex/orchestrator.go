@@ -410,6 +410,15 @@ func (o *Orchestrator) restore(ctx context.Context, st Status, fields map[string
 		return "", err
 	}
 	start := time.Now()
+	// Commit the copy before adding replicas. Peer recovery copies the
+	// files of the primary's last commit and replays only the operations
+	// after it; the copy ran with refresh off and stayed under the
+	// translog's flush threshold, so without this commit the last one is
+	// the empty index's and every replica re-indexes every document, which
+	// costs what keeping the replicas during the copy would have.
+	if err := flush(ctx, o.os, st.Target); err != nil {
+		return "", err
+	}
 	settings := map[string]any{"number_of_replicas": st.Replicas, "auto_expand_replicas": "false"}
 	if st.ReplicaSetting != "" {
 		settings = layout.ReplicaSettings(st.ReplicaSetting)

@@ -683,3 +683,61 @@ func TestReplayReadsAppendedEvents(t *testing.T) {
 	}
 	_ = ids
 }
+
+// TestRestoreCommitsTheCopyBeforeReplicas checks that every document the
+// copy wrote is in a Lucene commit when the job ends (no writes follow the
+// copy here): peer recovery copies committed segment files and replays the
+// operations after the last commit, so an uncommitted copy would make each
+// added replica re-index it.
+func TestRestoreCommitsTheCopyBeforeReplicas(t *testing.T) {
+	e := newTestEnv(t, "")
+	e.cleanup(t)
+	ctx := context.Background()
+	if err := e.cfg.Layout.EnsureIndices(ctx, e.os, layout.Nested); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := indexer.New(e.indexerConfig(), layout.Nested, e.os, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Apply(ctx, initialLoad(11, 200)); err != nil {
+		t.Fatal(err)
+	}
+	o := e.orchestrator(t, nil)
+	opts := DefaultOptions()
+	opts.Alias = e.cfg.Layout.Alias(layout.RoleNested)
+	job, err := o.Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Run(ctx, job.ID); err != nil {
+		t.Fatal(err)
+	}
+	var resp struct {
+		Indices map[string]struct {
+			Shards map[string][]struct {
+				Segments map[string]struct {
+					NumDocs   int  `json:"num_docs"`
+					Committed bool `json:"committed"`
+				} `json:"segments"`
+			} `json:"shards"`
+		} `json:"indices"`
+	}
+	if err := e.os.Do(ctx, http.MethodGet, "/"+job.Target+"/_segments", nil, &resp); err != nil {
+		t.Fatal(err)
+	}
+	var all, committed int
+	for _, copies := range resp.Indices[job.Target].Shards {
+		for _, c := range copies {
+			for _, seg := range c.Segments {
+				all += seg.NumDocs
+				if seg.Committed {
+					committed += seg.NumDocs
+				}
+			}
+		}
+	}
+	if all == 0 || committed != all {
+		t.Fatalf("target %s: %d of %d Lucene documents committed, want all", job.Target, committed, all)
+	}
+}
