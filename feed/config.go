@@ -119,6 +119,12 @@ type Config struct {
 	// the post again.
 	WaitReplicas int
 	WaitTimeout  time.Duration
+	// HotKeyCopies is how many copies of the hot keys (the celebrity set's
+	// version, each celebrity's recent posts) are written, spread over a
+	// Redis Cluster's slots, each user reading one (see hotcopies.go).
+	// 0 (the default) means 12 on a Redis Cluster and none on a single
+	// Redis; 1 means none.
+	HotKeyCopies int
 }
 
 // Defaults returns the default configuration.
@@ -199,6 +205,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.ReadBatchesInFlight, "feed-read-batches-in-flight", c.ReadBatchesInFlight, "pipelines of concurrent reads sent at once")
 	fs.IntVar(&c.WaitReplicas, "feed-wait-replicas", c.WaitReplicas, "finish a fan-out job only after this many replicas of each primary it wrote have its entries (Redis WAIT; 0: do not wait; until then the outbox relay publishes the post again)")
 	fs.DurationVar(&c.WaitTimeout, "feed-wait-timeout", c.WaitTimeout, "how long one WAIT of --feed-wait-replicas waits")
+	fs.IntVar(&c.HotKeyCopies, "feed-hot-key-copies", c.HotKeyCopies, "copies of the celebrity set's version and of each celebrity's recent posts, spread over a Redis Cluster's slots (0: 12 on a cluster, none on a single Redis; 1: none); a multiple of the masters' number balances them")
 }
 
 // Validate names the first invalid field and its allowed values.
@@ -224,6 +231,7 @@ func (c *Config) Validate() error {
 		{"feed-post-cache", c.PostCacheEntries, -1, 10_000_000},
 		{"feed-read-batches-in-flight", c.ReadBatchesInFlight, 1, 64},
 		{"feed-wait-replicas", c.WaitReplicas, 0, 8},
+		{"feed-hot-key-copies", c.HotKeyCopies, 0, 256},
 	} {
 		if b.v < b.min || b.v > b.max {
 			return fmt.Errorf("%s: got %d, allowed: %d..%d", b.name, b.v, b.min, b.max)

@@ -55,6 +55,14 @@
 // it asks SMISMEMBER of the followee set instead. No key was renamed; the
 // version key is new (a missing one is a version too: the set as it is).
 //
+// Two keys are read by every hybrid reader of a celebrity: the set's version
+// and the celebrity's recent posts. On a cluster they are copied
+// (Config.HotKeyCopies, 12 by default) under names spread evenly over the
+// slots, and each user reads one copy, so no master serves more of the
+// reads than its share of the slots (hotcopies.go has the protocol that
+// keeps the copies from ever serving a set older than the last completed
+// change).
+//
 // Main invariant: a post accepted by Post (its transaction committed) reaches
 // every follower's timeline at least once, whatever process dies when; and
 // because a timeline is a sorted set keyed by post id, delivering it again

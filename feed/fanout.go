@@ -207,12 +207,20 @@ func (s *Service) runJob(ctx context.Context, consumer string, m redis.XMessage)
 				return "", err
 			}
 		}
+		// publish wrote the author's entry without WAIT, and the
+		// celebrity's copies only if its process knew the author as one;
+		// write them again (with WAIT, when configured) before the outbox
+		// row, the post's last copy of record for Redis, goes.
+		var keys []string
 		if s.cfg.WaitReplicas > 0 {
-			// publish wrote the author's entry without WAIT; write it again
-			// with one before the outbox row, the post's last copy of
-			// record for Redis, goes.
-			if err := s.writeDurably(ctx, []string{s.keys.author(author)}, func(pipe redis.Pipeliner, _ int) {
-				s.addAuthorPost(ctx, pipe, author, postID)
+			keys = append(keys, s.keys.author(author))
+		}
+		if celebrity && s.copies.enabled() {
+			keys = append(keys, s.copies.postKeys(s.keys.author(author))...)
+		}
+		if len(keys) > 0 {
+			if err := s.writeDurably(ctx, keys, func(pipe redis.Pipeliner, i int) {
+				s.addPostTo(ctx, pipe, keys[i], postID)
 			}); err != nil {
 				return "", fmt.Errorf("feed: recent posts of author %d: %w", author, err)
 			}
@@ -342,6 +350,9 @@ func (s *Service) ReconcileCelebrities(ctx context.Context) error {
 		if err := s.changeCelebrities(ctx, s.rdb, "add", idStrings(want)...); err != nil {
 			return err
 		}
+	}
+	if err := s.repairHotCopies(ctx, have, want); err != nil {
+		return err
 	}
 	haveIDs, err := parseIDs(have)
 	if err != nil {

@@ -2,11 +2,11 @@ package feed
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -74,14 +74,14 @@ func (s *Service) readPage(ctx context.Context, user, before int64, limit int) (
 		timeline = c.ZRevRangeByScore(ctx, s.keys.timeline(user), rng)
 		// MGET of one key: a missing counter is a nil, not a redis.Nil
 		// error that would fail the batch (or count against a replica).
-		version = c.MGet(ctx, s.keys.celebritiesVersion)
+		version = c.MGet(ctx, s.copies.versionKey(user))
 		cmds = append(cmds, timeline, version)
 		if len(known) > 0 {
 			followed = c.SMIsMember(ctx, s.keys.followees(user), stringsToAny(known)...)
 			cmds = append(cmds, followed)
 		}
 		for i, celeb := range guess {
-			guessed[i] = c.ZRevRangeByScore(ctx, s.keys.authorPrefix+celeb, rng)
+			guessed[i] = c.ZRevRangeByScore(ctx, s.copies.postKey(s.keys.authorPrefix+celeb, user), rng)
 			cmds = append(cmds, guessed[i])
 		}
 		return cmds
@@ -98,7 +98,7 @@ func (s *Service) readPage(ctx context.Context, user, before int64, limit int) (
 		if followed != nil {
 			celebs = followedOf(known, followed.Val())
 		}
-	} else if celebs, err = s.followedCelebrities(ctx, user); err != nil {
+	} else if celebs, err = s.followedCelebrities(ctx, user, versionOf(version)); err != nil {
 		return nil, fmt.Errorf("feed: read page of %d: %w", user, err)
 	}
 	if len(celebs) == 0 && len(guess) == 0 {
@@ -125,7 +125,7 @@ func (s *Service) readPage(ctx context.Context, user, before int64, limit int) (
 		lists = append(lists, ids)
 	}
 	if len(missing) > 0 {
-		pulled, err := s.readRanges(ctx, missing, rng)
+		pulled, err := s.readRanges(ctx, user, missing, rng)
 		if err != nil {
 			return nil, fmt.Errorf("feed: read page of %d: %w", user, err)
 		}
@@ -134,11 +134,15 @@ func (s *Service) readPage(ctx context.Context, user, before int64, limit int) (
 	return mergeNewest(lists, limit), nil
 }
 
-// followedCelebrities loads the celebrity set again (its version moved
-// since this process last read it) and asks which of them the user follows:
-// the slow path of readPage, two more round trips.
-func (s *Service) followedCelebrities(ctx context.Context, user int64) ([]string, error) {
-	_, celebs, err := s.loadCelebrities(ctx)
+// followedCelebrities loads the celebrity set again (the version the user's
+// copy holds, seen, differs from the one this process loaded it with) and
+// asks which of them the user follows: the slow path of readPage, two more
+// round trips. A copy behind the loaded version is raised (hotcopies.go).
+func (s *Service) followedCelebrities(ctx context.Context, user int64, seen string) ([]string, error) {
+	version, celebs, err := s.loadCelebrities(ctx)
+	if err == nil && seen != version {
+		err = s.raiseVersionCopies(ctx, version, s.copies.versionKey(user))
+	}
 	if err != nil || len(celebs) == 0 {
 		return nil, err
 	}
@@ -151,14 +155,14 @@ func (s *Service) followedCelebrities(ctx context.Context, user int64) ([]string
 	return followedOf(celebs, cmd.Val()), nil
 }
 
-// readRanges reads the recent post ids of authors in rng, newest first, as
-// one read through the batcher.
-func (s *Service) readRanges(ctx context.Context, authors []string, rng *redis.ZRangeBy) ([][]int64, error) {
+// readRanges reads the recent post ids of celebrities in rng, newest first,
+// from the user's copies, as one read through the batcher.
+func (s *Service) readRanges(ctx context.Context, user int64, authors []string, rng *redis.ZRangeBy) ([][]int64, error) {
 	ranges := make([]*redis.StringSliceCmd, len(authors))
 	err := readCommands(ctx, s, func(ctx context.Context, c redis.Cmdable) []redis.Cmder {
 		cmds := make([]redis.Cmder, len(authors))
 		for i, a := range authors {
-			ranges[i] = c.ZRevRangeByScore(ctx, s.keys.authorPrefix+a, rng)
+			ranges[i] = c.ZRevRangeByScore(ctx, s.copies.postKey(s.keys.authorPrefix+a, user), rng)
 			cmds[i] = ranges[i]
 		}
 		return cmds
@@ -176,9 +180,10 @@ func (s *Service) readRanges(ctx context.Context, authors []string, rng *redis.Z
 }
 
 // knownCelebrities is this process's copy of the celebrity set with the
-// version it had (keys.celebritiesVersion: a random token set anew by
-// every change, so a version deleted with the rest of the state and
-// created again never repeats an old one). A hybrid read checks
+// version it had (keys.celebritiesVersion: a number that every change
+// raises to at least the changer's clock in µs, so a version deleted with
+// the rest of the state and created again does not repeat an old one). A
+// hybrid read checks
 // the version in its pipeline and asks Redis which of these the user follows
 // (SMISMEMBER on the user's followee set): one key, so one slot on a Redis
 // Cluster, where the SINTER of the global celebrity set with the followee
@@ -217,29 +222,60 @@ func (k *knownCelebrities) forget() {
 
 // celebrityChangeScript adds (ARGV[1] "add") or removes ("rem") the ids
 // ARGV[3..] to or from the celebrity set KEYS[1] and, when the set changed,
-// sets its version KEYS[2] to the new token ARGV[2], atomically: a reader
-// that sees a version sees the set of that version. Both keys hash to one
-// slot (see keys).
+// raises its version KEYS[2] to max(version+1, ARGV[2]), atomically: a
+// reader that sees a version sees the set of that version. It returns the
+// version (0 when there is none). Both keys hash to one slot (see keys).
 var celebrityChangeScript = redis.NewScript(`
 local n
 if ARGV[1] == 'add' then n = redis.call('SADD', KEYS[1], unpack(ARGV, 3)) else n = redis.call('SREM', KEYS[1], unpack(ARGV, 3)) end
-if n > 0 then redis.call('SET', KEYS[2], ARGV[2]) end
-return n`)
+local v = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
+if n > 0 then
+  local t = tonumber(ARGV[2])
+  if t <= v then t = v + 1 end
+  v = t
+  redis.call('SET', KEYS[2], string.format('%.0f', v))
+end
+return string.format('%.0f', v)`)
 
 // changeCelebrities adds or removes authors from the celebrity set (op
-// "add" or "rem"), raising its version when it changed.
+// "add" or "rem"), raising its version when it changed. With hot-key
+// copies, authors joining the set get their posts' copies first, and the
+// version's copies are raised after (hotcopies.go).
 func (s *Service) changeCelebrities(ctx context.Context, rc redis.Scripter, op string, ids ...any) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	token := make([]byte, 8)
-	_, _ = rand.Read(token)
-	args := append([]any{op, hex.EncodeToString(token)}, ids...)
-	err := celebrityChangeScript.Run(ctx, rc, []string{s.keys.celebrities, s.keys.celebritiesVersion}, args...).Err()
+	if op == "add" && s.copies.enabled() {
+		joining, err := s.notCelebrities(ctx, ids)
+		if err != nil || len(joining) == 0 {
+			return err
+		}
+		if err := s.fillCelebrityPostCopies(ctx, joining); err != nil {
+			return err
+		}
+		ids = stringsToAny(joining)
+	}
+	args := append([]any{op, strconv.FormatInt(time.Now().UnixMicro(), 10)}, ids...)
+	version, err := celebrityChangeScript.Run(ctx, rc, []string{s.keys.celebrities, s.keys.celebritiesVersion}, args...).Text()
 	if err != nil {
 		return fmt.Errorf("feed: %s %d celebrities (%s, %s): %w", op, len(ids), s.keys.celebrities, s.keys.celebritiesVersion, err)
 	}
-	return nil
+	return s.raiseVersionCopies(ctx, version)
+}
+
+// notCelebrities returns the ids (strings) that are not in the celebrity set.
+func (s *Service) notCelebrities(ctx context.Context, ids []any) ([]string, error) {
+	member, err := s.rdb.SMIsMember(ctx, s.keys.celebrities, ids...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("feed: which of %d authors are celebrities: %w", len(ids), err)
+	}
+	var out []string
+	for i, m := range member {
+		if !m {
+			out = append(out, fmt.Sprint(ids[i]))
+		}
+	}
+	return out, nil
 }
 
 func stringsToAny(ss []string) []any {

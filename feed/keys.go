@@ -9,7 +9,9 @@ import "strconv"
 //	au:{author}   sorted set: the author's recent post ids (pulled authors)
 //	fe:{user}     set: the ids the user follows
 //	celebs        set: authors pulled at read time (hybrid)
-//	{celebs}:v    string: the celebrity set's version, a new random token at every change
+//	{celebs}:ver  string: the celebrity set's version, a number raised by every change
+//	celebs:ver~n  strings: copies of the version, on a Redis Cluster (hotcopies.go)
+//	au:{author}~n sorted sets: copies of a celebrity's au:, on a Redis Cluster
 //	post:{id}     string: the post's JSON payload
 //	fanout        stream of fan-out jobs; fanout:dead holds poison jobs
 //
@@ -24,11 +26,14 @@ type keys struct {
 	prefix string
 	// Precomputed, as every read uses them.
 	authorPrefix, postPrefix, celebrities, celebritiesVersion string
+	// versionCopyBase names the version's copies (hotcopies.go); without
+	// the hash tag, so that they spread over the slots.
+	versionCopyBase string
 }
 
 func newKeys(prefix string) keys {
 	celebs := prefix + "celebs"
-	return keys{prefix: prefix, authorPrefix: prefix + "au:", postPrefix: prefix + "post:", celebrities: celebs, celebritiesVersion: "{" + celebs + "}:v"}
+	return keys{prefix: prefix, authorPrefix: prefix + "au:", postPrefix: prefix + "post:", celebrities: celebs, celebritiesVersion: "{" + celebs + "}:ver", versionCopyBase: celebs + ":ver"}
 }
 
 func (k keys) timeline(user int64) string  { return k.prefix + "tl:" + strconv.FormatInt(user, 10) }

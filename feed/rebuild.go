@@ -92,6 +92,11 @@ func (s *Service) Rebuild(ctx context.Context, progress io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("feed: rebuild: celebrities: %w", err)
 		}
+		// The recent-post sets must be in Redis before the celebrities
+		// join: their hot-key copies are filled from them.
+		if err := b.flush(); err != nil {
+			return err
+		}
 		if err := s.changeCelebrities(ctx, s.rdb, "add", idStrings(celebs)...); err != nil {
 			return err
 		}

@@ -63,6 +63,8 @@ type Service struct {
 	// cluster: rdb is a Redis Cluster client, so a page's payloads are
 	// read with one GET each (pipelined) instead of one MGET.
 	cluster bool
+	// copies names the hot keys' copies (none on a single Redis by default).
+	copies *hotCopies
 	// batch pipelines concurrent reads (nil when ReadBatch is -1).
 	batch *readBatcher
 
@@ -148,6 +150,14 @@ func NewService(cfg Config, db *pgxpool.Pool, rdb redis.UniversalClient, log *sl
 		celebrities: newCelebrityGuesses(), known: newKnownCelebrities(),
 	}
 	_, s.cluster = rdb.(*redis.ClusterClient)
+	copies := cfg.HotKeyCopies
+	if copies == 0 {
+		copies = 1
+		if s.cluster {
+			copies = defaultClusterHotKeyCopies
+		}
+	}
+	s.copies = newHotCopies(copies, s.keys.celebritiesVersion, s.keys.versionCopyBase)
 	s.read = func(ctx context.Context, read func(context.Context, redis.Cmdable) error) error {
 		return read(ctx, rdb)
 	}
@@ -463,7 +473,12 @@ func (s *Service) CreatePost(ctx context.Context, author int64, text string) (Po
 // addAuthorPost adds a post to its author's recent posts, trimmed to
 // AuthorPostsCap (idempotent).
 func (s *Service) addAuthorPost(ctx context.Context, pipe redis.Pipeliner, author, postID int64) {
-	key := s.keys.author(author)
+	s.addPostTo(ctx, pipe, s.keys.author(author), postID)
+}
+
+// addPostTo adds a post to key, an author's recent posts or a copy of them,
+// trimmed to AuthorPostsCap (idempotent).
+func (s *Service) addPostTo(ctx context.Context, pipe redis.Pipeliner, key string, postID int64) {
 	pipe.ZAdd(ctx, key, redis.Z{Score: float64(postID), Member: strconv.FormatInt(postID, 10)})
 	pipe.ZRemRangeByRank(ctx, key, 0, int64(-s.cfg.AuthorPostsCap-1))
 }
@@ -471,15 +486,35 @@ func (s *Service) addAuthorPost(ctx context.Context, pipe redis.Pipeliner, autho
 // publish writes the posts' payloads and authors' recent-post sets and
 // appends one fan-out job per post, in one pipeline. Doing it again is
 // harmless: every write is idempotent and a repeated job delivers nothing new.
+//
+// With hot-key copies, the posts of celebrities go to their copies too, so
+// that a follower reading any copy sees the post once its POST was
+// answered; the fan-out job writes them again (hotcopies.go).
 func (s *Service) publish(ctx context.Context, posts []Post) error {
+	var celebrity []bool
+	if s.copies.enabled() {
+		authors := make([]any, len(posts))
+		for i, p := range posts {
+			authors[i] = p.AuthorID
+		}
+		var err error
+		if celebrity, err = s.rdb.SMIsMember(ctx, s.keys.celebrities, authors...).Result(); err != nil {
+			return fmt.Errorf("feed: publish %d posts: which authors are celebrities: %w", len(posts), err)
+		}
+	}
 	pipe := s.rdb.Pipeline()
-	for _, p := range posts {
+	for i, p := range posts {
 		payload, err := json.Marshal(p)
 		if err != nil {
 			return err
 		}
 		pipe.Set(ctx, s.keys.post(p.ID), payload, 0)
 		s.addAuthorPost(ctx, pipe, p.AuthorID, p.ID)
+		if celebrity != nil && celebrity[i] {
+			for _, key := range s.copies.postKeys(s.keys.author(p.AuthorID)) {
+				s.addPostTo(ctx, pipe, key, p.ID)
+			}
+		}
 		pipe.XAdd(ctx, &redis.XAddArgs{
 			Stream: s.keys.stream(), MaxLen: s.cfg.StreamMaxLen, Approx: true,
 			Values: []any{"kind", jobPost, "post", p.ID, "author", p.AuthorID},
