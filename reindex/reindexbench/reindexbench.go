@@ -44,6 +44,7 @@ import (
 	"net/http"
 	"os"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -176,9 +177,15 @@ type Summary struct {
 	SlicesFewerCPURounds   bench.RoundRatios `json:"slices_fewer_cpu_ratio_rounds"`
 	SlicesShardsCPUCores   float64           `json:"slices_shards_node_cpu_cores"`
 	SlicesFewerCPUCores    float64           `json:"slices_fewer_node_cpu_cores"`
-	Slices1DocsS           float64           `json:"slices_1_docs_per_s"`
-	SlicesAutoDocS         float64           `json:"slices_auto_docs_per_s"`
-	Shards6DocsS           float64           `json:"shards6_docs_per_s"`
+	// NodeCPUCores is every side's OpenSearch CPU during its jobs (process
+	// CPU time summed over the nodes, in cores, mean over the rounds), and
+	// MachineCores the cores they share: a side near MachineCores cannot
+	// be sped up by more slices, shards or by skipping replicas' work.
+	NodeCPUCores   map[string]float64 `json:"node_cpu_cores"`
+	MachineCores   int                `json:"machine_cores"`
+	Slices1DocsS   float64            `json:"slices_1_docs_per_s"`
+	SlicesAutoDocS float64            `json:"slices_auto_docs_per_s"`
+	Shards6DocsS   float64            `json:"shards6_docs_per_s"`
 	// End-to-end seconds per job (p50, p99 over rounds, HDR).
 	Replicas1P50S     float64 `json:"replicas1_e2e_p50_s"`
 	Replicas0P50S     float64 `json:"replicas0_e2e_p50_s"`
@@ -400,6 +407,12 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	sum.SlicesShardsCPUCores, sum.SlicesFewerCPUCores = mean(slicesShards.roundCPUCores), mean(slicesFewer.roundCPUCores)
 	sum.SlicesFewerCPURounds = bench.PairedRatioCI(slicesShards.roundCPUCores, slicesFewer.roundCPUCores)
 	sum.SlicesFewerCPUMin, sum.SlicesFewerCPUMax = sum.SlicesFewerCPURounds.Min, sum.SlicesFewerCPURounds.Max
+	sum.MachineCores = runtime.NumCPU()
+	sum.NodeCPUCores = map[string]float64{}
+	for key, s := range map[string]*side{"slices_1": slices1, "slices_auto": slicesAuto, "replicas_kept": rep1, "replicas_added_after": rep0,
+		"shards_3": shards3, "shards_6": shards6, "slices_6": slicesShards, "slices_fewer": slicesFewer} {
+		sum.NodeCPUCores[key] = mean(s.roundCPUCores)
+	}
 	sum.SlicesAutoVs1Min, sum.SlicesAutoVs1Max = sum.SlicesAutoVs1Rounds.Min, sum.SlicesAutoVs1Rounds.Max
 	sum.Replicas0Vs1Min, sum.Replicas0Vs1Max = sum.Replicas0Vs1Rounds.Min, sum.Replicas0Vs1Rounds.Max
 	sum.Shards6Vs3Min, sum.Shards6Vs3Max = sum.Shards6Vs3Rounds.Min, sum.Shards6Vs3Rounds.Max
@@ -418,9 +431,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	rep := bench.NewReport("reindex", "Live reindex: slices, replicas during the copy, shard count, and zero lost updates", bench.CommandLine())
 	row := func(s *side) []string {
 		return []string{s.name, fmt.Sprintf("%.0f", s.docsPerS()), fmt.Sprintf("%.2f", s.copy.Summary().P50Ms/1000),
-			fmt.Sprintf("%.2f", s.build.Summary().P50Ms/1000), fmt.Sprintf("%.2f", s.e2e.Summary().P50Ms/1000), fmt.Sprintf("%.2f", s.e2e.Summary().P99Ms/1000)}
+			fmt.Sprintf("%.2f", s.build.Summary().P50Ms/1000), fmt.Sprintf("%.2f", s.e2e.Summary().P50Ms/1000), fmt.Sprintf("%.2f", s.e2e.Summary().P99Ms/1000),
+			fmt.Sprintf("%.2f", mean(s.roundCPUCores))}
 	}
-	header := []string{"side", "copy docs/s", "copy p50 s", "replica build p50 s", "end-to-end p50 s", "end-to-end p99 s"}
+	header := []string{"side", "copy docs/s", "copy p50 s", "replica build p50 s", "end-to-end p50 s", "end-to-end p99 s", fmt.Sprintf("OpenSearch CPU, cores of %d", sum.MachineCores)}
 	for _, c := range []struct {
 		title, text string
 		a, b        *side

@@ -44,7 +44,8 @@ func TestSmoke(t *testing.T) {
 		"live_updates_applied", "lost_updates", "stale_docs", "live_freeze_seconds", "resurrected_docs", "verified_docs", "mismatched_docs",
 		"freshness_p99_ms_during_swap", "slices_auto_vs_1_min", "slices_auto_vs_1_max", "replicas0_vs_1_min", "replicas0_vs_1_max",
 		"shards6_vs_3_min", "shards6_vs_3_max", "live_shop_deletes", "live_shop_recreates",
-		"slices_fewer_speed_ratio", "slices_fewer_speed_ratio_min", "slices_fewer_speed_ratio_max", "slices_fewer_cpu_ratio"); len(missing) > 0 {
+		"slices_fewer_speed_ratio", "slices_fewer_speed_ratio_min", "slices_fewer_speed_ratio_max", "slices_fewer_cpu_ratio",
+		"node_cpu_cores.slices_1", "node_cpu_cores.replicas_added_after", "machine_cores"); len(missing) > 0 {
 		t.Fatalf("summary lacks %v", missing)
 	}
 	if problems := bench.IntervalProblems(parsed, "slices_auto_vs_1", "replicas0_vs_1", "shards6_vs_3"); len(problems) > 0 {
@@ -56,6 +57,11 @@ func TestSmoke(t *testing.T) {
 	if sum.SlicesFewer != 4 || !(sum.SlicesFewerSpeedRatio > 0) || !(sum.SlicesFewerCPURatio > 0) || !(sum.SlicesShardsCPUCores > 0) {
 		t.Errorf("slices experiment: slices %d, speed ratio %v, CPU ratio %v, CPU %v cores; want 4 and positive figures",
 			sum.SlicesFewer, sum.SlicesFewerSpeedRatio, sum.SlicesFewerCPURatio, sum.SlicesShardsCPUCores)
+	}
+	for side, cores := range sum.NodeCPUCores {
+		if !(cores > 0) {
+			t.Errorf("node CPU of %s: %v cores, want > 0", side, cores)
+		}
 	}
 	if parsed["bench"] != "reindex" || sum.Docs <= 0 || sum.SlicesAutoVs1 <= 0 || sum.Replicas0Vs1 <= 0 || sum.Shards6Vs3 <= 0 {
 		t.Errorf("summary %+v", sum)
