@@ -53,7 +53,8 @@ import (
 // configured), before the post's outbox row goes. A post published while
 // its author is being promoted reaches the copies when its job runs; until
 // then readers find it in no copy (its job would have pushed it had it
-// started before the promotion).
+// started before the promotion). A demoted celebrity's copies stay, capped
+// like its list, and are filled again at its next promotion.
 
 // defaultClusterHotKeyCopies is HotKeyCopies's default on a Redis Cluster.
 const defaultClusterHotKeyCopies = 12
