@@ -41,7 +41,7 @@ func TestSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	if missing := bench.MissingKeys(parsed, "bench", "docs", "slices_auto_vs_1", "replicas0_vs_1", "shards6_vs_3",
-		"live_updates_applied", "lost_updates", "stale_docs", "live_freeze_seconds", "resurrected_docs", "verified_docs", "mismatched_docs",
+		"live_updates_applied", "lost_updates", "stale_docs", "live_freeze_seconds", "live_job_resumes", "resurrected_docs", "verified_docs", "mismatched_docs",
 		"freshness_p99_ms_during_swap", "slices_auto_vs_1_min", "slices_auto_vs_1_max", "replicas0_vs_1_min", "replicas0_vs_1_max",
 		"shards6_vs_3_min", "shards6_vs_3_max", "live_shop_deletes", "live_shop_recreates",
 		"slices_fewer_speed_ratio", "slices_fewer_speed_ratio_min", "slices_fewer_speed_ratio_max", "slices_fewer_cpu_ratio",
