@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/baedal/baedal/catalog"
-	"github.com/baedal/baedal/indexer"
 	"github.com/baedal/baedal/internal/osapi"
 	"github.com/baedal/baedal/internal/stacktest"
 	"github.com/baedal/baedal/layout"
@@ -303,17 +302,8 @@ func TestVerificationRefusesSwapOnMismatch(t *testing.T) {
 	e.cleanup(t)
 	e.cfg.VerifyRounds, e.cfg.VerifyWait = 1, time.Second
 	ctx := context.Background()
-	if err := e.cfg.Layout.EnsureIndices(ctx, e.os, layout.Nested); err != nil {
-		t.Fatal(err)
-	}
-	ix, err := indexer.New(e.indexerConfig(), layout.Nested, e.os, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const numShops = 300
-	if _, err := ix.Apply(ctx, initialLoad(9, numShops)); err != nil {
-		t.Fatal(err)
-	}
+	e.loadNested(t, 9, numShops)
 	alias := e.cfg.Layout.Alias(layout.RoleNested)
 	source, _ := aliasTarget(ctx, e.os, alias)
 	o := e.orchestrator(t, nil)

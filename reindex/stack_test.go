@@ -105,6 +105,23 @@ func (e *testEnv) indexerConfig() indexer.Config {
 
 // liveIndexer runs the real stream worker of the nested layout until the
 // test ends.
+// loadNested creates the nested layout's indices and writes the generated
+// catalog's numShops shops into them through the indexer.
+func (e *testEnv) loadNested(t *testing.T, seed uint64, numShops int) {
+	t.Helper()
+	ctx := context.Background()
+	if err := e.cfg.Layout.EnsureIndices(ctx, e.os, layout.Nested); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := indexer.New(e.indexerConfig(), layout.Nested, e.os, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Apply(ctx, initialLoad(seed, numShops)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (e *testEnv) liveIndexer(t *testing.T) {
 	t.Helper()
 	w, err := indexer.NewWorker(e.indexerConfig(), layout.Nested, e.evlog, e.os, nil, nil)
@@ -575,16 +592,7 @@ func TestRecreatedTargetNeverGetsTheAlias(t *testing.T) {
 	e := newTestEnv(t, "")
 	e.cleanup(t)
 	ctx := context.Background()
-	if err := e.cfg.Layout.EnsureIndices(ctx, e.os, layout.Nested); err != nil {
-		t.Fatal(err)
-	}
-	ix, err := indexer.New(e.indexerConfig(), layout.Nested, e.os, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ix.Apply(ctx, initialLoad(9, 300)); err != nil {
-		t.Fatal(err)
-	}
+	e.loadNested(t, 9, 300)
 	alias := e.cfg.Layout.Alias(layout.RoleNested)
 	source, _ := aliasTarget(ctx, e.os, alias)
 	o := e.orchestrator(t, nil)
@@ -693,16 +701,7 @@ func TestRestoreCommitsTheCopyBeforeReplicas(t *testing.T) {
 	e := newTestEnv(t, "")
 	e.cleanup(t)
 	ctx := context.Background()
-	if err := e.cfg.Layout.EnsureIndices(ctx, e.os, layout.Nested); err != nil {
-		t.Fatal(err)
-	}
-	ix, err := indexer.New(e.indexerConfig(), layout.Nested, e.os, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ix.Apply(ctx, initialLoad(11, 200)); err != nil {
-		t.Fatal(err)
-	}
+	e.loadNested(t, 11, 200)
 	o := e.orchestrator(t, nil)
 	opts := DefaultOptions()
 	opts.Alias = e.cfg.Layout.Alias(layout.RoleNested)
