@@ -187,11 +187,15 @@ type Summary struct {
 	// CPU time summed over the nodes, in cores, mean over the rounds), and
 	// MachineCores the cores they share: a side near MachineCores cannot
 	// be sped up by more slices, shards or by skipping replicas' work.
-	NodeCPUCores   map[string]float64 `json:"node_cpu_cores"`
-	MachineCores   int                `json:"machine_cores"`
-	Slices1DocsS   float64            `json:"slices_1_docs_per_s"`
-	SlicesAutoDocS float64            `json:"slices_auto_docs_per_s"`
-	Shards6DocsS   float64            `json:"shards6_docs_per_s"`
+	NodeCPUCores map[string]float64 `json:"node_cpu_cores"`
+	MachineCores int                `json:"machine_cores"`
+	// NodeLoad is every side's load per node during its jobs (CPU,
+	// indexing, merges, throttling, refresh, bulks, disk), to show what
+	// limits a ratio that does not move.
+	NodeLoad       map[string]SideLoad `json:"node_load"`
+	Slices1DocsS   float64             `json:"slices_1_docs_per_s"`
+	SlicesAutoDocS float64             `json:"slices_auto_docs_per_s"`
+	Shards6DocsS   float64             `json:"shards6_docs_per_s"`
 	// End-to-end seconds per job (p50, p99 over rounds, HDR).
 	Replicas1P50S     float64 `json:"replicas1_e2e_p50_s"`
 	Replicas0P50S     float64 `json:"replicas0_e2e_p50_s"`
@@ -252,8 +256,9 @@ type side struct {
 	// Per job (one per round), in order: copy docs/s and end-to-end s.
 	roundDocsS, roundE2E []float64
 	// Per job: the OpenSearch nodes' CPU (process CPU time summed over the
-	// nodes, in cores) averaged over the job.
+	// nodes, in cores) averaged over the job, and each node's load.
 	roundCPUCores []float64
+	roundLoads    []SideLoad
 }
 
 func mean(v []float64) float64 {
@@ -265,28 +270,6 @@ func mean(v []float64) float64 {
 		sum += x
 	}
 	return sum / float64(len(v))
-}
-
-// nodeCPUMillis returns the process CPU time of every OpenSearch node,
-// summed.
-func nodeCPUMillis(ctx context.Context, osc *osapi.Client) (int64, error) {
-	var resp struct {
-		Nodes map[string]struct {
-			Process struct {
-				CPU struct {
-					TotalInMillis int64 `json:"total_in_millis"`
-				} `json:"cpu"`
-			} `json:"process"`
-		} `json:"nodes"`
-	}
-	if err := osc.Do(ctx, http.MethodGet, "/_nodes/stats/process", nil, &resp); err != nil {
-		return 0, fmt.Errorf("reindexbench: node CPU: %w", err)
-	}
-	var total int64
-	for _, n := range resp.Nodes {
-		total += n.Process.CPU.TotalInMillis
-	}
-	return total, nil
 }
 
 func newSide(name string) *side {
@@ -417,10 +400,17 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	sum.SlicesFewerCPURounds = bench.PairedRatioCI(slicesShards.roundCPUCores, slicesFewer.roundCPUCores)
 	sum.SlicesFewerCPUMin, sum.SlicesFewerCPUMax = sum.SlicesFewerCPURounds.Min, sum.SlicesFewerCPURounds.Max
 	sum.MachineCores = runtime.NumCPU()
-	sum.NodeCPUCores = map[string]float64{}
-	for key, s := range map[string]*side{"slices_1": slices1, "slices_auto": slicesAuto, "replicas_kept": rep1, "replicas_added_after": rep0,
-		"shards_3": shards3, "shards_6": shards6, "slices_6": slicesShards, "slices_fewer": slicesFewer} {
-		sum.NodeCPUCores[key] = mean(s.roundCPUCores)
+	sum.NodeCPUCores, sum.NodeLoad = map[string]float64{}, map[string]SideLoad{}
+	sideKeys := []struct {
+		key string
+		s   *side
+	}{{"slices_1", slices1}, {"slices_auto", slicesAuto}, {"replicas_kept", rep1}, {"replicas_added_after", rep0},
+		{"shards_3", shards3}, {"shards_6", shards6}, {"slices_6", slicesShards}, {"slices_fewer", slicesFewer}}
+	var loadTable [][]string
+	for _, k := range sideKeys {
+		sum.NodeCPUCores[k.key] = mean(k.s.roundCPUCores)
+		sum.NodeLoad[k.key] = meanLoad(k.s.roundLoads)
+		loadTable = append(loadTable, loadRows(k.key, sum.NodeLoad[k.key])...)
 	}
 	sum.SlicesAutoVs1Min, sum.SlicesAutoVs1Max = sum.SlicesAutoVs1Rounds.Min, sum.SlicesAutoVs1Rounds.Max
 	sum.Replicas0Vs1Min, sum.Replicas0Vs1Max = sum.Replicas0Vs1Rounds.Min, sum.Replicas0Vs1Rounds.Max
@@ -461,6 +451,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		fewer, 100*sum.SlicesFewerShare, sum.SlicesFewerSpeedRatio, sum.SlicesFewerSpeedMin, sum.SlicesFewerSpeedMax,
 		sum.SlicesShardsCPUCores, sum.SlicesFewerCPUCores, sum.SlicesFewerCPURatio, sum.SlicesFewerCPUMin, sum.SlicesFewerCPUMax),
 		Table: &bench.Table{Header: header, Rows: [][]string{row(slicesShards), row(slicesFewer)}}})
+	rep.Add(bench.Section{Title: "What the nodes did during each side's jobs", Text: "Per node, as shares of the jobs' wall time (mean over the rounds): " +
+		"CPU in cores; indexing, merge and refresh thread time (1 = one thread busy throughout); the time OpenSearch throttled merges and indexing; " +
+		"bulk shard requests completed per second and rejected per job; the disk's busy share (one disk for all nodes).",
+		Table: &bench.Table{Header: loadHeader, Rows: loadTable}})
 	rep.Add(bench.IntervalSection([]bench.Figure{
 		{Name: "throughput slices auto / 1", Point: sum.SlicesAutoVs1, CI95: sum.SlicesAutoVs1CI95, Rounds: &sum.SlicesAutoVs1Rounds},
 		{Name: "end-to-end replicas kept / added after", Point: sum.Replicas0Vs1, CI95: sum.Replicas0Vs1CI95, Rounds: &sum.Replicas0Vs1Rounds},
@@ -563,7 +557,7 @@ func (e *env) indexerConfig(lc layout.Config, logCfg eventlog.Config) indexer.Co
 // copy, replica build and end-to-end times on s, then rolls back and deletes
 // the new index so the next job copies the same source.
 func (e *env) job(ctx context.Context, src *source, slices string, replicasDuringCopy, replicasAfter int, s *side) error {
-	cpuBefore, err := nodeCPUMillis(ctx, e.os)
+	before, err := readNodeSnapshot(ctx, e.os)
 	if err != nil {
 		return err
 	}
@@ -572,11 +566,13 @@ func (e *env) job(ctx context.Context, src *source, slices string, replicasDurin
 	if err != nil {
 		return err
 	}
-	cpuAfter, err := nodeCPUMillis(ctx, e.os)
+	after, err := readNodeSnapshot(ctx, e.os)
 	if err != nil {
 		return err
 	}
-	s.roundCPUCores = append(s.roundCPUCores, float64(cpuAfter-cpuBefore)/float64(time.Since(began).Milliseconds()+1))
+	load := after.loadSince(before, time.Since(began))
+	s.roundLoads = append(s.roundLoads, load)
+	s.roundCPUCores = append(s.roundCPUCores, load.cpuCores())
 	s.docs += st.Copy.Done()
 	s.copyS += st.CopySeconds
 	s.copy.Record(time.Duration(st.CopySeconds * float64(time.Second)))
