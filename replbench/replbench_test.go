@@ -181,8 +181,10 @@ func TestBenchmarkSmoke(t *testing.T) {
 		if sc.s.BestPeer != "round-robin" { // the only peer in this run
 			t.Errorf("%s: best peer %q, want round-robin", sc.name, sc.s.BestPeer)
 		}
-		if _, ok := sc.s.Policies["c3-psi"]; !ok {
-			t.Errorf("%s: no c3-psi variant in %v", sc.name, sc.s.Policies)
+		for _, variant := range []string{"c3-psi", "c3-no-ping-gate"} {
+			if _, ok := sc.s.Policies[variant]; !ok {
+				t.Errorf("%s: no %s variant in %v", sc.name, variant, sc.s.Policies)
+			}
 		}
 	}
 	if !strings.Contains(sum.Stalled.Degradation, "SIGSTOP") || strings.Contains(sum.Stalled.Degradation, "; 0 stalls") {

@@ -32,8 +32,9 @@ type contender struct {
 	// ours marks baedal's selector and its variants; peers are the rest.
 	ours bool
 	// psi ranks C3 by Ψ instead of peak-EWMA cost; concentrate sends every
-	// read to one home replica; hedge turns hedged reads on (Redis).
-	psi, concentrate, hedge bool
+	// read to one home replica; hedge turns hedged reads on (Redis);
+	// noPingGate turns the ping gate off (Redis, replica.Config.PingGate).
+	psi, concentrate, hedge, noPingGate bool
 	// peakCost ranks C3 by peak-EWMA cost with slow-replica ejection, as
 	// redisread ships it (OpenSearch endpoints, where C3 ships with Ψ).
 	peakCost bool
@@ -43,15 +44,16 @@ type contender struct {
 const oursName = "c3"
 
 // contenders returns our selector, its variants (unless cfg.NoAblations:
-// ranked by Ψ, concentrating reads on one home replica, with hedged reads)
-// and the peers in cfg.Policies.
+// ranked by Ψ, concentrating reads on one home replica, with hedged reads,
+// without the ping gate) and the peers in cfg.Policies.
 func contenders(cfg Config) []contender {
 	list := []contender{{name: oursName, policy: replica.PolicyC3, ours: true}}
 	if !cfg.NoAblations {
 		list = append(list,
 			contender{name: "c3-psi", policy: replica.PolicyC3, ours: true, psi: true},
 			contender{name: "c3-concentrate", policy: replica.PolicyC3, ours: true, concentrate: true},
-			contender{name: "c3-hedge", policy: replica.PolicyC3, ours: true, hedge: true})
+			contender{name: "c3-hedge", policy: replica.PolicyC3, ours: true, hedge: true},
+			contender{name: "c3-no-ping-gate", policy: replica.PolicyC3, ours: true, noPingGate: true})
 	}
 	for _, p := range cfg.Policies {
 		if p != replica.PolicyC3 {
@@ -65,6 +67,9 @@ func contenders(cfg Config) []contender {
 func (k contender) readConfig(cfg Config, scenario string) redisread.Config {
 	rc := redisread.Config{Policy: tuned(cfg.Tuning, k.policy, cfg.Seed), Path: scenario + "-" + k.name, PsiRank: k.psi}
 	rc.Policy.Concentrate = rc.Policy.Concentrate || k.concentrate
+	if k.noPingGate {
+		rc.Policy.PingGate = -1
+	}
 	rc.Hedge.Budget = -1
 	if k.hedge {
 		rc.Hedge.Budget = replica.DefaultHedgeBudget

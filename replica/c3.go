@@ -119,6 +119,13 @@ func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 // their R reset to the lowest R. When every replica stalls at once (a pause
 // of this client, not of a server), the lowest signal rises with them and
 // none is an outlier.
+//
+// With Config.PingGate, a replica's pings count too: one whose ping EWMA is
+// over PingGate × the lowest R (a bare PING waits longer than a whole read
+// takes on the best replica) is ejected, and an ejection that ends while
+// that still holds is extended by EjectTime. A CPU-throttled or stalled
+// Redis thus stays out until its pings come back, however few reads it is
+// sent, and a recovered one returns within a few pings.
 func ejectOutliers(s *selector, now time.Time) {
 	lowestR, lowestSignal := math.Inf(1), math.Inf(1)
 	for r := range s.replicas {
@@ -128,17 +135,25 @@ func ejectOutliers(s *selector, now time.Time) {
 		}
 	}
 	limit := lowestSignal * s.cfg.SlowFactor
+	slowPing := func(st *replicaState) bool {
+		return s.cfg.PingGate > 0 && st.ping.set && st.ping.value > s.cfg.PingGate*lowestR
+	}
 	for r := range s.replicas {
 		st := &s.replicas[r]
 		switch {
 		case !st.hasStats():
 		case now.Before(st.ejectedUntil):
 			// still ejected
+		case !st.ejectedUntil.IsZero() && slowPing(st):
+			// Its pings are still slow: keep it out, without doubling,
+			// so that it returns soon after they recover.
+			st.ejectedUntil = now.Add(s.cfg.EjectTime)
+			st.lastEjectionEnd = st.ejectedUntil
 		case !st.ejectedUntil.IsZero():
 			// The ejection ended: judge the replica on fresh samples.
 			st.ejectedUntil = time.Time{}
 			st.responseTime.value = lowestR
-		case max(st.responseTime.value, silentWhileOthersAnswer(s, r, now)) > limit:
+		case max(st.responseTime.value, silentWhileOthersAnswer(s, r, now)) > limit || slowPing(st):
 			eject(s, st, now)
 		}
 	}

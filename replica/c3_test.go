@@ -526,3 +526,67 @@ func TestC3TwoChoices(t *testing.T) {
 		t.Errorf("the best replica won %.3f of the draws, want about 2/3 (wins %v)", share, wins)
 	}
 }
+
+// With PingGate, a replica whose pings wait longer than PingGate × the best
+// read time is ejected although its reads look fine (it got few of them),
+// stays out EjectTime at a time while its pings stay slow, and is back
+// within one EjectTime of its pings recovering. Without it, nothing ejects
+// that replica.
+func TestC3PingGateKeepsAThrottledReplicaOutUntilItsPingsRecover(t *testing.T) {
+	ms := time.Millisecond
+	setup := func(gate float64) (Policy, *fakeClock) {
+		clock := newFakeClock()
+		p := newTestPolicy(t, 3, Config{PeakCost: true, SlowFactor: 10, PingGate: gate, EjectTime: 250 * ms, PullInterval: time.Hour, Now: clock.Now})
+		for r := range 3 {
+			complete(p, r, ok(2*ms))
+			p.ObservePing(r, 300*time.Microsecond)
+		}
+		for range 10 { // replica 1's pings wait for its CPU share
+			p.ObservePing(1, 40*ms)
+		}
+		return p, clock
+	}
+	// picks runs n reads that all take 2ms and counts those on replica 1.
+	picks := func(p Policy, n int) (onReplica1 int) {
+		for range n {
+			r := p.Pick()
+			if r == 1 {
+				onReplica1++
+			}
+			p.Done(r, ok(2*ms))
+		}
+		return onReplica1
+	}
+	if p, _ := setup(0); picks(p, 300) == 0 {
+		t.Fatal("PingGate off: replica 1 got no reads; its reads are as fast as the others', so only its pings could have ejected it")
+	}
+	p, clock := setup(2)
+	if n := picks(p, 300); n != 0 {
+		t.Fatalf("replica 1 (pings 40ms, reads of others 2ms) got %d of 300 reads; want 0", n)
+	}
+	if st := statsOf(p, 1); st.EjectedUntil.IsZero() || st.Ejections != 1 {
+		t.Fatalf("replica 1: ejected until %v, ejections %d; want one ejection", st.EjectedUntil, st.Ejections)
+	}
+	// Its pings stay slow through three ejection periods: it stays out,
+	// each extension EjectTime long (no doubling).
+	for range 3 {
+		clock.Advance(260 * ms)
+		if n := picks(p, 100); n != 0 {
+			t.Fatalf("replica 1 got %d reads while its pings were still slow", n)
+		}
+		if st := statsOf(p, 1); st.EjectedUntil.Sub(clock.Now()) > 250*ms || st.Ejections != 1 {
+			t.Fatalf("extension: ejected for %v more, ejections %d; want at most EjectTime, still 1", st.EjectedUntil.Sub(clock.Now()), st.Ejections)
+		}
+	}
+	// Its pings recover (about six samples bring the EWMA under 4ms).
+	for range 10 {
+		p.ObservePing(1, 300*time.Microsecond)
+	}
+	clock.Advance(260 * ms)
+	if n := picks(p, 300); n == 0 {
+		t.Fatal("replica 1's pings recovered but it got no reads after its ejection ended")
+	}
+	if st := statsOf(p, 1); !st.EjectedUntil.IsZero() {
+		t.Fatalf("replica 1 still ejected until %v after its pings recovered", st.EjectedUntil)
+	}
+}

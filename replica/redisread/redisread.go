@@ -79,7 +79,13 @@ const (
 	// ejected. Ψ alone keeps feeding a CPU-throttled Redis (its per-command
 	// service time stays tiny); at 3x, scheduling stalls of healthy replicas
 	// on the 2-core benchmark machine ejected them too.
-	DefaultSlowFactor     = 10
+	DefaultSlowFactor = 10
+	// DefaultPingGate is the Policy.PingGate used when it is zero: a
+	// replica whose PINGs take over twice the best replica's read time is
+	// ejected until they recover. On the benchmark's degraded replica
+	// (10% of a core) the ejection by read latency alone still let 4% of
+	// reads through after each ejection, and those were the p99.9.
+	DefaultPingGate       = 2
 	DefaultSampleInterval = 250 * time.Millisecond
 	DefaultSampleTimeout  = time.Second
 	DefaultPath           = "redis"
@@ -118,6 +124,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Policy.SlowFactor == 0 {
 		c.Policy.SlowFactor = DefaultSlowFactor
+	}
+	if c.Policy.PingGate == 0 {
+		c.Policy.PingGate = DefaultPingGate
 	}
 	if (c.Policy.Policy == "" || c.Policy.Policy == replica.PolicyC3) && !c.PsiRank {
 		// See replica.Config.PeakCost and BENCHMARKS.md S3.
