@@ -260,7 +260,13 @@ type ClusterFigures struct {
 	SingleHybridP99MsUserAConcurrent    float64 `json:"single_hybrid_p99_ms_user_a_concurrent"`
 	SingleReadThroughputUserAConcurrent float64 `json:"single_read_throughput_user_a_concurrent"`
 	SingleHybridP50MsUserA              float64 `json:"single_hybrid_p50_ms_user_a"`
-	ReadErrors                          int64   `json:"read_errors"`
+	// HybridP99ClusterOverSingle is the cluster's hybrid p99 over the
+	// single Redis's (user A, Clients clients) with the interval over the
+	// rounds' paired ratios: what the cluster costs the read, apart from
+	// how fast this machine is on the day.
+	HybridP99ClusterOverSingle       float64           `json:"hybrid_p99_cluster_over_single"`
+	HybridP99ClusterOverSingleRounds bench.RoundRatios `json:"hybrid_p99_cluster_over_single_rounds"`
+	ReadErrors                       int64             `json:"read_errors"`
 	// Balance is measured over the seeding and SpreadReads reads of
 	// ordinary users drawn uniformly (SpreadReadErrors failed); the ops
 	// share over the whole run, users A's and B's reads included, is
@@ -521,14 +527,17 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 		}
 		cf.HybridP99MsUserAConcurrentRounds = bench.RoundValuesCI(roundP99[readKey{clusterTarget, "A", cfg.Clients}])
 		cf.HybridP99MsUserAConcurrentCI95 = cf.HybridP99MsUserAConcurrentRounds.IntervalAround(cf.HybridP99MsUserAConcurrent)
+		cf.HybridP99ClusterOverSingle = bench.Ratio(cf.HybridP99MsUserAConcurrent, cf.SingleHybridP99MsUserAConcurrent)
+		cf.HybridP99ClusterOverSingleRounds = bench.PairedRatioCI(roundP99[hybridA], roundP99[readKey{clusterTarget, "A", cfg.Clients}])
 		sum.RedisCluster = cf
 		clusterSection = &bench.Section{
 			Title: fmt.Sprintf("Redis Cluster of %d masters beside the single Redis", bal.Masters),
 			Text: fmt.Sprintf("A hybrid deployment on a local Redis Cluster of %d masters (no replicas; its own database, seeded alike) read in the same interleaved rounds as the strategies above (row %q of the table). "+
-				"User A, %d clients: p99 %.3f ms on the cluster, %.3f ms on the single Redis; %.0f reads/s on the cluster, %.0f on the single Redis. User A, 1 client: p50 %.3f ms on the cluster, %.3f ms on the single Redis. "+
+				"User A, %d clients: p99 %.3f ms on the cluster, %.3f ms on the single Redis (cluster / single %.3f, rounds %.3f–%.3f); %.0f reads/s on the cluster, %.0f on the single Redis. User A, 1 client: p50 %.3f ms on the cluster, %.3f ms on the single Redis. "+
 				"Balance over the seeding and %d reads of ordinary users drawn uniformly (%d failed): largest master's share of the commands over the smallest's %.4f, of used_memory (above each master's empty baseline) %.4f; target <= %.1f each. "+
 				"Over the whole run, with the rounds' reads of users A and B only, the commands' share is %.4f.",
-				bal.Masters, clusterTarget, cfg.Clients, cf.HybridP99MsUserAConcurrent, cf.SingleHybridP99MsUserAConcurrent, cf.ReadThroughputUserAConcurrent, cf.SingleReadThroughputUserAConcurrent,
+				bal.Masters, clusterTarget, cfg.Clients, cf.HybridP99MsUserAConcurrent, cf.SingleHybridP99MsUserAConcurrent,
+				cf.HybridP99ClusterOverSingle, cf.HybridP99ClusterOverSingleRounds.Min, cf.HybridP99ClusterOverSingleRounds.Max, cf.ReadThroughputUserAConcurrent, cf.SingleReadThroughputUserAConcurrent,
 				cf.HybridP50MsUserA, cf.SingleHybridP50MsUserA, cf.SpreadReads, cf.SpreadReadErrors, bal.OpsShareMaxOverMin, bal.MemoryShareMaxOverMin, clusterbench.TargetShareMaxOverMin,
 				cf.OpsShareMaxOverMinWithUserABReads),
 			Table: bal.Table(),

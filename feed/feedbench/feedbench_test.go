@@ -3,6 +3,7 @@ package feedbench
 import (
 	"bytes"
 	"context"
+	"math"
 	"os"
 	"os/exec"
 	"strings"
@@ -100,7 +101,7 @@ func TestSmokeRedisCluster(t *testing.T) {
 	if missing := bench.MissingKeys(parsed, "hybrid_p99_ms_user_a_concurrent", "redis_cluster.masters", "redis_cluster.ops_share_max_over_min",
 		"redis_cluster.memory_share_max_over_min", "redis_cluster.hybrid_p99_ms_user_a_concurrent", "redis_cluster.read_throughput_user_a_concurrent",
 		"redis_cluster.single_hybrid_p99_ms_user_a_concurrent", "redis_cluster.single_read_throughput_user_a_concurrent",
-		"redis_cluster.spread_reads", "redis_cluster.ops_share_max_over_min_with_user_a_b_reads"); len(missing) > 0 {
+		"redis_cluster.spread_reads", "redis_cluster.ops_share_max_over_min_with_user_a_b_reads", "redis_cluster.hybrid_p99_cluster_over_single"); len(missing) > 0 {
 		t.Fatalf("summary lacks %v: %s", missing, out.String())
 	}
 	c := sum.RedisCluster
@@ -112,6 +113,9 @@ func TestSmokeRedisCluster(t *testing.T) {
 	}
 	if c.ReadErrors != 0 || c.ReadThroughputUserAConcurrent <= 0 || c.HybridP99MsUserAConcurrent <= 0 {
 		t.Errorf("cluster reads: %d errors, %.0f reads/s, p99 %.3f ms; want 0 errors and positive figures", c.ReadErrors, c.ReadThroughputUserAConcurrent, c.HybridP99MsUserAConcurrent)
+	}
+	if want := c.HybridP99MsUserAConcurrent / c.SingleHybridP99MsUserAConcurrent; math.Abs(c.HybridP99ClusterOverSingle-want) > 0.001 || c.HybridP99ClusterOverSingleRounds.Rounds < 1 {
+		t.Errorf("hybrid_p99_cluster_over_single %v over %d rounds, want %v (cluster p99 / single p99) over the rounds", c.HybridP99ClusterOverSingle, c.HybridP99ClusterOverSingleRounds.Rounds, want)
 	}
 	if c.SingleHybridP99MsUserAConcurrent != sum.HybridP99MsUserAConcurrent {
 		t.Errorf("single_hybrid_p99_ms_user_a_concurrent %v, want the top-level %v", c.SingleHybridP99MsUserAConcurrent, sum.HybridP99MsUserAConcurrent)
