@@ -13,7 +13,7 @@ import (
 // This file measures what each OpenSearch node did during a job, so that a
 // ratio that does not move (more slices, more shards) can be explained with
 // figures: CPU per node, time spent merging, merges and indexing throttled,
-// refreshes, rejected bulks, and how busy the disk was. OpenSearch
+// refreshes, rejected bulk requests, and how busy the disk was. OpenSearch
 // refreshes its process and fs statistics at most once a second
 // (monitor.process.refresh_interval, monitor.fs.refresh_interval), so CPU
 // and disk figures of a job shorter than a few seconds are coarse; the
@@ -28,7 +28,6 @@ type nodeCounters struct {
 	indexThrottledMillis int64
 	refreshMillis        int64
 	writeRejected        int64
-	writeCompleted       int64
 }
 
 // nodeSnapshot is every node's counters at one moment, by node name, and the
@@ -88,8 +87,7 @@ func readNodeSnapshot(ctx context.Context, osc *osapi.Client) (nodeSnapshot, err
 			} `json:"indices"`
 			ThreadPool struct {
 				Write struct {
-					Rejected  int64 `json:"rejected"`
-					Completed int64 `json:"completed"`
+					Rejected int64 `json:"rejected"`
 				} `json:"write"`
 			} `json:"thread_pool"`
 			FS struct {
@@ -118,7 +116,6 @@ func readNodeSnapshot(ctx context.Context, osc *osapi.Client) (nodeSnapshot, err
 			indexThrottledMillis: n.Indices.Indexing.ThrottleTime,
 			refreshMillis:        n.Indices.Refresh.TotalTime,
 			writeRejected:        n.ThreadPool.Write.Rejected,
-			writeCompleted:       n.ThreadPool.Write.Completed,
 		}
 		snap.diskMillis = max(snap.diskMillis, n.FS.IOStats.Total.IOTime)
 	}
@@ -139,14 +136,13 @@ func (s nodeSnapshot) loadSince(before nodeSnapshot, elapsed time.Duration) Side
 			continue
 		}
 		load.Nodes[name] = NodeLoad{
-			CPUCores:                share(a.cpuMillis, b.cpuMillis),
-			IndexShare:              share(a.indexMillis, b.indexMillis),
-			IndexThrottledShare:     share(a.indexThrottledMillis, b.indexThrottledMillis),
-			MergeShare:              share(a.mergeMillis, b.mergeMillis),
-			MergeThrottledShare:     share(a.mergeThrottledMillis, b.mergeThrottledMillis),
-			RefreshShare:            share(a.refreshMillis, b.refreshMillis),
-			WriteRejected:           float64(max(a.writeRejected-b.writeRejected, 0)),
-			WriteCompletedPerSecond: 1000 * share(a.writeCompleted, b.writeCompleted),
+			CPUCores:            share(a.cpuMillis, b.cpuMillis),
+			IndexShare:          share(a.indexMillis, b.indexMillis),
+			IndexThrottledShare: share(a.indexThrottledMillis, b.indexThrottledMillis),
+			MergeShare:          share(a.mergeMillis, b.mergeMillis),
+			MergeThrottledShare: share(a.mergeThrottledMillis, b.mergeThrottledMillis),
+			RefreshShare:        share(a.refreshMillis, b.refreshMillis),
+			WriteRejected:       float64(max(a.writeRejected-b.writeRejected, 0)),
 		}
 	}
 	return load
@@ -180,7 +176,6 @@ func meanLoad(rounds []SideLoad) SideLoad {
 			m.MergeThrottledShare += n.MergeThrottledShare
 			m.RefreshShare += n.RefreshShare
 			m.WriteRejected += n.WriteRejected
-			m.WriteCompletedPerSecond += n.WriteCompletedPerSecond
 			out.Nodes[name] = m
 			counts[name]++
 		}
@@ -190,7 +185,7 @@ func meanLoad(rounds []SideLoad) SideLoad {
 		out.Nodes[name] = NodeLoad{
 			CPUCores: m.CPUCores / c, IndexShare: m.IndexShare / c, IndexThrottledShare: m.IndexThrottledShare / c,
 			MergeShare: m.MergeShare / c, MergeThrottledShare: m.MergeThrottledShare / c, RefreshShare: m.RefreshShare / c,
-			WriteRejected: m.WriteRejected / c, WriteCompletedPerSecond: m.WriteCompletedPerSecond / c,
+			WriteRejected: m.WriteRejected / c,
 		}
 	}
 	return out
@@ -207,11 +202,11 @@ func loadRows(side string, l SideLoad) [][]string {
 	for _, name := range names {
 		n := l.Nodes[name]
 		rows = append(rows, []string{side, name, f2(n.CPUCores), f2(n.IndexShare), f2(n.IndexThrottledShare), f2(n.MergeShare),
-			f2(n.MergeThrottledShare), f2(n.RefreshShare), fmt.Sprintf("%.0f", n.WriteCompletedPerSecond), fmt.Sprintf("%.1f", n.WriteRejected), f2(l.DiskBusyShare)})
+			f2(n.MergeThrottledShare), f2(n.RefreshShare), fmt.Sprintf("%.1f", n.WriteRejected), f2(l.DiskBusyShare)})
 	}
 	return rows
 }
 
-var loadHeader = []string{"side", "node", "CPU cores", "indexing", "indexing throttled", "merging", "merges throttled", "refresh", "bulk shard requests/s", "bulks rejected", "disk busy"}
+var loadHeader = []string{"side", "node", "CPU cores", "indexing", "indexing throttled", "merging", "merges throttled", "refresh", "bulks rejected", "disk busy"}
 
 func f2(v float64) string { return fmt.Sprintf("%.2f", v) }

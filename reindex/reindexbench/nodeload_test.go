@@ -8,11 +8,11 @@ import (
 
 func TestLoadSinceTurnsCountersIntoShares(t *testing.T) {
 	before := nodeSnapshot{diskMillis: 1000, nodes: map[string]nodeCounters{
-		"a": {cpuMillis: 500, mergeMillis: 100, mergeThrottledMillis: 10, indexMillis: 40, indexThrottledMillis: 0, refreshMillis: 7, writeRejected: 1, writeCompleted: 10},
+		"a": {cpuMillis: 500, mergeMillis: 100, mergeThrottledMillis: 10, indexMillis: 40, indexThrottledMillis: 0, refreshMillis: 7, writeRejected: 1},
 		"b": {cpuMillis: 900, mergeMillis: 800},
 	}}
 	after := nodeSnapshot{diskMillis: 1500, nodes: map[string]nodeCounters{
-		"a": {cpuMillis: 2500, mergeMillis: 1100, mergeThrottledMillis: 510, indexMillis: 1040, indexThrottledMillis: 250, refreshMillis: 107, writeRejected: 4, writeCompleted: 210},
+		"a": {cpuMillis: 2500, mergeMillis: 1100, mergeThrottledMillis: 510, indexMillis: 1040, indexThrottledMillis: 250, refreshMillis: 107, writeRejected: 4},
 		// b's merge total fell: an index it merged was deleted in between.
 		"b": {cpuMillis: 1900, mergeMillis: 300},
 		// c joined after the first snapshot: no difference to take.
@@ -20,7 +20,7 @@ func TestLoadSinceTurnsCountersIntoShares(t *testing.T) {
 	}}
 	load := after.loadSince(before, 2*time.Second)
 	want := NodeLoad{CPUCores: 1, IndexShare: 0.5, IndexThrottledShare: 0.125, MergeShare: 0.5, MergeThrottledShare: 0.25,
-		RefreshShare: 0.05, WriteRejected: 3, WriteCompletedPerSecond: 100}
+		RefreshShare: 0.05, WriteRejected: 3}
 	if got := load.Nodes["a"]; !closeLoad(got, want) {
 		t.Errorf("node a: got %+v, want %+v", got, want)
 	}
@@ -61,7 +61,7 @@ func TestMeanLoadAveragesEachNodeOverItsRounds(t *testing.T) {
 func closeLoad(a, b NodeLoad) bool {
 	pairs := [][2]float64{{a.CPUCores, b.CPUCores}, {a.IndexShare, b.IndexShare}, {a.IndexThrottledShare, b.IndexThrottledShare},
 		{a.MergeShare, b.MergeShare}, {a.MergeThrottledShare, b.MergeThrottledShare}, {a.RefreshShare, b.RefreshShare},
-		{a.WriteRejected, b.WriteRejected}, {a.WriteCompletedPerSecond, b.WriteCompletedPerSecond}}
+		{a.WriteRejected, b.WriteRejected}}
 	for _, p := range pairs {
 		if math.Abs(p[0]-p[1]) > 1e-9 {
 			return false

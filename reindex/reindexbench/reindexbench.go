@@ -453,7 +453,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		Table: &bench.Table{Header: header, Rows: [][]string{row(slicesShards), row(slicesFewer)}}})
 	rep.Add(bench.Section{Title: "What the nodes did during each side's jobs", Text: "Per node, as shares of the jobs' wall time (mean over the rounds): " +
 		"CPU in cores; indexing, merge and refresh thread time (1 = one thread busy throughout); the time OpenSearch throttled merges and indexing; " +
-		"bulk shard requests completed per second and rejected per job; the disk's busy share (one disk for all nodes).",
+		"requests the write pool rejected per job; the disk's busy share (one disk for all nodes).",
 		Table: &bench.Table{Header: loadHeader, Rows: loadTable}})
 	rep.Add(bench.IntervalSection([]bench.Figure{
 		{Name: "throughput slices auto / 1", Point: sum.SlicesAutoVs1, CI95: sum.SlicesAutoVs1CI95, Rounds: &sum.SlicesAutoVs1Rounds},

@@ -70,8 +70,8 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("node load of %s: %+v; want %d nodes whose CPU sums to node_cpu_cores %v", side, load, sum.Nodes, cores)
 		}
 		for name, n := range load.Nodes {
-			if !(n.IndexShare > 0) || !(n.WriteCompletedPerSecond > 0) {
-				t.Errorf("node %s during %s: %+v; every node holds shards of the target, so it indexed and completed bulks", name, side, n)
+			if !(n.IndexShare > 0) {
+				t.Errorf("node %s during %s: %+v; every node holds shards of the target, so it spent time indexing", name, side, n)
 			}
 		}
 	}
