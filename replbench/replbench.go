@@ -229,7 +229,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	d := c.Tuning.WithDefaults()
 	fs.Float64Var(&c.Tuning.Tolerance, "c3-tolerance", d.Tolerance, "C3 with --c3-best-of-all: ranks within this fraction of the best rotate (negative: strict argmin)")
 	fs.Float64Var(&c.Tuning.SlowFactor, "c3-slow-factor", d.SlowFactor, "C3: eject a replica whose latency is over this factor × the lowest (0: the Redis client's default; negative: off)")
-	fs.Float64Var(&c.Tuning.PingGate, "c3-ping-gate", d.PingGate, "C3: eject a replica whose ping EWMA is over this factor × the lowest response time (0: the Redis client's default; negative: off)")
+	fs.Float64Var(&c.Tuning.PingGate, "c3-ping-gate", d.PingGate, "C3: eject a replica whose ping EWMA is over this factor × the lowest ping and over the lowest response time (0: the Redis client's default; negative: off)")
 	fs.IntVar(&c.Tuning.Clients, "c3-clients", d.Clients, "C3: n in the queue estimate q̂ = 1 + os·n + q")
 	fs.BoolVar(&c.Tuning.BestOfAll, "c3-best-of-all", d.BestOfAll, "C3: take the best of all replicas instead of the better of two random ones")
 	fs.DurationVar(&c.Tuning.EjectTime, "c3-eject-time", d.EjectTime, "C3: how long a replica found slow ranks last (doubles on repeats)")
@@ -685,7 +685,7 @@ func runScenario(ctx context.Context, cfg Config, rcfg backend.RedisConfig, pref
 	rep.Add(bench.Section{
 		Title: "Redis timelines, " + name,
 		Text: fmt.Sprintf("Degradation: %s.\n\nC3 / round-robin: throughput %.3f, p50 %.3f, p90 %.3f, p99 %.3f. C3 / the best peer (%s): throughput %.3f, p99 %.3f, p99.9 %.3f. "+
-			"Replica shares are the fraction of reads each policy sent to replicas 1 / 2 / 3 (replica 1 is the one degraded or stalled). c3-psi, c3-concentrate, c3-hedge and c3-no-ping-gate are C3 variants: ranked by Ψ instead of peak-EWMA latency × (in-flight+1); every read sent to one home replica (lowest ping, not ejected); with hedged reads (a read late past its replica's p95 while that replica answers nothing is sent to the next-best; at most 5%% of reads); without the ping gate (a replica whose PINGs take over twice the best read time is not ejected for it).",
+			"Replica shares are the fraction of reads each policy sent to replicas 1 / 2 / 3 (replica 1 is the one degraded or stalled). c3-psi, c3-concentrate, c3-hedge and c3-no-ping-gate are C3 variants: ranked by Ψ instead of peak-EWMA latency × (in-flight+1); every read sent to one home replica (lowest ping, not ejected); with hedged reads (a read late past its replica's p95 while that replica answers nothing is sent to the next-best; at most 5%% of reads); without the ping gate (a replica whose PINGs take over 10× the fastest replica's and longer than its reads is not ejected for it).",
 			sc.Degradation, sc.ThroughputRatio, sc.P50Ratio, sc.P90Ratio, sc.P99Ratio, sc.BestPeer, sc.VsBestPeer.ThroughputRatio, sc.VsBestPeer.P99Ratio, sc.VsBestPeer.P999Ratio),
 		Table:  &table,
 		Charts: charts,

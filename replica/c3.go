@@ -121,22 +121,27 @@ func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 // none is an outlier.
 //
 // With Config.PingGate, a replica's pings count too: one whose ping EWMA is
-// over PingGate × the lowest R (a bare PING waits longer than a whole read
-// takes on the best replica) is ejected, and an ejection that ends while
-// that still holds is extended by EjectTime. A CPU-throttled or stalled
-// Redis thus stays out until its pings come back, however few reads it is
-// sent, and a recovered one returns within a few pings.
+// over PingGate × the lowest ping EWMA, and over the lowest R (a bare PING
+// waits longer than a whole read takes on the best replica), is ejected, and
+// an ejection that ends while that still holds is extended by EjectTime. A
+// CPU-throttled or stalled Redis thus stays out until its pings come back,
+// however few reads it is sent, and a recovered one returns within a few
+// pings. The replica with the lowest ping is never ejected by the gate.
 func ejectOutliers(s *selector, now time.Time) {
-	lowestR, lowestSignal := math.Inf(1), math.Inf(1)
+	lowestR, lowestSignal, lowestPing := math.Inf(1), math.Inf(1), math.Inf(1)
 	for r := range s.replicas {
 		if st := &s.replicas[r]; st.hasStats() {
 			lowestR = min(lowestR, st.responseTime.value)
 			lowestSignal = min(lowestSignal, max(st.responseTime.value, st.stalled(now)))
+			if st.ping.set {
+				lowestPing = min(lowestPing, st.ping.value)
+			}
 		}
 	}
 	limit := lowestSignal * s.cfg.SlowFactor
+	pingLimit := max(s.cfg.PingGate*lowestPing, lowestR)
 	slowPing := func(st *replicaState) bool {
-		return s.cfg.PingGate > 0 && st.ping.set && st.ping.value > s.cfg.PingGate*lowestR
+		return s.cfg.PingGate > 0 && st.ping.set && st.ping.value > pingLimit
 	}
 	for r := range s.replicas {
 		st := &s.replicas[r]

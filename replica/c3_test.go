@@ -527,8 +527,9 @@ func TestC3TwoChoices(t *testing.T) {
 	}
 }
 
-// With PingGate, a replica whose pings wait longer than PingGate × the best
-// read time is ejected although its reads look fine (it got few of them),
+// With PingGate, a replica whose pings wait over PingGate × the fastest
+// replica's, and longer than the best read, is ejected although its reads
+// look fine (it got few of them),
 // stays out EjectTime at a time while its pings stay slow, and is back
 // within one EjectTime of its pings recovering. Without it, nothing ejects
 // that replica.
@@ -557,12 +558,12 @@ func TestC3PingGateKeepsAThrottledReplicaOutUntilItsPingsRecover(t *testing.T) {
 		}
 		return onReplica1
 	}
-	if p, _ := setup(0); picks(p, 300) == 0 {
+	if p, _ := setup(-1); picks(p, 300) == 0 {
 		t.Fatal("PingGate off: replica 1 got no reads; its reads are as fast as the others', so only its pings could have ejected it")
 	}
-	p, clock := setup(2)
+	p, clock := setup(10)
 	if n := picks(p, 300); n != 0 {
-		t.Fatalf("replica 1 (pings 40ms, reads of others 2ms) got %d of 300 reads; want 0", n)
+		t.Fatalf("replica 1 (pings 40ms against 0.3ms, reads 2ms) got %d of 300 reads; want 0", n)
 	}
 	if st := statsOf(p, 1); st.EjectedUntil.IsZero() || st.Ejections != 1 {
 		t.Fatalf("replica 1: ejected until %v, ejections %d; want one ejection", st.EjectedUntil, st.Ejections)
@@ -578,7 +579,7 @@ func TestC3PingGateKeepsAThrottledReplicaOutUntilItsPingsRecover(t *testing.T) {
 			t.Fatalf("extension: ejected for %v more, ejections %d; want at most EjectTime, still 1", st.EjectedUntil.Sub(clock.Now()), st.Ejections)
 		}
 	}
-	// Its pings recover (about six samples bring the EWMA under 4ms).
+	// Its pings recover (nine samples bring the EWMA under 3ms).
 	for range 10 {
 		p.ObservePing(1, 300*time.Microsecond)
 	}
@@ -588,5 +589,29 @@ func TestC3PingGateKeepsAThrottledReplicaOutUntilItsPingsRecover(t *testing.T) {
 	}
 	if st := statsOf(p, 1); !st.EjectedUntil.IsZero() {
 		t.Fatalf("replica 1 still ejected until %v after its pings recovered", st.EjectedUntil)
+	}
+}
+
+// Reads faster than a PING (a hot replica answering a burst of pipelined
+// reads) do not make the gate eject healthy replicas: they are judged
+// against the fastest replica's pings, and the fastest is never ejected.
+func TestC3PingGateLeavesHealthyReplicasWhoseReadsBeatTheirPings(t *testing.T) {
+	us := time.Microsecond
+	clock := newFakeClock()
+	p := newTestPolicy(t, 3, Config{PeakCost: true, SlowFactor: 10, PingGate: 10, PullInterval: time.Hour, Now: clock.Now})
+	pings := []time.Duration{300 * us, 900 * us, 2 * time.Millisecond} // 2ms: under 10 × 300µs
+	for r := range 3 {
+		complete(p, r, ok(60*us))
+		p.ObservePing(r, pings[r])
+	}
+	for range 600 {
+		r := p.Pick()
+		p.Done(r, ok(60*us))
+		clock.Advance(time.Millisecond)
+	}
+	for r, st := range p.Snapshot(nil) {
+		if !st.EjectedUntil.IsZero() || st.Ejections != 0 {
+			t.Errorf("replica %d (ping %v, reads 60µs): ejected until %v (%d ejections); want never ejected", r, pings[r], st.EjectedUntil, st.Ejections)
+		}
 	}
 }
