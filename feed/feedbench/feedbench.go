@@ -27,8 +27,9 @@
 // figures beside the single-Redis hybrid's of the same run, and the
 // masters' balance over the seeding and reads: the largest master's share
 // of the commands processed (INFO stats total_commands_processed deltas
-// from the cluster's formation to the end of the reads) and of used_memory
-// (above each master's empty baseline), over the smallest's; target <= 1.2.
+// from the cluster's formation to the end of the reads) and of
+// used_memory_dataset (above each master's empty baseline), over the
+// smallest's; target <= 1.2.
 // Run quick with
 //
 //	baedal bench feed --profile quick
@@ -534,11 +535,11 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 			Title: fmt.Sprintf("Redis Cluster of %d masters beside the single Redis", bal.Masters),
 			Text: fmt.Sprintf("A hybrid deployment on a local Redis Cluster of %d masters (no replicas; its own database, seeded alike) read in the same interleaved rounds as the strategies above (row %q of the table). "+
 				"User A, %d clients: p99 %.3f ms on the cluster, %.3f ms on the single Redis (cluster / single %.3f, rounds %.3f–%.3f); %.0f reads/s on the cluster, %.0f on the single Redis. User A, 1 client: p50 %.3f ms on the cluster, %.3f ms on the single Redis. "+
-				"Balance over the seeding and %d reads of ordinary users drawn uniformly (%d failed): largest master's share of the commands over the smallest's %.4f, of used_memory (above each master's empty baseline) %.4f; target <= %.1f each. "+
+				"Balance over the seeding and %d reads of ordinary users drawn uniformly (%d failed): largest master's share of the commands over the smallest's %.4f, of used_memory_dataset (above each master's empty baseline) %.4f; target <= %.1f each (of used_memory %.4f). "+
 				"Over the whole run, with the rounds' reads of users A and B only, the commands' share is %.4f.",
 				bal.Masters, clusterTarget, cfg.Clients, cf.HybridP99MsUserAConcurrent, cf.SingleHybridP99MsUserAConcurrent,
 				cf.HybridP99ClusterOverSingle, cf.HybridP99ClusterOverSingleRounds.Min, cf.HybridP99ClusterOverSingleRounds.Max, cf.ReadThroughputUserAConcurrent, cf.SingleReadThroughputUserAConcurrent,
-				cf.HybridP50MsUserA, cf.SingleHybridP50MsUserA, cf.SpreadReads, cf.SpreadReadErrors, bal.OpsShareMaxOverMin, bal.MemoryShareMaxOverMin, clusterbench.TargetShareMaxOverMin,
+				cf.HybridP50MsUserA, cf.SingleHybridP50MsUserA, cf.SpreadReads, cf.SpreadReadErrors, bal.OpsShareMaxOverMin, bal.MemoryShareMaxOverMin, clusterbench.TargetShareMaxOverMin, bal.UsedMemoryShareMaxOverMin,
 				cf.OpsShareMaxOverMinWithUserABReads),
 			Table: bal.Table(),
 		}

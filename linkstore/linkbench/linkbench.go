@@ -429,7 +429,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 			return Summary{}, err
 		}
 		var mem int64
-		for _, m := range bal.MemoryByMaster {
+		for _, m := range bal.UsedMemoryByMaster {
 			mem += m
 		}
 		sum.RedisCluster = &ClusterFigures{Balance: bal, Codec: linkstore.DefaultCodec,
