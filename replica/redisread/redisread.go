@@ -82,7 +82,7 @@ const (
 	DefaultSlowFactor = 10
 	// DefaultPingGate is the Policy.PingGate used when it is zero: a
 	// replica whose PINGs take over 10x the fastest replica's, and longer
-	// than its reads, is ejected until they recover. On the benchmark's
+	// than the best replica's reads, is ejected until they recover. On the benchmark's
 	// degraded replica (10% of a core) the ejection by read latency alone
 	// still let 4% of reads through after each ejection, and those were
 	// the p99.9. A gate at 2x the lowest read time ejected healthy
