@@ -45,14 +45,13 @@ type nodeSnapshot struct {
 // were held back by OpenSearch's throttles; RefreshShare is refresh time;
 // WriteRejected counts bulk requests the write pool refused.
 type NodeLoad struct {
-	CPUCores                float64 `json:"cpu_cores"`
-	IndexShare              float64 `json:"index_share"`
-	IndexThrottledShare     float64 `json:"index_throttled_share"`
-	MergeShare              float64 `json:"merge_share"`
-	MergeThrottledShare     float64 `json:"merge_throttled_share"`
-	RefreshShare            float64 `json:"refresh_share"`
-	WriteRejected           float64 `json:"write_rejected"`
-	WriteCompletedPerSecond float64 `json:"write_completed_per_s"`
+	CPUCores            float64 `json:"cpu_cores"`
+	IndexShare          float64 `json:"index_share"`
+	IndexThrottledShare float64 `json:"index_throttled_share"`
+	MergeShare          float64 `json:"merge_share"`
+	MergeThrottledShare float64 `json:"merge_throttled_share"`
+	RefreshShare        float64 `json:"refresh_share"`
+	WriteRejected       float64 `json:"write_rejected"`
 }
 
 // SideLoad is a side's NodeLoad per node and the disk's busy share (io time
@@ -157,36 +156,38 @@ func (l SideLoad) cpuCores() float64 {
 	return total
 }
 
+// plus adds o to n, field by field.
+func (n NodeLoad) plus(o NodeLoad) NodeLoad {
+	return NodeLoad{
+		CPUCores: n.CPUCores + o.CPUCores, IndexShare: n.IndexShare + o.IndexShare, IndexThrottledShare: n.IndexThrottledShare + o.IndexThrottledShare,
+		MergeShare: n.MergeShare + o.MergeShare, MergeThrottledShare: n.MergeThrottledShare + o.MergeThrottledShare,
+		RefreshShare: n.RefreshShare + o.RefreshShare, WriteRejected: n.WriteRejected + o.WriteRejected,
+	}
+}
+
+// scaled multiplies every field of n by f.
+func (n NodeLoad) scaled(f float64) NodeLoad {
+	return NodeLoad{
+		CPUCores: n.CPUCores * f, IndexShare: n.IndexShare * f, IndexThrottledShare: n.IndexThrottledShare * f,
+		MergeShare: n.MergeShare * f, MergeThrottledShare: n.MergeThrottledShare * f,
+		RefreshShare: n.RefreshShare * f, WriteRejected: n.WriteRejected * f,
+	}
+}
+
 // meanLoad averages the rounds' loads node by node (a node absent from a
 // round counts for the rounds it was in).
 func meanLoad(rounds []SideLoad) SideLoad {
 	out := SideLoad{Nodes: map[string]NodeLoad{}}
-	if len(rounds) == 0 {
-		return out
-	}
 	counts := map[string]int{}
 	for _, r := range rounds {
 		out.DiskBusyShare += r.DiskBusyShare / float64(len(rounds))
 		for name, n := range r.Nodes {
-			m := out.Nodes[name]
-			m.CPUCores += n.CPUCores
-			m.IndexShare += n.IndexShare
-			m.IndexThrottledShare += n.IndexThrottledShare
-			m.MergeShare += n.MergeShare
-			m.MergeThrottledShare += n.MergeThrottledShare
-			m.RefreshShare += n.RefreshShare
-			m.WriteRejected += n.WriteRejected
-			out.Nodes[name] = m
+			out.Nodes[name] = out.Nodes[name].plus(n)
 			counts[name]++
 		}
 	}
-	for name, m := range out.Nodes {
-		c := float64(counts[name])
-		out.Nodes[name] = NodeLoad{
-			CPUCores: m.CPUCores / c, IndexShare: m.IndexShare / c, IndexThrottledShare: m.IndexThrottledShare / c,
-			MergeShare: m.MergeShare / c, MergeThrottledShare: m.MergeThrottledShare / c, RefreshShare: m.RefreshShare / c,
-			WriteRejected: m.WriteRejected / c,
-		}
+	for name, sum := range out.Nodes {
+		out.Nodes[name] = sum.scaled(1 / float64(counts[name]))
 	}
 	return out
 }

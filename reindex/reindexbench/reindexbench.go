@@ -255,10 +255,18 @@ type side struct {
 	e2eSecs float64
 	// Per job (one per round), in order: copy docs/s and end-to-end s.
 	roundDocsS, roundE2E []float64
-	// Per job: the OpenSearch nodes' CPU (process CPU time summed over the
-	// nodes, in cores) averaged over the job, and each node's load.
-	roundCPUCores []float64
-	roundLoads    []SideLoad
+	// Per job: what each OpenSearch node did (see roundCPUCores).
+	roundLoads []SideLoad
+}
+
+// roundCPUCores is, per job, the OpenSearch nodes' CPU (process CPU time
+// summed over the nodes, in cores) averaged over the job.
+func (s *side) roundCPUCores() []float64 {
+	cores := make([]float64, len(s.roundLoads))
+	for i, l := range s.roundLoads {
+		cores[i] = l.cpuCores()
+	}
+	return cores
 }
 
 func mean(v []float64) float64 {
@@ -395,9 +403,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	sum.SlicesFewerSpeedRatio = bench.Ratio(slicesFewer.docsPerS(), slicesShards.docsPerS())
 	sum.SlicesFewerSpeedRounds = bench.PairedRatioCI(slicesShards.roundDocsS, slicesFewer.roundDocsS)
 	sum.SlicesFewerSpeedMin, sum.SlicesFewerSpeedMax = sum.SlicesFewerSpeedRounds.Min, sum.SlicesFewerSpeedRounds.Max
-	sum.SlicesFewerCPURatio = bench.Ratio(mean(slicesFewer.roundCPUCores), mean(slicesShards.roundCPUCores))
-	sum.SlicesShardsCPUCores, sum.SlicesFewerCPUCores = mean(slicesShards.roundCPUCores), mean(slicesFewer.roundCPUCores)
-	sum.SlicesFewerCPURounds = bench.PairedRatioCI(slicesShards.roundCPUCores, slicesFewer.roundCPUCores)
+	sum.SlicesFewerCPURatio = bench.Ratio(mean(slicesFewer.roundCPUCores()), mean(slicesShards.roundCPUCores()))
+	sum.SlicesShardsCPUCores, sum.SlicesFewerCPUCores = mean(slicesShards.roundCPUCores()), mean(slicesFewer.roundCPUCores())
+	sum.SlicesFewerCPURounds = bench.PairedRatioCI(slicesShards.roundCPUCores(), slicesFewer.roundCPUCores())
 	sum.SlicesFewerCPUMin, sum.SlicesFewerCPUMax = sum.SlicesFewerCPURounds.Min, sum.SlicesFewerCPURounds.Max
 	sum.MachineCores = runtime.NumCPU()
 	sum.NodeCPUCores, sum.NodeLoad = map[string]float64{}, map[string]SideLoad{}
@@ -408,7 +416,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		{"shards_3", shards3}, {"shards_6", shards6}, {"slices_6", slicesShards}, {"slices_fewer", slicesFewer}}
 	var loadTable [][]string
 	for _, k := range sideKeys {
-		sum.NodeCPUCores[k.key] = mean(k.s.roundCPUCores)
+		sum.NodeCPUCores[k.key] = mean(k.s.roundCPUCores())
 		sum.NodeLoad[k.key] = meanLoad(k.s.roundLoads)
 		loadTable = append(loadTable, loadRows(k.key, sum.NodeLoad[k.key])...)
 	}
@@ -431,7 +439,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	row := func(s *side) []string {
 		return []string{s.name, fmt.Sprintf("%.0f", s.docsPerS()), fmt.Sprintf("%.2f", s.copy.Summary().P50Ms/1000),
 			fmt.Sprintf("%.2f", s.build.Summary().P50Ms/1000), fmt.Sprintf("%.2f", s.e2e.Summary().P50Ms/1000), fmt.Sprintf("%.2f", s.e2e.Summary().P99Ms/1000),
-			fmt.Sprintf("%.2f", mean(s.roundCPUCores))}
+			fmt.Sprintf("%.2f", mean(s.roundCPUCores()))}
 	}
 	header := []string{"side", "copy docs/s", "copy p50 s", "replica build p50 s", "end-to-end p50 s", "end-to-end p99 s", fmt.Sprintf("OpenSearch CPU, cores of %d", sum.MachineCores)}
 	for _, c := range []struct {
@@ -570,9 +578,7 @@ func (e *env) job(ctx context.Context, src *source, slices string, replicasDurin
 	if err != nil {
 		return err
 	}
-	load := after.loadSince(before, time.Since(began))
-	s.roundLoads = append(s.roundLoads, load)
-	s.roundCPUCores = append(s.roundCPUCores, load.cpuCores())
+	s.roundLoads = append(s.roundLoads, after.loadSince(before, time.Since(began)))
 	s.docs += st.Copy.Done()
 	s.copyS += st.CopySeconds
 	s.copy.Record(time.Duration(st.CopySeconds * float64(time.Second)))
