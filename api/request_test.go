@@ -221,12 +221,14 @@ func TestSlowBodyIsA408Problem(t *testing.T) {
 	})
 	addr := runServer(t, s)
 
+	// The server's deadline starts when it begins reading the connection,
+	// which can be before Dial returns here: start the clock before Dial.
+	start := time.Now()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	start := time.Now()
 	io.WriteString(conn, "POST /v1/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"text\":")
 	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
