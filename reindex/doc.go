@@ -53,8 +53,9 @@
 //  9. done: a post-swap pass replayed the log from the swap positions; the
 //     source is kept for rollback until cleanup deletes it.
 //
-// A step's phases are recorded too (Status.Phase: verifying, dual_write,
-// swapped), and Orchestrator.OnPhase lets a test stop the process there.
+// A step's phases are recorded too (Status.Phase: copy_started,
+// copy_finished, verifying, dual_write, swapped), and Orchestrator.OnPhase
+// lets a test stop the process there.
 //
 // # Concurrent writes and the guarantee
 //

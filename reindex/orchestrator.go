@@ -31,10 +31,12 @@ type Orchestrator struct {
 	// OnProgress, if set, is called after every poll of a running copy.
 	OnProgress func(Status)
 	// OnPhase, if set, is called (synchronously) when a job reaches a phase
-	// inside a step: "verifying" (before the checksum scan), "dual_write"
-	// (the catch-up follows the log, the alias is still on the old index)
-	// and "swapped" (the alias moved, the dual-write still runs). The kill
-	// test stops the orchestrator there.
+	// inside a step: "copy_started" (the copy task is running),
+	// "copy_finished" (it ended without failures), "verifying" (before the
+	// checksum scan), "dual_write" (the catch-up follows the log, the alias
+	// is still on the old index) and "swapped" (the alias moved, the
+	// dual-write still runs). The kill test stops the orchestrator there;
+	// the benchmark reads the nodes' counters around the copy.
 	OnPhase func(job, phase string)
 }
 
@@ -344,6 +346,7 @@ func (o *Orchestrator) startCopy(ctx context.Context, st Status) (Step, error) {
 	if err := o.store.set(ctx, st.ID, fTask, task, fStepAt+"copy_started", time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
 		return "", err
 	}
+	o.phase(st.ID, "copy_started")
 	return StepCopying, nil
 }
 
@@ -380,6 +383,7 @@ func (o *Orchestrator) followCopy(ctx context.Context, st Status) (Step, error) 
 				return "", err
 			}
 			o.log.Info("copy done", "job", st.ID, "docs", cs.Done(), "created", cs.Created, "skipped_newer", cs.VersionConflicts, "seconds", secs)
+			o.phase(st.ID, "copy_finished")
 			return StepCopied, nil
 		}
 		select {

@@ -10,13 +10,13 @@ import (
 	"github.com/baedal/baedal/internal/osapi"
 )
 
-// This file measures what each OpenSearch node did during a job, so that a
+// This file measures what each OpenSearch node did during a copy, so that a
 // ratio that does not move (more slices, more shards) can be explained with
 // figures: CPU per node, time spent merging, merges and indexing throttled,
 // refreshes, rejected bulk requests, and how busy the disk was. OpenSearch
 // refreshes its process and fs statistics at most once a second
 // (monitor.process.refresh_interval, monitor.fs.refresh_interval), so CPU
-// and disk figures of a job shorter than a few seconds are coarse; the
+// and disk figures of a copy shorter than a few seconds are coarse; the
 // indexing, merge, refresh and thread pool counters are exact.
 
 // nodeCounters is one node's cumulative counters from _nodes/stats.
@@ -38,9 +38,9 @@ type nodeSnapshot struct {
 	diskMillis int64
 }
 
-// NodeLoad is what one node did during a side's jobs, as shares of the jobs'
-// wall time (mean over the rounds): CPUCores is process CPU time / wall
-// time; MergeShare is merge thread time / wall time (1 = one merge thread
+// NodeLoad is what one node did during a side's copies, as shares of the
+// copies' wall time (mean over the rounds): CPUCores is process CPU time /
+// wall time; MergeShare is merge thread time / wall time (1 = one merge thread
 // busy throughout); the throttled shares are the time merges and indexing
 // were held back by OpenSearch's throttles; RefreshShare is refresh time;
 // WriteRejected counts bulk requests the write pool refused.

@@ -183,13 +183,13 @@ type Summary struct {
 	SlicesFewerCPURounds   bench.RoundRatios `json:"slices_fewer_cpu_ratio_rounds"`
 	SlicesShardsCPUCores   float64           `json:"slices_shards_node_cpu_cores"`
 	SlicesFewerCPUCores    float64           `json:"slices_fewer_node_cpu_cores"`
-	// NodeCPUCores is every side's OpenSearch CPU during its jobs (process
+	// NodeCPUCores is every side's OpenSearch CPU during its copies (process
 	// CPU time summed over the nodes, in cores, mean over the rounds), and
 	// MachineCores the cores they share: a side near MachineCores cannot
 	// be sped up by more slices, shards or by skipping replicas' work.
 	NodeCPUCores map[string]float64 `json:"node_cpu_cores"`
 	MachineCores int                `json:"machine_cores"`
-	// NodeLoad is every side's load per node during its jobs (CPU,
+	// NodeLoad is every side's load per node during its copies (CPU,
 	// indexing, merges, throttling, refresh, bulks, disk), to show what
 	// limits a ratio that does not move.
 	NodeLoad       map[string]SideLoad `json:"node_load"`
@@ -255,12 +255,12 @@ type side struct {
 	e2eSecs float64
 	// Per job (one per round), in order: copy docs/s and end-to-end s.
 	roundDocsS, roundE2E []float64
-	// Per job: what each OpenSearch node did (see roundCPUCores).
+	// Per job: what each OpenSearch node did during the copy (see roundCPUCores).
 	roundLoads []SideLoad
 }
 
 // roundCPUCores is, per job, the OpenSearch nodes' CPU (process CPU time
-// summed over the nodes, in cores) averaged over the job.
+// summed over the nodes, in cores) averaged over the copy.
 func (s *side) roundCPUCores() []float64 {
 	cores := make([]float64, len(s.roundLoads))
 	for i, l := range s.roundLoads {
@@ -455,11 +455,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 			Charts: []bench.Chart{bench.LatencyCDF("End-to-end job time", []string{c.a.name, c.b.name}, []*bench.LatencyRecorder{c.a.e2e, c.b.e2e})}})
 	}
 	rep.Add(bench.Section{Title: "Slices = shards vs fewer", Text: fmt.Sprintf(
-		"6-shard source, slices 6 vs %d (%.0f%% fewer). Copy speed ratio fewer/6 = %.2f (rounds %.2f..%.2f); OpenSearch CPU during the job %.2f vs %.2f cores, ratio %.2f (rounds %.2f..%.2f). The write-up: 40%% fewer slices, 25%% less speed.",
+		"6-shard source, slices 6 vs %d (%.0f%% fewer). Copy speed ratio fewer/6 = %.2f (rounds %.2f..%.2f); OpenSearch CPU during the copy %.2f vs %.2f cores, ratio %.2f (rounds %.2f..%.2f). The write-up: 40%% fewer slices, 25%% less speed.",
 		fewer, 100*sum.SlicesFewerShare, sum.SlicesFewerSpeedRatio, sum.SlicesFewerSpeedMin, sum.SlicesFewerSpeedMax,
 		sum.SlicesShardsCPUCores, sum.SlicesFewerCPUCores, sum.SlicesFewerCPURatio, sum.SlicesFewerCPUMin, sum.SlicesFewerCPUMax),
 		Table: &bench.Table{Header: header, Rows: [][]string{row(slicesShards), row(slicesFewer)}}})
-	rep.Add(bench.Section{Title: "What the nodes did during each side's jobs", Text: "Per node, as shares of the jobs' wall time (mean over the rounds): " +
+	rep.Add(bench.Section{Title: "What the nodes did during each side's copies", Text: "Per node, as shares of the copy task's wall time (mean over the rounds): " +
 		"CPU in cores; indexing, merge and refresh thread time (1 = one thread busy throughout); the time OpenSearch throttled merges and indexing; " +
 		"requests the write pool rejected per job; the disk's busy share (one disk for all nodes).",
 		Table: &bench.Table{Header: loadHeader, Rows: loadTable}})
@@ -565,20 +565,39 @@ func (e *env) indexerConfig(lc layout.Config, logCfg eventlog.Config) indexer.Co
 // copy, replica build and end-to-end times on s, then rolls back and deletes
 // the new index so the next job copies the same source.
 func (e *env) job(ctx context.Context, src *source, slices string, replicasDuringCopy, replicasAfter int, s *side) error {
-	before, err := readNodeSnapshot(ctx, e.os)
+	o, err := reindex.New(src.rcfg, e.os, e.clients.Redis, e.log, nil)
 	if err != nil {
 		return err
 	}
-	began := time.Now()
-	st, err := e.reindex(ctx, src, slices, replicasDuringCopy, replicasAfter, nil)
+	// The nodes' counters are read when the copy task starts and when it
+	// ends, so that the load is the copy's alone: over the whole job, the
+	// catch-up and verification would dilute it.
+	var before, after nodeSnapshot
+	var copyStarted, copyFinished time.Time
+	var snapErr error
+	o.OnPhase = func(_, phase string) {
+		switch phase {
+		case "copy_started":
+			before, snapErr = readNodeSnapshot(ctx, e.os)
+			copyStarted = time.Now()
+		case "copy_finished":
+			if snapErr == nil {
+				after, snapErr = readNodeSnapshot(ctx, e.os)
+				copyFinished = time.Now()
+			}
+		}
+	}
+	st, err := e.reindex(ctx, src, slices, replicasDuringCopy, replicasAfter, o)
 	if err != nil {
 		return err
 	}
-	after, err := readNodeSnapshot(ctx, e.os)
-	if err != nil {
-		return err
+	if snapErr != nil {
+		return snapErr
 	}
-	s.roundLoads = append(s.roundLoads, after.loadSince(before, time.Since(began)))
+	if copyStarted.IsZero() || copyFinished.IsZero() {
+		return fmt.Errorf("reindexbench: job %s: the copy's start and end were not both seen", st.ID)
+	}
+	s.roundLoads = append(s.roundLoads, after.loadSince(before, copyFinished.Sub(copyStarted)))
 	s.docs += st.Copy.Done()
 	s.copyS += st.CopySeconds
 	s.copy.Record(time.Duration(st.CopySeconds * float64(time.Second)))
