@@ -14,6 +14,11 @@ import (
 
 // redisConfig renders a redis.conf. AOF with appendfsync everysec makes an
 // accepted event survive a restart of the server (at most ~1 s on power loss).
+// set-max-intset-entries 16384 keeps a set of integers (the feed's followee
+// sets: user ids) an intset up to 16,384 members instead of 512: 10,000
+// followees take 20 KB instead of 517 KB, and on a Redis Cluster that one key
+// no longer outweighs its master's share of the data. SADD into an intset
+// moves up to 64 KB; SISMEMBER is a binary search.
 func redisConfig(port int, dir string, primaryPort int) string {
 	conf := fmt.Sprintf(`port %d
 bind 127.0.0.1
@@ -25,6 +30,7 @@ save ""
 appendonly yes
 appendfsync everysec
 maxclients 4096
+set-max-intset-entries 16384
 `, port, dir)
 	if primaryPort != 0 {
 		conf += fmt.Sprintf("replicaof 127.0.0.1 %d\nreplica-read-only yes\n", primaryPort)

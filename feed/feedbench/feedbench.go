@@ -512,6 +512,9 @@ func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, err
 		if err != nil {
 			return sum, err
 		}
+		if bal.LargestKeysByMaster, err = cluster.LargestKeys(ctx, clusterbench.ReportedLargestKeys); err != nil {
+			return sum, err
+		}
 		all, err := cluster.Balance(clusterBefore, after)
 		if err != nil {
 			return sum, err

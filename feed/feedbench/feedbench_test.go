@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baedal/baedal/bench"
+	"github.com/baedal/baedal/internal/clusterbench"
 	"github.com/baedal/baedal/internal/stacktest"
 	"github.com/baedal/baedal/internal/testenv"
 )
@@ -107,6 +108,17 @@ func TestSmokeRedisCluster(t *testing.T) {
 	c := sum.RedisCluster
 	if c.Masters != 3 || c.OpsShareMaxOverMin < 1 || c.MemoryShareMaxOverMin < 1 {
 		t.Fatalf("redis_cluster masters %d, ops share %v, memory share %v: want 3 and both >= 1", c.Masters, c.OpsShareMaxOverMin, c.MemoryShareMaxOverMin)
+	}
+	for addr := range c.OpsByMaster {
+		keys := c.LargestKeysByMaster[addr]
+		if len(keys) == 0 || len(keys) > clusterbench.ReportedLargestKeys {
+			t.Errorf("master %s: largest keys %v, want 1..%d", addr, keys, clusterbench.ReportedLargestKeys)
+		}
+		for i, k := range keys {
+			if !strings.Contains(k.Key, cfg.KeyPrefix) || k.Bytes <= 0 || i > 0 && k.Bytes > keys[i-1].Bytes {
+				t.Errorf("master %s: largest keys %v, want keys of prefix %q with positive sizes, largest first", addr, keys, cfg.KeyPrefix)
+			}
+		}
 	}
 	if c.SpreadReads == 0 || c.SpreadReadErrors != 0 {
 		t.Errorf("spread reads on the cluster: %d, %d failed; want some, none failed", c.SpreadReads, c.SpreadReadErrors)

@@ -20,6 +20,7 @@
 package clusterbench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -156,6 +157,69 @@ type Balance struct {
 	OpsByMaster        map[string]int64 `json:"ops_by_master"`
 	MemoryByMaster     map[string]int64 `json:"memory_by_master"`
 	UsedMemoryByMaster map[string]int64 `json:"used_memory_by_master"`
+	// LargestKeysByMaster is each master's largest keys (LargestKeys), so
+	// that a memory imbalance can be traced to the keys that make it.
+	LargestKeysByMaster map[string][]KeyMemory `json:"largest_keys_by_master,omitempty"`
+}
+
+// ReportedLargestKeys is how many of each master's largest keys a summary
+// names.
+const ReportedLargestKeys = 3
+
+// KeyMemory is one key and its MEMORY USAGE in bytes.
+type KeyMemory struct {
+	Key   string `json:"key"`
+	Bytes int64  `json:"bytes"`
+}
+
+// LargestKeys scans every master and returns its n largest keys by MEMORY
+// USAGE (SAMPLES 0: every element counted), largest first, by master
+// address. It reads every key once: call it after the workload.
+func (c *Cluster) LargestKeys(ctx context.Context, n int) (map[string][]KeyMemory, error) {
+	out := map[string][]KeyMemory{}
+	var mu sync.Mutex
+	err := c.Client.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		var top []KeyMemory
+		iter := m.Scan(ctx, 0, "*", 1000).Iterator()
+		var batch []string
+		measure := func() error {
+			pipe := m.Pipeline()
+			sizes := make([]*redis.IntCmd, len(batch))
+			for i, k := range batch {
+				sizes[i] = pipe.MemoryUsage(ctx, k, 0)
+			}
+			if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+				return fmt.Errorf("clusterbench: MEMORY USAGE on %s: %w", m.Options().Addr, err)
+			}
+			for i, k := range batch {
+				if b, err := sizes[i].Result(); err == nil { // redis.Nil: deleted since the SCAN
+					top = append(top, KeyMemory{Key: k, Bytes: b})
+				}
+			}
+			slices.SortFunc(top, func(a, b KeyMemory) int { return cmp.Compare(b.Bytes, a.Bytes) })
+			top = top[:min(len(top), n)]
+			batch = batch[:0]
+			return nil
+		}
+		for iter.Next(ctx) {
+			if batch = append(batch, iter.Val()); len(batch) == 1000 {
+				if err := measure(); err != nil {
+					return err
+				}
+			}
+		}
+		if err := iter.Err(); err != nil {
+			return fmt.Errorf("clusterbench: SCAN on %s: %w", m.Options().Addr, err)
+		}
+		if err := measure(); err != nil {
+			return err
+		}
+		mu.Lock()
+		out[m.Options().Addr] = top
+		mu.Unlock()
+		return nil
+	})
+	return out, err
 }
 
 // Balance compares the snapshots before and after the workload.
@@ -212,10 +276,14 @@ func (b Balance) Targets(t bench.Targets) {
 
 // Table is the report's per-master table.
 func (b Balance) Table() *bench.Table {
-	t := &bench.Table{Header: []string{"master", "commands in the run", "used_memory_dataset above empty (B)", "used_memory above empty (B)"}}
+	t := &bench.Table{Header: []string{"master", "commands in the run", "used_memory_dataset above empty (B)", "used_memory above empty (B)", "largest keys (B)"}}
 	for _, addr := range slices.Sorted(maps.Keys(b.OpsByMaster)) {
+		var largest []string
+		for _, k := range b.LargestKeysByMaster[addr] {
+			largest = append(largest, fmt.Sprintf("%s %d", k.Key, k.Bytes))
+		}
 		t.Rows = append(t.Rows, []string{addr, strconv.FormatInt(b.OpsByMaster[addr], 10), strconv.FormatInt(b.MemoryByMaster[addr], 10),
-			strconv.FormatInt(b.UsedMemoryByMaster[addr], 10)})
+			strconv.FormatInt(b.UsedMemoryByMaster[addr], 10), strings.Join(largest, ", ")})
 	}
 	return t
 }

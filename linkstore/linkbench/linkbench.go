@@ -428,6 +428,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		if err != nil {
 			return Summary{}, err
 		}
+		if bal.LargestKeysByMaster, err = cluster.cl.LargestKeys(ctx, clusterbench.ReportedLargestKeys); err != nil {
+			return Summary{}, err
+		}
 		var mem int64
 		for _, m := range bal.UsedMemoryByMaster {
 			mem += m
