@@ -461,7 +461,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		Table: &bench.Table{Header: header, Rows: [][]string{row(slicesShards), row(slicesFewer)}}})
 	rep.Add(bench.Section{Title: "What the nodes did during each side's copies", Text: "Per node, as shares of the copy task's wall time (mean over the rounds): " +
 		"CPU in cores; indexing, merge and refresh thread time (1 = one thread busy throughout); the time OpenSearch throttled merges and indexing; " +
-		"requests the write pool rejected per job; the disk's busy share (one disk for all nodes).",
+		"requests the write pool rejected per copy; the disk's busy share (one disk for all nodes).",
 		Table: &bench.Table{Header: loadHeader, Rows: loadTable}})
 	rep.Add(bench.IntervalSection([]bench.Figure{
 		{Name: "throughput slices auto / 1", Point: sum.SlicesAutoVs1, CI95: sum.SlicesAutoVs1CI95, Rounds: &sum.SlicesAutoVs1Rounds},
