@@ -169,7 +169,7 @@ func runEndpointScenario(ctx context.Context, cfg Config, endpoints []string, in
 	sc.Degradation += throttled
 	results := make([]sideResult, len(list))
 	for i := range list {
-		results[i] = sideResult{load: loads[i], shares: endpointShares(transports[i].Policy())}
+		results[i] = sideResult{load: loads[i], shares: endpointShares(transports[i].Policy()), ejections: ejectionsOf(transports[i].Policy().Snapshot(nil))}
 	}
 	table, charts := compareContenders(&sc, list, results, cfg.Seed, "endpoint shares", "Search latency through osread, "+name, "Searches/s through osread, "+name)
 	rep.Add(bench.Section{

@@ -319,6 +319,33 @@ type PolicyResult struct {
 	Shares []float64 `json:"replica_shares"`
 	// Hedges counts hedged reads (our selector only).
 	Hedges *replica.HedgeStats `json:"hedges,omitempty"`
+	// Ejections counts our selector's ejections of each replica (replica
+	// order) over the scenario's rounds, by cause; absent for the peers.
+	Ejections []Ejections `json:"ejections,omitempty"`
+}
+
+// Ejections counts one replica's ejections by cause (see
+// replica.ReplicaStats).
+type Ejections struct {
+	Slow           uint64 `json:"slow"`
+	Silent         uint64 `json:"silent"`
+	Ping           uint64 `json:"ping"`
+	PingExtensions uint64 `json:"ping_extensions"`
+}
+
+// ejectionsOf returns the ejection counts of stats, nil when there were none.
+func ejectionsOf(stats []replica.ReplicaStats) []Ejections {
+	var out []Ejections
+	var total uint64
+	for _, s := range stats {
+		e := Ejections{Slow: s.SlowEjections, Silent: s.SilentEjections, Ping: s.PingEjections, PingExtensions: s.PingExtensions}
+		total += e.Slow + e.Silent + e.Ping + e.PingExtensions
+		out = append(out, e)
+	}
+	if total == 0 {
+		return nil
+	}
+	return out
 }
 
 // Scenario is the Redis comparison in one condition; the embedded ratios
@@ -677,15 +704,18 @@ func runScenario(ctx context.Context, cfg Config, rcfg backend.RedisConfig, pref
 	for i := range list {
 		status := clients[i].Status()
 		results[i] = sideResult{load: loads[i], hedges: status.Hedges}
+		var stats []replica.ReplicaStats
 		for _, r := range status.Replicas {
 			results[i].shares = append(results[i].shares, r.Share)
+			stats = append(stats, r.ReplicaStats)
 		}
+		results[i].ejections = ejectionsOf(stats)
 	}
 	table, charts := compareContenders(&sc, list, results, cfg.Seed, "replica shares", "Timeline read latency, "+name, "Throughput, "+name)
 	rep.Add(bench.Section{
 		Title: "Redis timelines, " + name,
 		Text: fmt.Sprintf("Degradation: %s.\n\nC3 / round-robin: throughput %.3f, p50 %.3f, p90 %.3f, p99 %.3f. C3 / the best peer (%s): throughput %.3f, p99 %.3f, p99.9 %.3f. "+
-			"Replica shares are the fraction of reads each policy sent to replicas 1 / 2 / 3 (replica 1 is the one degraded or stalled). c3-psi, c3-concentrate, c3-hedge and c3-no-ping-gate are C3 variants: ranked by Ψ instead of peak-EWMA latency × (in-flight+1); every read sent to one home replica (lowest ping, not ejected); with hedged reads (a read late past its replica's p95 while that replica answers nothing is sent to the next-best; at most 5%% of reads); without the ping gate (a replica whose PINGs take over 10× the fastest replica's and longer than its reads is not ejected for it).",
+			"Replica shares are the fraction of reads each policy sent to replicas 1 / 2 / 3 (replica 1 is the one degraded or stalled). c3-psi, c3-concentrate, c3-hedge and c3-no-ping-gate are C3 variants: ranked by Ψ instead of peak-EWMA latency × (in-flight+1); every read sent to one home replica (lowest ping, not ejected); with hedged reads (a read late past its replica's p95 while that replica answers nothing is sent to the next-best; at most 5%% of reads); without the ping gate (a replica whose PINGs take over 10× the fastest replica's and longer than its reads is not ejected for it). Ejections are our selector's, per replica, as slow / silent / ping (+ ping extensions).",
 			sc.Degradation, sc.ThroughputRatio, sc.P50Ratio, sc.P90Ratio, sc.P99Ratio, sc.BestPeer, sc.VsBestPeer.ThroughputRatio, sc.VsBestPeer.P99Ratio, sc.VsBestPeer.P999Ratio),
 		Table:  &table,
 		Charts: charts,

@@ -169,6 +169,8 @@ type sideResult struct {
 	shares []float64
 	// hedges counts hedged reads (hedged Redis variants only).
 	hedges *replica.HedgeStats
+	// ejections counts our selector's ejections per replica, by cause.
+	ejections []Ejections
 }
 
 // interleaveContenders runs runRound for every contender in every round,
@@ -215,7 +217,7 @@ func interleaveContenders(ctx context.Context, rounds int, roundDuration time.Du
 // table of every side and its latency and throughput charts.
 func compareContenders(sc *Scenario, list []contender, results []sideResult, seed uint64, sharesHeader, latencyTitle, throughputTitle string) (bench.Table, []bench.Chart) {
 	var ours, rr, best bench.LoadResult
-	table := bench.Table{Header: []string{"policy", "throughput (ops/s)", "errors", "p50 (ms)", "p90 (ms)", "p99 (ms)", "p99.9 (ms)", sharesHeader, "hedges"}}
+	table := bench.Table{Header: []string{"policy", "throughput (ops/s)", "errors", "p50 (ms)", "p90 (ms)", "p99 (ms)", "p99.9 (ms)", sharesHeader, "hedges", "ejections"}}
 	var names []string
 	var recorders []*bench.LatencyRecorder
 	var bars []bench.Series
@@ -227,14 +229,14 @@ func compareContenders(sc *Scenario, list []contender, results []sideResult, see
 			shares[j] = round3(share)
 			shareText = append(shareText, fmt.Sprintf("%.0f%%", share*100))
 		}
-		sc.Policies[k.name] = PolicyResult{LoadSummary: res.Summary(), Shares: shares, Hedges: results[i].hedges}
+		sc.Policies[k.name] = PolicyResult{LoadSummary: res.Summary(), Shares: shares, Hedges: results[i].hedges, Ejections: results[i].ejections}
 		hedges := "—"
 		if h := results[i].hedges; h != nil && h.Reads > 0 {
 			hedges = fmt.Sprintf("%.2f%% (%d won)", 100*float64(h.Hedges)/float64(h.Reads), h.HedgeWins)
 		}
 		s := res.Latency.Summary()
 		table.Rows = append(table.Rows, []string{k.name, fmt.Sprintf("%.0f", res.Throughput()), strconv.FormatInt(res.Errors, 10),
-			fmt.Sprintf("%.3f", s.P50Ms), fmt.Sprintf("%.3f", s.P90Ms), fmt.Sprintf("%.3f", s.P99Ms), fmt.Sprintf("%.3f", s.P999Ms), strings.Join(shareText, " / "), hedges})
+			fmt.Sprintf("%.3f", s.P50Ms), fmt.Sprintf("%.3f", s.P90Ms), fmt.Sprintf("%.3f", s.P99Ms), fmt.Sprintf("%.3f", s.P999Ms), strings.Join(shareText, " / "), hedges, ejectionText(results[i].ejections)})
 		names = append(names, k.name)
 		recorders = append(recorders, res.Latency)
 		bars = append(bars, bench.Series{Name: k.name, X: []float64{float64(i)}, Y: []float64{res.Throughput()}, Labels: []string{k.name}})
@@ -257,6 +259,19 @@ func compareContenders(sc *Scenario, list []contender, results []sideResult, see
 		bench.LatencyCDF(latencyTitle, names, recorders),
 		{Title: throughputTitle, Kind: bench.BarChart, YLabel: "ops/s", Series: bars},
 	}
+}
+
+// ejectionText shows ejections per replica as slow/silent/ping(+extended),
+// replicas separated by " · "; "—" when there were none.
+func ejectionText(ejections []Ejections) string {
+	if len(ejections) == 0 {
+		return "—"
+	}
+	parts := make([]string, len(ejections))
+	for i, e := range ejections {
+		parts[i] = fmt.Sprintf("%d/%d/%d(+%d)", e.Slow, e.Silent, e.Ping, e.PingExtensions)
+	}
+	return strings.Join(parts, " · ")
 }
 
 // findLoad returns the result of the contender called name.

@@ -154,12 +154,17 @@ func ejectOutliers(s *selector, now time.Time) {
 			// so that it returns soon after they recover.
 			st.ejectedUntil = now.Add(s.cfg.EjectTime)
 			st.lastEjectionEnd = st.ejectedUntil
+			st.pingExtensions++
 		case !st.ejectedUntil.IsZero():
 			// The ejection ended: judge the replica on fresh samples.
 			st.ejectedUntil = time.Time{}
 			st.responseTime.value = lowestR
-		case max(st.responseTime.value, silentWhileOthersAnswer(s, r, now)) > limit || slowPing(st):
-			eject(s, st, now)
+		case st.responseTime.value > limit:
+			eject(s, st, now, ejectedSlow)
+		case silentWhileOthersAnswer(s, r, now) > limit:
+			eject(s, st, now, ejectedSilent)
+		case slowPing(st):
+			eject(s, st, now, ejectedPing)
 		}
 	}
 }
@@ -187,9 +192,18 @@ func silentWhileOthersAnswer(s *selector, r int, now time.Time) float64 {
 	return max(othersLast.Sub(st.waitingSince).Seconds(), 0)
 }
 
+// What set an ejection off, to count ejections by cause.
+const (
+	ejectedSlow   = iota // response time over SlowFactor × the lowest signal
+	ejectedSilent        // silent with requests in flight while others answer
+	ejectedPing          // the ping gate
+	ejectionCauses
+)
+
 // eject ranks st last for EjectTime, doubled for each ejection since the
 // replica last served 10 × EjectTime without one, up to MaxEjectTime.
-func eject(s *selector, st *replicaState, now time.Time) {
+func eject(s *selector, st *replicaState, now time.Time, cause int) {
+	st.ejectedFor[cause]++
 	if now.Sub(st.lastEjectionEnd) > 10*s.cfg.EjectTime {
 		st.ejections = 0
 	}

@@ -452,8 +452,8 @@ func TestC3SlowFactorEjectsStalledReplica(t *testing.T) {
 	if order[2] != 0 {
 		t.Fatalf("replica 0 R = 30ms vs 5ms: order %v, want replica 0 last", order)
 	}
-	if st := statsOf(p, 0); st.EjectedUntil.IsZero() || st.Ejections != 1 {
-		t.Fatalf("replica 0 stats: ejected until %v, ejections %d; want an ejection in the snapshot", st.EjectedUntil, st.Ejections)
+	if st := statsOf(p, 0); st.EjectedUntil.IsZero() || st.Ejections != 1 || st.SlowEjections != 1 || st.SilentEjections != 0 {
+		t.Fatalf("replica 0 stats: ejected until %v, ejections %d (slow %d, silent %d); want one ejection for its response time", st.EjectedUntil, st.Ejections, st.SlowEjections, st.SilentEjections)
 	}
 	advance(200 * ms)
 	if r := p.Pick(); r == 0 {
@@ -473,6 +473,9 @@ func TestC3SlowFactorEjectsStalledReplica(t *testing.T) {
 		p.Done(r, okWithServer(5*ms, 20*us, 0))
 	}
 	p.Done(0, okWithServer(20*ms, 20*us, 0))
+	if st := statsOf(p, 0); st.SilentEjections != 1 || st.SlowEjections != 1 {
+		t.Fatalf("replica 0: slow %d, silent %d ejections; want the second one counted as silent", st.SlowEjections, st.SilentEjections)
+	}
 	// The second ejection lasts 500ms.
 	advance(400 * ms)
 	if r := p.Pick(); r == 0 {
@@ -565,8 +568,8 @@ func TestC3PingGateKeepsAThrottledReplicaOutUntilItsPingsRecover(t *testing.T) {
 	if n := picks(p, 300); n != 0 {
 		t.Fatalf("replica 1 (pings 40ms against 0.3ms, reads 2ms) got %d of 300 reads; want 0", n)
 	}
-	if st := statsOf(p, 1); st.EjectedUntil.IsZero() || st.Ejections != 1 {
-		t.Fatalf("replica 1: ejected until %v, ejections %d; want one ejection", st.EjectedUntil, st.Ejections)
+	if st := statsOf(p, 1); st.EjectedUntil.IsZero() || st.Ejections != 1 || st.PingEjections != 1 || st.SlowEjections+st.SilentEjections != 0 {
+		t.Fatalf("replica 1: ejected until %v, ejections %d (ping %d, slow %d, silent %d); want one ejection by the ping gate", st.EjectedUntil, st.Ejections, st.PingEjections, st.SlowEjections, st.SilentEjections)
 	}
 	// Its pings stay slow through three ejection periods: it stays out,
 	// each extension EjectTime long (no doubling).
@@ -578,6 +581,9 @@ func TestC3PingGateKeepsAThrottledReplicaOutUntilItsPingsRecover(t *testing.T) {
 		if st := statsOf(p, 1); st.EjectedUntil.Sub(clock.Now()) > 250*ms || st.Ejections != 1 {
 			t.Fatalf("extension: ejected for %v more, ejections %d; want at most EjectTime, still 1", st.EjectedUntil.Sub(clock.Now()), st.Ejections)
 		}
+	}
+	if st := statsOf(p, 1); st.PingExtensions != 3 {
+		t.Fatalf("replica 1: %d ping extensions, want 3", st.PingExtensions)
 	}
 	// Its pings recover (nine samples bring the EWMA under 3ms).
 	for range 10 {

@@ -16,7 +16,7 @@ type Collector struct {
 	path   string
 
 	rank, outstanding, share, responseTime, serviceTime, queueLen, ping *prometheus.Desc
-	chosen, failures                                                    *prometheus.Desc
+	chosen, failures, ejections                                         *prometheus.Desc
 }
 
 // NewCollector returns a collector for policy, whose replica i is called
@@ -41,12 +41,15 @@ func NewCollector(policy Policy, namespace, path string, names []string) *Collec
 		ping:         desc("replica_ping_seconds", "EWMA of the ping round trip"),
 		chosen:       desc("replica_requests_total", "requests started on the replica"),
 		failures:     desc("replica_failures_total", "requests to the replica that failed"),
+		ejections: prometheus.NewDesc(namespace+"_replica_ejections_total",
+			"C3 ejections of the replica by cause: slow (response time), silent (no reply while others answer), ping (ping gate), ping_extension (an ejection the gate extended)",
+			[]string{"replica", "cause"}, constLabels),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.rank, c.outstanding, c.share, c.responseTime, c.serviceTime, c.queueLen, c.ping, c.chosen, c.failures} {
+	for _, d := range []*prometheus.Desc{c.rank, c.outstanding, c.share, c.responseTime, c.serviceTime, c.queueLen, c.ping, c.chosen, c.failures, c.ejections} {
 		ch <- d
 	}
 }
@@ -73,6 +76,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.ping, prometheus.GaugeValue, s.Ping.Seconds(), name)
 		ch <- prometheus.MustNewConstMetric(c.chosen, prometheus.CounterValue, float64(s.Chosen), name)
 		ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(s.Failures), name)
+		for cause, n := range map[string]uint64{"slow": s.SlowEjections, "silent": s.SilentEjections, "ping": s.PingEjections, "ping_extension": s.PingExtensions} {
+			ch <- prometheus.MustNewConstMetric(c.ejections, prometheus.CounterValue, float64(n), name, cause)
+		}
 	}
 }
 

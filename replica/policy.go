@@ -88,6 +88,16 @@ type ReplicaStats struct {
 	// ejections in its current series (each one twice as long).
 	EjectedUntil time.Time
 	Ejections    int
+	// SlowEjections, SilentEjections and PingEjections count every
+	// ejection of the replica since the policy was made, by what set it
+	// off: a response time over SlowFactor × the lowest, silence with
+	// requests in flight while another replica answered, or the ping gate
+	// (Config.PingGate). PingExtensions counts ejections the gate extended
+	// because the pings were still slow when they ended.
+	SlowEjections   uint64
+	SilentEjections uint64
+	PingEjections   uint64
+	PingExtensions  uint64
 }
 
 // New returns the policy cfg.Policy over replicas numbered 0..replicas-1.
@@ -162,6 +172,9 @@ type replicaState struct {
 	ejectedUntil    time.Time
 	lastEjectionEnd time.Time
 	ejections       int
+	// ejectedFor counts ejections by cause (see ReplicaStats).
+	ejectedFor     [ejectionCauses]uint64
+	pingExtensions uint64
 
 	chosen              uint64
 	failures            uint64
@@ -368,6 +381,11 @@ func (s *selector) Snapshot(dst []ReplicaStats) []ReplicaStats {
 			BackoffUntil: st.backoffUntil,
 			EjectedUntil: st.ejectedUntil,
 			Ejections:    st.ejections,
+
+			SlowEjections:   st.ejectedFor[ejectedSlow],
+			SilentEjections: st.ejectedFor[ejectedSilent],
+			PingEjections:   st.ejectedFor[ejectedPing],
+			PingExtensions:  st.pingExtensions,
 		}
 		if st.hasStats() {
 			stats.Rank = c3RankOf(st, s.cfg.Clients)
