@@ -115,31 +115,38 @@ func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 }
 
 // ejectOutliers ejects the replicas whose latency signal is over SlowFactor
-// times the lowest one, and lets those whose ejection has ended back in with
-// their R reset to the lowest R. When every replica stalls at once (a pause
-// of this client, not of a server), the lowest signal rises with them and
-// none is an outlier.
+// times the typical one, and lets those whose ejection has ended back in
+// with their R reset to the lowest R. The typical signal is the lower median
+// of the replicas' signals (the lowest of two, the second of three or four):
+// not the lowest, because under load the replica that happens to have the
+// fewest reads in flight answers them in a fraction of the others' time,
+// and 10 × that fraction ejected healthy replicas over and over (about one
+// ejection per replica per second of a healthy benchmark round). When every
+// replica stalls at once (a pause of this client, not of a server), the
+// typical signal rises with them and none is an outlier.
 //
 // With Config.PingGate, a replica's pings count too: one whose ping EWMA is
-// over PingGate × the lowest ping EWMA, and over the lowest R (a bare PING
-// waits longer than a whole read takes on the best replica), is ejected, and
-// an ejection that ends while that still holds is extended by EjectTime. A
-// CPU-throttled or stalled Redis thus stays out until its pings come back,
-// however few reads it is sent, and a recovered one returns within a few
-// pings. The replica with the lowest ping is never ejected by the gate.
+// over PingGate × the typical (lower median) ping EWMA, and over the lowest
+// R (a bare PING waits longer than a whole read takes on the best replica),
+// is ejected, and an ejection that ends while that still holds is extended
+// by EjectTime. A CPU-throttled or stalled Redis thus stays out until its
+// pings come back, however few reads it is sent, and a recovered one
+// returns within a few pings. The replica with the lowest ping is never
+// ejected by the gate.
 func ejectOutliers(s *selector, now time.Time) {
-	lowestR, lowestSignal, lowestPing := math.Inf(1), math.Inf(1), math.Inf(1)
+	lowestR := math.Inf(1)
+	signals, pings := s.scratchSignals[:0], s.scratchPings[:0]
 	for r := range s.replicas {
 		if st := &s.replicas[r]; st.hasStats() {
 			lowestR = min(lowestR, st.responseTime.value)
-			lowestSignal = min(lowestSignal, max(st.responseTime.value, st.stalled(now)))
+			signals = append(signals, max(st.responseTime.value, st.stalled(now)))
 			if st.ping.set {
-				lowestPing = min(lowestPing, st.ping.value)
+				pings = append(pings, st.ping.value)
 			}
 		}
 	}
-	limit := lowestSignal * s.cfg.SlowFactor
-	pingLimit := max(s.cfg.PingGate*lowestPing, lowestR)
+	limit := lowerMedian(signals) * s.cfg.SlowFactor
+	pingLimit := max(s.cfg.PingGate*lowerMedian(pings), lowestR)
 	slowPing := func(st *replicaState) bool {
 		return s.cfg.PingGate > 0 && st.ping.set && st.ping.value > pingLimit
 	}
@@ -169,6 +176,20 @@ func ejectOutliers(s *selector, now time.Time) {
 	}
 }
 
+// lowerMedian sorts v in place and returns its lower median (+Inf when v is
+// empty). Replica sets are small: an insertion sort does not allocate.
+func lowerMedian(v []float64) float64 {
+	if len(v) == 0 {
+		return math.Inf(1)
+	}
+	for i := 1; i < len(v); i++ {
+		for j := i; j > 0 && v[j] < v[j-1]; j-- {
+			v[j], v[j-1] = v[j-1], v[j]
+		}
+	}
+	return v[(len(v)-1)/2]
+}
+
 // silentWhileOthersAnswer is how long replica r, with requests outstanding,
 // has answered nothing while another replica still answered: its stall up
 // to the last reply of any other replica. A stall of the whole host (on a
@@ -194,7 +215,7 @@ func silentWhileOthersAnswer(s *selector, r int, now time.Time) float64 {
 
 // What set an ejection off, to count ejections by cause.
 const (
-	ejectedSlow   = iota // response time over SlowFactor × the lowest signal
+	ejectedSlow   = iota // response time over SlowFactor × the typical signal
 	ejectedSilent        // silent with requests in flight while others answer
 	ejectedPing          // the ping gate
 	ejectionCauses

@@ -414,7 +414,7 @@ func TestC3ToleranceRotatesAmongNearEqual(t *testing.T) {
 	}
 }
 
-// A replica whose response time is over SlowFactor × the lowest is ejected
+// A replica whose response time is over SlowFactor × the typical one is ejected
 // (ranked last) although its short backlog gives it the best Ψ (a throttled
 // Redis: tiny service time, long stalls). When the ejection ends it is
 // tried on fresh samples; stalling again ejects it for twice as long.
@@ -502,6 +502,32 @@ func TestC3SlowFactorIgnoresStallsOfEveryReplica(t *testing.T) {
 	clock.Advance(time.Second)
 	if order := p.Select(nil); order[0] != 0 || order[2] != 2 {
 		t.Fatalf("order %v, want Ψ order 0, 1, 2 (no ejection)", order)
+	}
+}
+
+// Under load the replica with the fewest reads in flight answers in a
+// fraction of the others' time. That is no outlier: the slow factor is
+// judged against the typical (lower median) replica, not the fastest, so
+// healthy replicas stay in, and a throttled one is still ejected.
+func TestC3SlowFactorJudgesAgainstTheTypicalReplica(t *testing.T) {
+	us, ms := time.Microsecond, time.Millisecond
+	clock := newFakeClock()
+	p := newTestPolicy(t, 4, Config{PeakCost: true, SlowFactor: 10, PullInterval: time.Hour, Now: clock.Now})
+	// Replica 0 answered its one read in 200µs; replicas 1 and 2, with
+	// about 50 reads in flight each, in 3ms (15 × 200µs); replica 3 is
+	// throttled: 60ms.
+	latency := []time.Duration{200 * us, 3 * ms, 3 * ms, 60 * ms}
+	for r, l := range latency {
+		complete(p, r, ok(l))
+	}
+	p.Done(p.Pick(), ok(200*us))
+	for r, st := range p.Snapshot(nil) {
+		switch ejected := !st.EjectedUntil.IsZero(); {
+		case r == 3 && (!ejected || st.SlowEjections != 1):
+			t.Errorf("throttled replica 3 (R 60ms against a typical 3ms): ejected %t, slow ejections %d; want ejected once", ejected, st.SlowEjections)
+		case r != 3 && ejected:
+			t.Errorf("healthy replica %d (R %v, the fastest 200µs, typical 3ms): ejected; want it kept", r, latency[r])
+		}
 	}
 }
 
@@ -600,7 +626,7 @@ func TestC3PingGateKeepsAThrottledReplicaOutUntilItsPingsRecover(t *testing.T) {
 
 // Reads faster than a PING (a hot replica answering a burst of pipelined
 // reads) do not make the gate eject healthy replicas: they are judged
-// against the fastest replica's pings, and the fastest is never ejected.
+// against the typical replica's pings, and the fastest is never ejected.
 func TestC3PingGateLeavesHealthyReplicasWhoseReadsBeatTheirPings(t *testing.T) {
 	us := time.Microsecond
 	clock := newFakeClock()

@@ -137,8 +137,8 @@ type Config struct {
 	Tolerance float64
 	// SlowFactor, when at least 1, makes C3 eject an outlier: a replica
 	// whose latency signal, max(R, time with requests in flight and no
-	// reply), is over SlowFactor × the lowest signal (stalled or
-	// throttled). Zero takes the default, off (as the paper); negative is
+	// reply), is over SlowFactor × the typical signal, the replicas'
+	// lower median (stalled or throttled). Zero takes the default, off (as the paper); negative is
 	// off. The Redis read path turns it on (see redisread).
 	SlowFactor float64
 	// BestOfAll makes C3 take the best Ψ of all ranked replicas (rotating
@@ -175,7 +175,8 @@ type Config struct {
 	// share; the peak of the client-seen latency does.
 	PeakCost bool
 	// PingGate, with SlowFactor, ejects a replica whose ping EWMA is over
-	// PingGate × the lowest ping EWMA and over the lowest response-time EWMA
+	// PingGate × the typical (lower median) ping EWMA and over the lowest
+	// response-time EWMA
 	// R, and keeps an ejected one out (EjectTime at a time, not doubling)
 	// while that holds: a PING that waits that much longer than the others,
 	// and longer than a whole read on the best replica, means the server
@@ -321,8 +322,8 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 	fs.DurationVar(&c.PullInterval, prefix+"pull-interval", d.PullInterval, "C3: pull losers' stats toward the winner at most once per interval (0: every selection)")
 	fs.BoolVar(&c.BestOfAll, prefix+"best-of-all", d.BestOfAll, "C3: take the best of all replicas instead of the better of two random ones")
 	fs.Float64Var(&c.Tolerance, prefix+"tolerance", d.Tolerance, "C3 with best-of-all: ranks within this fraction of the best count as equal and rotate (negative: strict argmin)")
-	fs.Float64Var(&c.SlowFactor, prefix+"slow-factor", d.SlowFactor, "C3: eject a replica whose latency is over this factor × the lowest (0 or negative: off)")
-	fs.Float64Var(&c.PingGate, prefix+"ping-gate", d.PingGate, "C3 with slow-factor: eject a replica whose ping EWMA is over this factor × the lowest ping and over the lowest response time, and keep it out while it is (0 or negative: off)")
+	fs.Float64Var(&c.SlowFactor, prefix+"slow-factor", d.SlowFactor, "C3: eject a replica whose latency is over this factor × the replicas' lower median (0 or negative: off)")
+	fs.Float64Var(&c.PingGate, prefix+"ping-gate", d.PingGate, "C3 with slow-factor: eject a replica whose ping EWMA is over this factor × the replicas' lower median ping and over the lowest response time, and keep it out while it is (0 or negative: off)")
 	fs.DurationVar(&c.EjectTime, prefix+"eject-time", d.EjectTime, "C3: how long a replica found slow (slow-factor) ranks last; doubles on repeats")
 	fs.DurationVar(&c.MaxEjectTime, prefix+"max-eject-time", d.MaxEjectTime, "C3: cap of the ejection time")
 	fs.BoolVar(&c.Concentrate, prefix+"concentrate", d.Concentrate, "C3: send every read to one home replica (lowest ping, not ejected) instead of spreading by rank")

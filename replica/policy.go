@@ -90,7 +90,7 @@ type ReplicaStats struct {
 	Ejections    int
 	// SlowEjections, SilentEjections and PingEjections count every
 	// ejection of the replica since the policy was made, by what set it
-	// off: a response time over SlowFactor × the lowest, silence with
+	// off: a response time over SlowFactor × the typical one, silence with
 	// requests in flight while another replica answered, or the ping gate
 	// (Config.PingGate). PingExtensions counts ejections the gate extended
 	// because the pings were still slow when they ended.
@@ -114,6 +114,9 @@ func New(replicas int, cfg Config) (Policy, error) {
 		replicas: make([]replicaState, replicas),
 		keys:     make([]sortKey, replicas),
 		order:    make([]int, 0, replicas),
+
+		scratchSignals: make([]float64, 0, replicas),
+		scratchPings:   make([]float64, 0, replicas),
 	}
 	switch cfg.Policy {
 	case PolicyC3:
@@ -212,7 +215,7 @@ func (a sortKey) less(b sortKey) bool {
 const (
 	tierProbe     = 0 // no stats, below the probe limit: try first
 	tierRanked    = 1
-	tierSlow      = 2 // C3: response time over SlowFactor × the lowest
+	tierSlow      = 2 // C3: ejected (see ejectOutliers)
 	tierProbeFull = 3 // no stats, at the probe limit: do not flood
 	tierBackedOff = 10
 )
@@ -235,6 +238,9 @@ type selector struct {
 	keys     []sortKey // scratch, indexed by replica
 	order    []int     // scratch for Pick
 	lastPull time.Time // C3: when losers were last pulled (PullInterval)
+	// C3 ejection scratch, indexed by nothing: signals and pings of the
+	// replicas with stats (see ejectOutliers).
+	scratchSignals, scratchPings []float64
 }
 
 func (s *selector) Name() PolicyName { return s.cfg.Policy }

@@ -75,13 +75,13 @@ const (
 	// toward the winner 10 times a second, not on every read.
 	DefaultPullInterval = 100 * time.Millisecond
 	// DefaultSlowFactor is the Policy.SlowFactor used when it is zero: a
-	// replica that answers nothing for 10x the lowest response time is
-	// ejected. Ψ alone keeps feeding a CPU-throttled Redis (its per-command
+	// replica whose response time, or silence with reads in flight, is
+	// over 10x the replicas' lower median is ejected. Ψ alone keeps feeding a CPU-throttled Redis (its per-command
 	// service time stays tiny); at 3x, scheduling stalls of healthy replicas
 	// on the 2-core benchmark machine ejected them too.
 	DefaultSlowFactor = 10
 	// DefaultPingGate is the Policy.PingGate used when it is zero: a
-	// replica whose PINGs take over 10x the fastest replica's, and longer
+	// replica whose PINGs take over 10x the typical replica's, and longer
 	// than the best replica's reads, is ejected until they recover. On the benchmark's
 	// degraded replica (10% of a core) the ejection by read latency alone
 	// still let 4% of reads through after each ejection, and those were

@@ -177,7 +177,8 @@ func TestMetricsAreRegisteredPerReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	// 9 per-replica metrics × 2 replicas + the fallback counter.
+	// 9 per-replica metrics and 4 ejection causes × 2 replicas + the
+	// fallback counter.
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -186,8 +187,8 @@ func TestMetricsAreRegisteredPerReplica(t *testing.T) {
 	for _, f := range families {
 		n += len(f.GetMetric())
 	}
-	if n != 19 {
-		t.Fatalf("collected %d metrics, want 19", n)
+	if n != 27 {
+		t.Fatalf("collected %d metrics, want 27", n)
 	}
 	// The same path twice on one registry is refused with the path named.
 	_, err = New(primary, []*redis.Client{r1, r2}, Config{SampleInterval: -1, Path: "feed"}, nil, reg)
