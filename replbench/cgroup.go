@@ -54,6 +54,39 @@ func LimitCPU(pid, percent int) (*CPULimit, error) {
 	return l, nil
 }
 
+// SetPercent changes the group's quota to percent% of one core.
+func (l *CPULimit) SetPercent(percent int) error {
+	if percent < 1 || percent > 100 {
+		return fmt.Errorf("replbench: cpu limit: got %d%%, allowed: 1..100", percent)
+	}
+	file := filepath.Join(l.group, "cpu.cfs_quota_us")
+	if err := os.WriteFile(file, []byte(strconv.Itoa(cpuPeriodMicros*percent/100)), 0o644); err != nil {
+		return fmt.Errorf("replbench: write %s: %w", file, err)
+	}
+	l.Percent = percent
+	return nil
+}
+
+// degrade limits process pid to percent% of one core and returns the limit
+// and what undoes it. When capped (the process's own cap, see
+// Config.ReplicaCPUPercent) is not nil, its quota is lowered and the undo
+// restores it; else the process gets a group of its own that the undo
+// removes.
+func degrade(pid, percent int, capped *CPULimit) (*CPULimit, func() error, error) {
+	if capped == nil {
+		l, err := LimitCPU(pid, percent)
+		if err != nil {
+			return nil, nil, err
+		}
+		return l, l.Remove, nil
+	}
+	restore := capped.Percent
+	if err := capped.SetPercent(percent); err != nil {
+		return nil, nil, err
+	}
+	return capped, func() error { return capped.SetPercent(restore) }, nil
+}
+
 // Remove moves the process back to the root cpu group and deletes the
 // group. It is safe to call twice and when the process has exited.
 func (l *CPULimit) Remove() error {

@@ -130,7 +130,7 @@ func compareEndpoints(ctx context.Context, cfg Config, urls []string, index stri
 	res.Stalled.Degradation += fmt.Sprintf("; %d stalls in all", stalls)
 	res.Recovering, err = runEndpointScenario(ctx, cfg, endpoints, index, scenarioRecovering,
 		fmt.Sprintf("%s limited to %d%% of one core for the first half of each round, then not", res.Victim, cfg.OpenSearchDegradePercent),
-		nil, recoverCondition(victim.pid, cfg.OpenSearchDegradePercent), rep, out)
+		nil, recoverCondition(victim.pid, cfg.OpenSearchDegradePercent, nil), rep, out)
 	return res, err
 }
 

@@ -70,6 +70,13 @@ type Config struct {
 	RoundDuration time.Duration
 	// DegradePercent is the CPU quota of the degraded server, % of one core.
 	DegradePercent int
+	// ReplicaCPUPercent, when not zero, caps every Redis replica at this %
+	// of one core for the whole Redis part, as if each ran on a host of
+	// its own; the degraded replica's cap is lowered to DegradePercent.
+	// Zero: the replicas share the machine's cores with each other and
+	// with the clients, so one replica that takes every read can use all
+	// the CPU the others leave idle (which favours policies that herd).
+	ReplicaCPUPercent int
 	// Policies to compare; C3 and round-robin are always included.
 	Policies []replica.PolicyName
 	// NoAblations leaves out the variants of our selector (c3-psi,
@@ -184,6 +191,9 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: got %d, allowed: 1..100 (%% of one core)", p.name, p.v))
 		}
 	}
+	if c.ReplicaCPUPercent != 0 && (c.ReplicaCPUPercent <= c.DegradePercent || c.ReplicaCPUPercent > 100) {
+		errs = append(errs, fmt.Errorf("replica-cpu-percent: got %d, allowed: 0 (no cap) or %d..100 (over degrade-percent, %% of one core)", c.ReplicaCPUPercent, c.DegradePercent+1))
+	}
 	if c.SkipRedis && c.SkipOpenSearch {
 		errs = append(errs, errors.New("skip-redis and skip-opensearch: got both, nothing would run; leave out one"))
 	}
@@ -214,6 +224,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Rounds, "rounds", c.Rounds, "interleaved rounds (0: the profile's)")
 	fs.DurationVar(&c.RoundDuration, "round-duration", c.RoundDuration, "time per policy per round (0: the profile's)")
 	fs.IntVar(&c.DegradePercent, "degrade-percent", c.DegradePercent, "CPU quota of the degraded Redis replica, % of one core (0: 10)")
+	fs.IntVar(&c.ReplicaCPUPercent, "replica-cpu-percent", c.ReplicaCPUPercent, "cap every Redis replica at this % of one core, as on a host of its own (0: no cap, the replicas share the cores)")
 	fs.BoolVar(&c.SkipRedis, "skip-redis", c.SkipRedis, "leave out the Redis part (run only the OpenSearch ARS and endpoint parts)")
 	fs.BoolVar(&c.SkipOpenSearch, "skip-opensearch", c.SkipOpenSearch, "leave out the OpenSearch parts (shard-copy ARS and endpoints)")
 	fs.IntVar(&c.OpenSearchDocs, "opensearch-docs", c.OpenSearchDocs, "documents in the OpenSearch index (0: the profile's)")
@@ -390,6 +401,9 @@ type Summary struct {
 	Clients      int    `json:"clients,omitzero"`
 	Timelines    int    `json:"timelines,omitzero"`
 	Entries      int    `json:"entries_per_timeline,omitzero"`
+	// ReplicaCPUPercent is Config.ReplicaCPUPercent: each replica's CPU
+	// cap, % of one core; absent when the replicas shared the cores.
+	ReplicaCPUPercent int `json:"replica_cpu_percent,omitzero"`
 	// Targets are judged on the ratios' intervals; see targets.
 	Targets bench.Targets `json:"targets"`
 	Report  string        `json:"report"`
@@ -448,17 +462,20 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 }
 
 // runRedis runs the Redis part on a running stack into sum and rep.
-func runRedis(ctx context.Context, cfg Config, st *localstack.State, sum *Summary, rep *bench.Report, out io.Writer) error {
-	var err error
+func runRedis(ctx context.Context, cfg Config, st *localstack.State, sum *Summary, rep *bench.Report, out io.Writer) (err error) {
 	if len(st.RedisReplicaAddrs) < 3 {
 		return fmt.Errorf("replbench: stack in %s has %d Redis replicas, need 3 (baedal up --redis-replicas 3)", st.StateDir, len(st.RedisReplicaAddrs))
 	}
+	cores := "The replicas share the machine's cores with each other and with the clients (no cap)."
+	if cfg.ReplicaCPUPercent > 0 {
+		cores = fmt.Sprintf("Each replica is capped at %d%% of one core for the whole part (a cgroup-v1 quota each), as on a host of its own; the degraded replica's cap is lowered.", cfg.ReplicaCPUPercent)
+	}
 	rep.Add(bench.Section{Title: "Setup", Text: fmt.Sprintf(
-		"Redis: one primary and 3 read replicas on loopback; %d timelines × %d entries (sorted sets) loaded into the primary and replicated. "+
+		"Redis: one primary and 3 read replicas on loopback; %s %d timelines × %d entries (sorted sets) loaded into the primary and replicated. "+
 			"A closed loop of %d concurrent clients reads feeds through replica/redisread: one pipeline of ZREVRANGE (20–50 entries of the reader's timeline) and two ZREVRANGEBYSCORE … LIMIT 0 20 (followed celebrities' posts); "+
 			"policies %v run interleaved (ABBA) for %d rounds of %s each. Degraded: one replica's process limited to %d%% of one core "+
 			"by a cgroup-v1 CPU quota (cpu.cfs_quota_us %d per %d µs period). Ratios are C3 / round-robin.",
-		cfg.Users, cfg.EntriesPerUser, cfg.Clients, cfg.Policies, cfg.Rounds, cfg.RoundDuration, cfg.DegradePercent,
+		cores, cfg.Users, cfg.EntriesPerUser, cfg.Clients, cfg.Policies, cfg.Rounds, cfg.RoundDuration, cfg.DegradePercent,
 		cpuPeriodMicros*cfg.DegradePercent/100, cpuPeriodMicros)})
 
 	prefix := "tl:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
@@ -473,18 +490,32 @@ func runRedis(ctx context.Context, cfg Config, st *localstack.State, sum *Summar
 	if err != nil {
 		return err
 	}
+	caps, err := capReplicas(st, cfg.ReplicaCPUPercent)
+	defer func() {
+		for _, c := range caps {
+			err = errors.Join(err, c.Remove())
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	sum.ReplicaCPUPercent = cfg.ReplicaCPUPercent
+	var capped *CPULimit
+	if len(caps) > 0 {
+		capped = caps[0]
+	}
 	sum.Healthy, err = runScenario(ctx, cfg, rcfg, prefix, scenarioHealthy, "none", nil, nil, rep, out)
 	if err != nil {
 		return err
 	}
-	limit, err := LimitCPU(pid, cfg.DegradePercent)
+	limit, undo, err := degrade(pid, cfg.DegradePercent, capped)
 	if err != nil {
 		return err
 	}
 	sum.Degraded, err = runScenario(ctx, cfg, rcfg, prefix, scenarioDegraded,
 		fmt.Sprintf("replica 1 (%s, pid %d) limited to %d%% of one core (cgroup-v1 cpu quota)", rcfg.ReplicaAddrs[0], pid, cfg.DegradePercent), limit, nil, rep, out)
-	if rerr := limit.Remove(); rerr != nil && err == nil {
-		err = rerr
+	if uerr := undo(); uerr != nil && err == nil {
+		err = uerr
 	}
 	if err != nil {
 		return err
@@ -499,11 +530,30 @@ func runRedis(ctx context.Context, cfg Config, st *localstack.State, sum *Summar
 	sum.Stalled.Degradation += fmt.Sprintf("; %d stalls in all", stalls)
 	sum.Recovering, err = runScenario(ctx, cfg, rcfg, prefix, scenarioRecovering,
 		fmt.Sprintf("replica 1 (%s, pid %d) limited to %d%% of one core for the first half of each round, then not", rcfg.ReplicaAddrs[0], pid, cfg.DegradePercent),
-		nil, recoverCondition(pid, cfg.DegradePercent), rep, out)
-	if err != nil {
-		return err
+		nil, recoverCondition(pid, cfg.DegradePercent, capped), rep, out)
+	return err
+}
+
+// capReplicas caps each of the 3 Redis replicas of st at percent% of one
+// core (none when percent is 0). On error it returns the caps it made, for
+// the caller to remove.
+func capReplicas(st *localstack.State, percent int) ([]*CPULimit, error) {
+	if percent == 0 {
+		return nil, nil
 	}
-	return nil
+	var caps []*CPULimit
+	for i := 1; i <= 3; i++ {
+		pid, err := componentPID(st, "redis-replica-"+strconv.Itoa(i))
+		if err != nil {
+			return caps, err
+		}
+		c, err := LimitCPU(pid, percent)
+		if err != nil {
+			return caps, err
+		}
+		caps = append(caps, c)
+	}
+	return caps, nil
 }
 
 // writeReport adds the targets, writes the HTML report and returns its path.

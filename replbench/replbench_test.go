@@ -27,6 +27,7 @@ func TestConfigValidateNamesTheFlag(t *testing.T) {
 		{Config{Clients: 5000}, "clients: got 5000, allowed: 1..1000"},
 		{Config{EntriesPerUser: 10}, "entries-per-user: got 10"},
 		{Config{DegradePercent: 150}, "degrade-percent: got 150, allowed: 1..100"},
+		{Config{ReplicaCPUPercent: 5}, "replica-cpu-percent: got 5, allowed: 0 (no cap) or 11..100"},
 		{Config{RoundDuration: time.Millisecond}, "round-duration: got 1ms, allowed: 100ms..10m"},
 		{Config{Policies: []replica.PolicyName{"fastest"}}, "allowed: c3, round-robin, random, lowest-ping, lowest-ping-tolerance, peak-ewma, least-request"},
 		{Config{StallFor: 3 * time.Second}, "stall-for: got 3s, allowed: more than 0 and less than stall-every (2s)"},
@@ -115,7 +116,10 @@ func TestBenchmarkSmoke(t *testing.T) {
 		Policies:       []replica.PolicyName{replica.PolicyC3, replica.PolicyRoundRobin},
 		OpenSearchDocs: 300, OpenSearchClients: 2, OpenSearchRoundDuration: 300 * time.Millisecond,
 		OpenSearchEndpointRoundDuration: 300 * time.Millisecond,
-		ReportDir:                       t.TempDir(),
+		// Capped replicas: the degraded replica's cap is lowered and
+		// restored instead of a group of its own (see degrade).
+		ReplicaCPUPercent: 90,
+		ReportDir:         t.TempDir(),
 	}
 	var out bytes.Buffer
 	sum, err := Run(ctx, cfg, &out)
@@ -189,6 +193,12 @@ func TestBenchmarkSmoke(t *testing.T) {
 	}
 	if !strings.Contains(sum.Stalled.Degradation, "SIGSTOP") || strings.Contains(sum.Stalled.Degradation, "; 0 stalls") {
 		t.Errorf("stalled degradation %q, want SIGSTOP stalls applied", sum.Stalled.Degradation)
+	}
+	if parsed["replica_cpu_percent"] != 90.0 || !strings.Contains(sum.Degraded.Degradation, "throttled it for") {
+		t.Errorf("replica_cpu_percent %v, degraded %q; want 90 and the kernel's throttled time", parsed["replica_cpu_percent"], sum.Degraded.Degradation)
+	}
+	if left, _ := filepath.Glob(filepath.Join(cgroupCPURoot, "baedal-replbench-*")); len(left) > 0 {
+		t.Errorf("cgroups left after the run: %v", left)
 	}
 	if parsed["bench"] != "replicas" {
 		t.Fatalf("bench = %v, want replicas", parsed["bench"])

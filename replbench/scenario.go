@@ -137,26 +137,30 @@ func stallCondition(pid int, stall, period time.Duration, stalls *int) condition
 }
 
 // recoverCondition limits process pid to percent% of one core for the first
-// half of the round, then removes the limit: a degraded replica recovers and
-// the selector must give it its reads back.
-func recoverCondition(pid, percent int) condition {
+// half of the round, then undoes the limit: a degraded replica recovers and
+// the selector must give it its reads back. capped is the process's own cap
+// (nil when it has none; see degrade).
+func recoverCondition(pid, percent int, capped *CPULimit) condition {
 	return func(ctx context.Context, roundDuration time.Duration) (func() error, error) {
-		limit, err := LimitCPU(pid, percent)
+		_, undo, err := degrade(pid, percent, capped)
 		if err != nil {
 			return nil, err
 		}
 		var mu sync.Mutex
-		var removeErr error
-		timer := time.AfterFunc(roundDuration/2, func() {
-			mu.Lock()
-			removeErr = limit.Remove()
-			mu.Unlock()
-		})
-		return func() error {
-			timer.Stop()
+		var undone bool
+		var undoErr error
+		undoOnce := func() {
 			mu.Lock()
 			defer mu.Unlock()
-			return errors.Join(removeErr, limit.Remove())
+			if !undone {
+				undone, undoErr = true, undo()
+			}
+		}
+		timer := time.AfterFunc(roundDuration/2, undoOnce)
+		return func() error {
+			timer.Stop()
+			undoOnce()
+			return undoErr
 		}, nil
 	}
 }
