@@ -115,7 +115,7 @@ func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 }
 
 // ejectOutliers ejects the replicas whose latency signal is over SlowFactor
-// times the typical one, and lets those whose ejection has ended back in
+// times the typical one (with PeakCost, only for silence: see below), and lets those whose ejection has ended back in
 // with their R reset to the lowest R. The typical signal is the lower median
 // of the replicas' signals (the lowest of two, the second of three or four):
 // not the lowest, because under load the replica that happens to have the
@@ -124,6 +124,14 @@ func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 // ejection per replica per second of a healthy benchmark round). When every
 // replica stalls at once (a pause of this client, not of a server), the
 // typical signal rises with them and none is an outlier.
+//
+// With PeakCost a replica is not ejected for its response time: the cost
+// already sends a replica that answers k times slower about k times fewer
+// reads, and response times compared across replicas mostly measure how
+// many reads each has queued (a replica back from an ejection answers its
+// first reads in 70 µs, a loaded one in 3 ms), which ejected healthy
+// replicas about once a second on the benchmark. Silence and the ping gate
+// still eject a stopped or throttled replica.
 //
 // With Config.PingGate, a replica's pings count too: one whose ping EWMA is
 // over PingGate × the typical (lower median) ping EWMA, and over the lowest
@@ -166,7 +174,7 @@ func ejectOutliers(s *selector, now time.Time) {
 			// The ejection ended: judge the replica on fresh samples.
 			st.ejectedUntil = time.Time{}
 			st.responseTime.value = lowestR
-		case st.responseTime.value > limit:
+		case !s.cfg.PeakCost && st.responseTime.value > limit:
 			eject(s, st, now, ejectedSlow)
 		case silentWhileOthersAnswer(s, r, now) > limit:
 			eject(s, st, now, ejectedSilent)

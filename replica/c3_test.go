@@ -508,26 +508,47 @@ func TestC3SlowFactorIgnoresStallsOfEveryReplica(t *testing.T) {
 // Under load the replica with the fewest reads in flight answers in a
 // fraction of the others' time. That is no outlier: the slow factor is
 // judged against the typical (lower median) replica, not the fastest, so
-// healthy replicas stay in, and a throttled one is still ejected.
+// healthy replicas stay in, and a slow one is still ejected. With PeakCost
+// no replica is ejected for its response time: the cost steers reads away
+// from the slow one instead.
 func TestC3SlowFactorJudgesAgainstTheTypicalReplica(t *testing.T) {
 	us, ms := time.Microsecond, time.Millisecond
-	clock := newFakeClock()
-	p := newTestPolicy(t, 4, Config{PeakCost: true, SlowFactor: 10, PullInterval: time.Hour, Now: clock.Now})
 	// Replica 0 answered its one read in 200µs; replicas 1 and 2, with
-	// about 50 reads in flight each, in 3ms (15 × 200µs); replica 3 is
-	// throttled: 60ms.
+	// about 50 reads in flight each, in 3ms (15 × 200µs); replica 3 in 60ms.
 	latency := []time.Duration{200 * us, 3 * ms, 3 * ms, 60 * ms}
-	for r, l := range latency {
-		complete(p, r, ok(l))
+	setup := func(peakCost bool) Policy {
+		p := newTestPolicy(t, 4, Config{PeakCost: peakCost, SlowFactor: 10, PullInterval: time.Hour, Now: newFakeClock().Now})
+		for r, l := range latency {
+			complete(p, r, ok(l))
+		}
+		return p
 	}
+	p := setup(false)
 	p.Done(p.Pick(), ok(200*us))
 	for r, st := range p.Snapshot(nil) {
 		switch ejected := !st.EjectedUntil.IsZero(); {
 		case r == 3 && (!ejected || st.SlowEjections != 1):
-			t.Errorf("throttled replica 3 (R 60ms against a typical 3ms): ejected %t, slow ejections %d; want ejected once", ejected, st.SlowEjections)
+			t.Errorf("slow replica 3 (R 60ms against a typical 3ms): ejected %t, slow ejections %d; want ejected once", ejected, st.SlowEjections)
 		case r != 3 && ejected:
 			t.Errorf("healthy replica %d (R %v, the fastest 200µs, typical 3ms): ejected; want it kept", r, latency[r])
 		}
+	}
+	p = setup(true)
+	var onSlow int
+	for range 400 {
+		r := p.Pick()
+		if r == 3 {
+			onSlow++
+		}
+		p.Done(r, ok(latency[r]))
+	}
+	for r, st := range p.Snapshot(nil) {
+		if !st.EjectedUntil.IsZero() {
+			t.Errorf("PeakCost: replica %d ejected (slow %d, silent %d); want no ejection for response time", r, st.SlowEjections, st.SilentEjections)
+		}
+	}
+	if onSlow > 20 {
+		t.Errorf("PeakCost: the 60ms replica got %d of 400 reads; want few (the cost steers away from it)", onSlow)
 	}
 }
 

@@ -138,7 +138,8 @@ type Config struct {
 	// SlowFactor, when at least 1, makes C3 eject an outlier: a replica
 	// whose latency signal, max(R, time with requests in flight and no
 	// reply), is over SlowFactor × the typical signal, the replicas'
-	// lower median (stalled or throttled). Zero takes the default, off (as the paper); negative is
+	// lower median (stalled or throttled). With PeakCost only the silence
+	// counts: the cost already steers reads away from a slow replica. Zero takes the default, off (as the paper); negative is
 	// off. The Redis read path turns it on (see redisread).
 	SlowFactor float64
 	// BestOfAll makes C3 take the best Ψ of all ranked replicas (rotating

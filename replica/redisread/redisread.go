@@ -23,10 +23,12 @@
 //   - n (clients): 1. A ReadClient is one client in C3's sense however many
 //     goroutines call Do: os already counts all of their reads in flight, so
 //     n = goroutines would count each of them that many times over.
-//   - ping (for the lowest-ping baseline only): the same PING's round trip.
+//   - ping (lowest-ping ranks by it; C3's ping gate ejects by it): the same
+//     PING's round trip.
 //
 // C3 here ranks by peak-EWMA latency × (outstanding+1) (replica.Config.
-// PeakCost, unless Config.PsiRank) and ejects slow or silent replicas, and
+// PeakCost, unless Config.PsiRank) and ejects silent replicas and those
+// whose pings are slow (replica.Config.PingGate), and
 // Read can hedge a read whose replica has gone silent (replica.Hedge,
 // Config.Hedge, off by default); see BENCHMARKS.md S3 for what each is
 // worth.
