@@ -241,6 +241,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.Tuning.Tolerance, "c3-tolerance", d.Tolerance, "C3 with --c3-best-of-all: ranks within this fraction of the best rotate (negative: strict argmin)")
 	fs.Float64Var(&c.Tuning.SlowFactor, "c3-slow-factor", d.SlowFactor, "C3: eject a replica whose latency is over this factor × the replicas' lower median (0: the Redis client's default; negative: off)")
 	fs.Float64Var(&c.Tuning.PingGate, "c3-ping-gate", d.PingGate, "C3: eject a replica whose ping EWMA is over this factor × the replicas' lower median ping and over the lowest response time (0: the Redis client's default; negative: off)")
+	fs.DurationVar(&c.Tuning.MinSilence, "c3-min-silence", d.MinSilence, "C3: eject a replica for silence only after at least this long (0: the Redis client's default)")
 	fs.IntVar(&c.Tuning.Clients, "c3-clients", d.Clients, "C3: n in the queue estimate q̂ = 1 + os·n + q")
 	fs.BoolVar(&c.Tuning.BestOfAll, "c3-best-of-all", d.BestOfAll, "C3: take the best of all replicas instead of the better of two random ones")
 	fs.DurationVar(&c.Tuning.EjectTime, "c3-eject-time", d.EjectTime, "C3: how long a replica found slow ranks last (doubles on repeats)")

@@ -123,7 +123,8 @@ func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 // and 10 × that fraction ejected healthy replicas over and over (about one
 // ejection per replica per second of a healthy benchmark round). When every
 // replica stalls at once (a pause of this client, not of a server), the
-// typical signal rises with them and none is an outlier.
+// typical signal rises with them and none is an outlier. Silence must also
+// last MinSilence.
 //
 // With PeakCost a replica is not ejected for its response time: the cost
 // already sends a replica that answers k times slower about k times fewer
@@ -176,7 +177,7 @@ func ejectOutliers(s *selector, now time.Time) {
 			st.responseTime.value = lowestR
 		case !s.cfg.PeakCost && st.responseTime.value > limit:
 			eject(s, st, now, ejectedSlow)
-		case silentWhileOthersAnswer(s, r, now) > limit:
+		case silentWhileOthersAnswer(s, r, now) > max(limit, s.cfg.MinSilence.Seconds()):
 			eject(s, st, now, ejectedSilent)
 		case slowPing(st):
 			eject(s, st, now, ejectedPing)

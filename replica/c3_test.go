@@ -489,6 +489,34 @@ func TestC3SlowFactorEjectsStalledReplica(t *testing.T) {
 	}
 }
 
+// MinSilence is a floor under the silence that ejects: a replica silent
+// for 20ms, over 10 × the typical 1ms, stays in while MinSilence is 50ms,
+// and is ejected once its silence passes 50ms.
+func TestC3MinSilenceFloorsTheSilenceThatEjects(t *testing.T) {
+	ms := time.Millisecond
+	clock := newFakeClock()
+	p := newTestPolicy(t, 3, Config{PeakCost: true, SlowFactor: 10, MinSilence: 50 * ms, PullInterval: time.Hour, Now: clock.Now})
+	for r := range 3 {
+		complete(p, r, ok(ms))
+	}
+	p.Start(0) // replica 0 holds a read and answers nothing
+	step := func(d time.Duration) {
+		clock.Advance(d)
+		for _, r := range []int{1, 2} { // the others keep answering
+			complete(p, r, ok(ms))
+		}
+		p.Done(p.Pick(), ok(ms))
+	}
+	step(20 * ms)
+	if st := statsOf(p, 0); !st.EjectedUntil.IsZero() {
+		t.Fatalf("replica 0 silent 20ms (under MinSilence 50ms) was ejected")
+	}
+	step(40 * ms)
+	if st := statsOf(p, 0); st.EjectedUntil.IsZero() || st.SilentEjections != 1 {
+		t.Fatalf("replica 0 silent 60ms: ejected until %v, silent ejections %d; want one silent ejection", st.EjectedUntil, st.SilentEjections)
+	}
+}
+
 // When every replica stalls at once (this client paused, not a server) no
 // replica is an outlier: Ψ decides as usual.
 func TestC3SlowFactorIgnoresStallsOfEveryReplica(t *testing.T) {

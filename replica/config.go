@@ -142,6 +142,11 @@ type Config struct {
 	// counts: the cost already steers reads away from a slow replica. Zero takes the default, off (as the paper); negative is
 	// off. The Redis read path turns it on (see redisread).
 	SlowFactor float64
+	// MinSilence, with SlowFactor, is the least time a replica must have
+	// answered nothing, with requests in flight while another replica
+	// answered, to be ejected for it, however low SlowFactor × the typical
+	// signal is. Zero: no floor.
+	MinSilence time.Duration
 	// BestOfAll makes C3 take the best Ψ of all ranked replicas (rotating
 	// within Tolerance) instead of the better of two drawn at random (power
 	// of two choices, the default). One client with many requests in flight
@@ -286,6 +291,9 @@ func (c Config) Validate() error {
 	if math.IsNaN(c.PingGate) || math.IsInf(c.PingGate, 0) {
 		errs = append(errs, fmt.Errorf("replica: PingGate: got %v, allowed: 0 or negative (off), or a positive factor", c.PingGate))
 	}
+	if c.MinSilence < 0 {
+		errs = append(errs, fmt.Errorf("replica: MinSilence: got %s, must not be negative", c.MinSilence))
+	}
 	if c.EjectTime < 0 {
 		errs = append(errs, fmt.Errorf("replica: EjectTime: got %s, must not be negative", c.EjectTime))
 	}
@@ -325,6 +333,7 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 	fs.Float64Var(&c.Tolerance, prefix+"tolerance", d.Tolerance, "C3 with best-of-all: ranks within this fraction of the best count as equal and rotate (negative: strict argmin)")
 	fs.Float64Var(&c.SlowFactor, prefix+"slow-factor", d.SlowFactor, "C3: eject a replica whose latency is over this factor × the replicas' lower median (0 or negative: off)")
 	fs.Float64Var(&c.PingGate, prefix+"ping-gate", d.PingGate, "C3 with slow-factor: eject a replica whose ping EWMA is over this factor × the replicas' lower median ping and over the lowest response time, and keep it out while it is (0 or negative: off)")
+	fs.DurationVar(&c.MinSilence, prefix+"min-silence", d.MinSilence, "C3 with slow-factor: eject a replica for silence (no reply while others answer) only after at least this long")
 	fs.DurationVar(&c.EjectTime, prefix+"eject-time", d.EjectTime, "C3: how long a replica found slow (slow-factor) ranks last; doubles on repeats")
 	fs.DurationVar(&c.MaxEjectTime, prefix+"max-eject-time", d.MaxEjectTime, "C3: cap of the ejection time")
 	fs.BoolVar(&c.Concentrate, prefix+"concentrate", d.Concentrate, "C3: send every read to one home replica (lowest ping, not ejected) instead of spreading by rank")

@@ -89,7 +89,16 @@ const (
 	// still let 4% of reads through after each ejection, and those were
 	// the p99.9. A gate at 2x the lowest read time ejected healthy
 	// replicas too (BENCHMARKS.md S3).
-	DefaultPingGate       = 10
+	DefaultPingGate = 10
+	// DefaultMinSilence is the Policy.MinSilence used when it is zero. A
+	// healthy Redis executes a command in microseconds, yet on a host whose
+	// cores it shares with busy processes it is not scheduled for up to
+	// tens of milliseconds; at 10x the typical read time alone (about 3 ms
+	// under load, and 70 µs for a replica back from an ejection) such
+	// pauses ejected healthy replicas about once a second on the
+	// benchmark. A stopped Redis is still ejected within 50 ms, a
+	// CPU-throttled one (90 ms pauses every 100 ms) in its first pause.
+	DefaultMinSilence     = 50 * time.Millisecond
 	DefaultSampleInterval = 250 * time.Millisecond
 	DefaultSampleTimeout  = time.Second
 	DefaultPath           = "redis"
@@ -131,6 +140,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Policy.PingGate == 0 {
 		c.Policy.PingGate = DefaultPingGate
+	}
+	if c.Policy.MinSilence == 0 {
+		c.Policy.MinSilence = DefaultMinSilence
 	}
 	if (c.Policy.Policy == "" || c.Policy.Policy == replica.PolicyC3) && !c.PsiRank {
 		// See replica.Config.PeakCost and BENCHMARKS.md S3.
