@@ -605,6 +605,36 @@ func TestC3TwoChoices(t *testing.T) {
 	}
 }
 
+// With one of three replicas ejected, the other two still share the reads
+// as the two-choice draw over three gives: the ejected replica stays in the
+// draw and loses it, so the costlier healthy replica wins the third of the
+// pairs it meets the ejected one in, instead of never (an argmin of two).
+func TestC3TwoChoicesKeepEjectedReplicasInTheDraw(t *testing.T) {
+	ms := time.Millisecond
+	p := newTestPolicy(t, 3, Config{PeakCost: true, SlowFactor: 10, PingGate: 10, PullInterval: time.Hour, Now: newFakeClock().Now, Seed: 3})
+	latency := []time.Duration{2 * ms, time.Millisecond, 3 * ms / 2}
+	for r := range 3 {
+		complete(p, r, ok(latency[r]))
+		p.ObservePing(r, 300*time.Microsecond)
+	}
+	for range 10 {
+		p.ObservePing(0, 40*ms) // replica 0 is ejected by the gate
+	}
+	var wins [3]int
+	const n = 3000
+	for range n {
+		r := p.Pick()
+		wins[r]++
+		p.Done(r, ok(latency[r]))
+	}
+	if wins[0] != 0 {
+		t.Errorf("the ejected replica won %d of %d", wins[0], n)
+	}
+	if share := float64(wins[2]) / n; share < 0.27 || share > 0.4 {
+		t.Errorf("the costlier healthy replica won %.3f of the draws, want about 1/3 (wins %v)", share, wins)
+	}
+}
+
 // With PingGate, a replica whose pings wait over PingGate × the fastest
 // replica's, and longer than the best read, is ejected although its reads
 // look fine (it got few of them),
