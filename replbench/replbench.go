@@ -80,7 +80,7 @@ type Config struct {
 	// Policies to compare; C3 and round-robin are always included.
 	Policies []replica.PolicyName
 	// NoAblations leaves out the variants of our selector (c3-psi,
-	// c3-concentrate, c3-hedge, c3-no-ping-gate) that show what its parts,
+	// c3-concentrate, c3-hedge, c3-no-ping-gate, c3-no-probation) that show what its parts,
 	// and the ideas it does not use by default, are worth.
 	NoAblations bool
 	// HedgeBudget is the hedge budget of the hedged variants (0:
@@ -232,7 +232,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.OpenSearchRoundDuration, "opensearch-round-duration", c.OpenSearchRoundDuration, "time per ARS side per round (0: the profile's)")
 	fs.DurationVar(&c.OpenSearchEndpointRoundDuration, "opensearch-endpoint-round-duration", c.OpenSearchEndpointRoundDuration, "time per endpoint policy per round (0: the profile's)")
 	fs.IntVar(&c.OpenSearchDegradePercent, "opensearch-degrade-percent", c.OpenSearchDegradePercent, "CPU quota of the degraded or recovering OpenSearch node, % of one core (0: 10)")
-	fs.BoolVar(&c.NoAblations, "no-ablations", c.NoAblations, "leave out the variants of C3 (c3-psi, c3-concentrate, c3-hedge, c3-no-ping-gate)")
+	fs.BoolVar(&c.NoAblations, "no-ablations", c.NoAblations, "leave out the variants of C3 (c3-psi, c3-concentrate, c3-hedge, c3-no-ping-gate, c3-no-probation)")
 	fs.Float64Var(&c.HedgeBudget, "hedge-budget", c.HedgeBudget, "hedge budget of the hedged C3 variants, a fraction of reads (0: 0.05)")
 	fs.DurationVar(&c.StallFor, "stall-for", c.StallFor, "stalled scenario: how long replica 1 is stopped each time (0: 200ms)")
 	fs.DurationVar(&c.StallEvery, "stall-every", c.StallEvery, "stalled scenario: how often replica 1 is stopped (0: 2s)")
@@ -766,7 +766,7 @@ func runScenario(ctx context.Context, cfg Config, rcfg backend.RedisConfig, pref
 	rep.Add(bench.Section{
 		Title: "Redis timelines, " + name,
 		Text: fmt.Sprintf("Degradation: %s.\n\nC3 / round-robin: throughput %.3f, p50 %.3f, p90 %.3f, p99 %.3f. C3 / the best peer (%s): throughput %.3f, p99 %.3f, p99.9 %.3f. "+
-			"Replica shares are the fraction of reads each policy sent to replicas 1 / 2 / 3 (replica 1 is the one degraded or stalled). c3-psi, c3-concentrate, c3-hedge and c3-no-ping-gate are C3 variants: ranked by Ψ instead of peak-EWMA latency × (in-flight+1); every read sent to one home replica (lowest ping, not ejected); with hedged reads (a read late past its replica's p95 while that replica answers nothing is sent to the next-best; at most 5%% of reads); without the ping gate (a replica whose PINGs take over 10× the fastest replica's and longer than its reads is not ejected for it). Ejections are our selector's, per replica, as slow / silent / ping (+ ping extensions).",
+			"Replica shares are the fraction of reads each policy sent to replicas 1 / 2 / 3 (replica 1 is the one degraded or stalled). c3-psi, c3-concentrate, c3-hedge, c3-no-ping-gate and c3-no-probation are C3 variants: ranked by Ψ instead of peak-EWMA latency × (in-flight+1); every read sent to one home replica (lowest ping, not ejected); with hedged reads (a read late past its replica's p95 while that replica answers nothing is sent to the next-best; at most 5%% of reads); without the ping gate (a replica whose PINGs take over 10× the typical replica's and longer than its reads is not ejected for it); without probation (a replica back from an ejection takes reads at once, not one at a time until one answers in time). Ejections are our selector's, per replica, as slow / silent / ping (+ ping extensions).",
 			sc.Degradation, sc.ThroughputRatio, sc.P50Ratio, sc.P90Ratio, sc.P99Ratio, sc.BestPeer, sc.VsBestPeer.ThroughputRatio, sc.VsBestPeer.P99Ratio, sc.VsBestPeer.P999Ratio),
 		Table:  &table,
 		Charts: charts,

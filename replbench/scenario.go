@@ -33,8 +33,9 @@ type contender struct {
 	ours bool
 	// psi ranks C3 by Ψ instead of peak-EWMA cost; concentrate sends every
 	// read to one home replica; hedge turns hedged reads on (Redis);
-	// noPingGate turns the ping gate off (Redis, replica.Config.PingGate).
-	psi, concentrate, hedge, noPingGate bool
+	// noPingGate turns the ping gate off (Redis, replica.Config.PingGate);
+	// noProbation lets an ejected replica back without probation.
+	psi, concentrate, hedge, noPingGate, noProbation bool
 	// peakCost ranks C3 by peak-EWMA cost with slow-replica ejection, as
 	// redisread ships it (OpenSearch endpoints, where C3 ships with Ψ).
 	peakCost bool
@@ -45,7 +46,8 @@ const oursName = "c3"
 
 // contenders returns our selector, its variants (unless cfg.NoAblations:
 // ranked by Ψ, concentrating reads on one home replica, with hedged reads,
-// without the ping gate) and the peers in cfg.Policies.
+// without the ping gate, without probation after an ejection) and the
+// peers in cfg.Policies.
 func contenders(cfg Config) []contender {
 	list := []contender{{name: oursName, policy: replica.PolicyC3, ours: true}}
 	if !cfg.NoAblations {
@@ -53,7 +55,8 @@ func contenders(cfg Config) []contender {
 			contender{name: "c3-psi", policy: replica.PolicyC3, ours: true, psi: true},
 			contender{name: "c3-concentrate", policy: replica.PolicyC3, ours: true, concentrate: true},
 			contender{name: "c3-hedge", policy: replica.PolicyC3, ours: true, hedge: true},
-			contender{name: "c3-no-ping-gate", policy: replica.PolicyC3, ours: true, noPingGate: true})
+			contender{name: "c3-no-ping-gate", policy: replica.PolicyC3, ours: true, noPingGate: true},
+			contender{name: "c3-no-probation", policy: replica.PolicyC3, ours: true, noProbation: true})
 	}
 	for _, p := range cfg.Policies {
 		if p != replica.PolicyC3 {
@@ -70,6 +73,7 @@ func (k contender) readConfig(cfg Config, scenario string) redisread.Config {
 	if k.noPingGate {
 		rc.Policy.PingGate = -1
 	}
+	rc.Policy.NoProbation = rc.Policy.NoProbation || k.noProbation
 	rc.Hedge.Budget = -1
 	if k.hedge {
 		rc.Hedge.Budget = replica.DefaultHedgeBudget

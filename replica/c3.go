@@ -59,7 +59,12 @@ func c3RankOf(st *replicaState, clients int) float64 {
 // signal, the larger of its response-time EWMA R and how long it has had
 // requests in flight without completing any while another replica still
 // completed some, is over SlowFactor times the lowest signal. An outlier is ejected: it ranks after every other replica
-// for EjectTime, doubling on repeats (see Config). Ψ alone does not do
+// for EjectTime, doubling on repeats (see Config), and when that ends it is
+// on probation: it takes ProbeLimit requests at a time until one answers
+// within the outlier limit, and a slower answer ejects it again. Without
+// probation a CPU-throttled Redis back from its ejection took the two or
+// three reads in flight that its cost allowed, and each waited up to a
+// throttling period (90 ms): the p99.9. Ψ alone does not do
 // this: its queue term q̂³·S grows with this client's outstanding requests
 // and S is the server's CPU time per command, so Ψ keeps feeding a
 // CPU-throttled Redis (it answers in 90 ms bursts, yet executes each
@@ -81,10 +86,21 @@ type c3Strategy struct {
 	peak *peakEWMAStrategy
 }
 
-// observe feeds PeakCost's peak-EWMA estimates.
+// observe feeds PeakCost's peak-EWMA estimates and judges a replica on
+// probation: a reply within the outlier limit (SlowFactor × the typical
+// signal, at least MinSilence) ends the probation, a slower one ejects the
+// replica again (doubling, as any repeat).
 func (c *c3Strategy) observe(s *selector, r int, latency time.Duration, now time.Time) {
 	if c.peak != nil {
 		c.peak.observe(s, r, latency, now)
+	}
+	if st := &s.replicas[r]; st.probation {
+		typical, _ := typicalSignal(s, now)
+		if latency.Seconds() > max(typical*s.cfg.SlowFactor, s.cfg.MinSilence.Seconds()) {
+			eject(s, st, now, ejectedSlow)
+		} else {
+			st.probation = false
+		}
 	}
 }
 
@@ -102,7 +118,8 @@ func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 	for r := range s.replicas {
 		st := &s.replicas[r]
 		switch {
-		case st.hasStats() && now.Before(st.ejectedUntil):
+		case st.hasStats() && now.Before(st.ejectedUntil),
+			st.probation && st.outstanding >= s.cfg.ProbeLimit:
 			s.keys[r] = sortKey{tier: tierSlow, value: rank(r, st)}
 		case st.hasStats():
 			s.keys[r] = sortKey{tier: tierRanked, value: rank(r, st)}
@@ -143,18 +160,14 @@ func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 // returns within a few pings. The replica with the lowest ping is never
 // ejected by the gate.
 func ejectOutliers(s *selector, now time.Time) {
-	lowestR := math.Inf(1)
-	signals, pings := s.scratchSignals[:0], s.scratchPings[:0]
+	typical, lowestR := typicalSignal(s, now)
+	limit := typical * s.cfg.SlowFactor
+	pings := s.scratch[:0]
 	for r := range s.replicas {
-		if st := &s.replicas[r]; st.hasStats() {
-			lowestR = min(lowestR, st.responseTime.value)
-			signals = append(signals, max(st.responseTime.value, st.stalled(now)))
-			if st.ping.set {
-				pings = append(pings, st.ping.value)
-			}
+		if st := &s.replicas[r]; st.hasStats() && st.ping.set {
+			pings = append(pings, st.ping.value)
 		}
 	}
-	limit := lowerMedian(signals) * s.cfg.SlowFactor
 	pingLimit := max(s.cfg.PingGate*lowerMedian(pings), lowestR)
 	slowPing := func(st *replicaState) bool {
 		return s.cfg.PingGate > 0 && st.ping.set && st.ping.value > pingLimit
@@ -172,9 +185,11 @@ func ejectOutliers(s *selector, now time.Time) {
 			st.lastEjectionEnd = st.ejectedUntil
 			st.pingExtensions++
 		case !st.ejectedUntil.IsZero():
-			// The ejection ended: judge the replica on fresh samples.
+			// The ejection ended: judge the replica on fresh samples, one
+			// probe at a time.
 			st.ejectedUntil = time.Time{}
 			st.responseTime.value = lowestR
+			st.probation = !s.cfg.NoProbation
 		case !s.cfg.PeakCost && st.responseTime.value > limit:
 			eject(s, st, now, ejectedSlow)
 		case silentWhileOthersAnswer(s, r, now) > max(limit, s.cfg.MinSilence.Seconds()):
@@ -183,6 +198,21 @@ func ejectOutliers(s *selector, now time.Time) {
 			eject(s, st, now, ejectedPing)
 		}
 	}
+}
+
+// typicalSignal returns the lower median of the latency signals, max(R,
+// time stalled), of the replicas with stats, and their lowest R (+Inf
+// without stats).
+func typicalSignal(s *selector, now time.Time) (typical, lowestR float64) {
+	lowestR = math.Inf(1)
+	signals := s.scratch[:0]
+	for r := range s.replicas {
+		if st := &s.replicas[r]; st.hasStats() {
+			lowestR = min(lowestR, st.responseTime.value)
+			signals = append(signals, max(st.responseTime.value, st.stalled(now)))
+		}
+	}
+	return lowerMedian(signals), lowestR
 }
 
 // lowerMedian sorts v in place and returns its lower median (+Inf when v is
@@ -234,6 +264,7 @@ const (
 // replica last served 10 × EjectTime without one, up to MaxEjectTime.
 func eject(s *selector, st *replicaState, now time.Time, cause int) {
 	st.ejectedFor[cause]++
+	st.probation = false
 	if now.Sub(st.lastEjectionEnd) > 10*s.cfg.EjectTime {
 		st.ejections = 0
 	}
@@ -285,7 +316,7 @@ func (c *c3Strategy) chooseFront(s *selector, sorted []int) {
 		if b >= a {
 			b++
 		}
-		best = min(a, b) // sorted by tier, then rank: the lower index wins
+		best = min(a, b)    // sorted by tier, then rank: the lower index wins
 		if best >= ranked { // two ejected replicas: any ranked one
 			best = c.rng.IntN(ranked)
 		}

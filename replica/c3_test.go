@@ -517,6 +517,67 @@ func TestC3MinSilenceFloorsTheSilenceThatEjects(t *testing.T) {
 	}
 }
 
+// A replica back from an ejection is on probation: it takes one read at a
+// time (ProbeLimit); a slow answer ejects it again for twice as long, a
+// timely one ends the probation.
+func TestC3ProbationAfterAnEjection(t *testing.T) {
+	ms := time.Millisecond
+	clock := newFakeClock()
+	p := newTestPolicy(t, 3, Config{PeakCost: true, SlowFactor: 10, MinSilence: 50 * ms, EjectTime: 250 * ms, PullInterval: time.Hour, Now: clock.Now})
+	for r := range 3 {
+		complete(p, r, ok(2*ms))
+	}
+	// Replica 0 holds a read 60ms while the others answer: ejected.
+	p.Start(0)
+	clock.Advance(60 * ms)
+	complete(p, 1, ok(2*ms))
+	p.Done(p.Pick(), ok(2*ms))
+	p.Done(0, ok(60*ms))
+	if st := statsOf(p, 0); st.SilentEjections != 1 {
+		t.Fatalf("replica 0: silent ejections %d, want 1", st.SilentEjections)
+	}
+	// picks starts n reads at once, as a burst of clients does, ends those
+	// on replicas 1 and 2 and returns how many went to replica 0 (still in
+	// flight). Replica 0's peak latency (60ms) is its cost with nothing in
+	// flight; the others' cost grows with their reads in flight.
+	picks := func(n int) (onZero int) {
+		var others []int
+		for range n {
+			if r := p.Pick(); r == 0 {
+				onZero++
+			} else {
+				others = append(others, r)
+			}
+		}
+		for _, r := range others {
+			p.Done(r, ok(2*ms))
+		}
+		return onZero
+	}
+	clock.Advance(300 * ms) // the ejection ends
+	if n := picks(300); n != 1 {
+		t.Fatalf("replica 0 on probation got %d reads in flight, want 1 (ProbeLimit)", n)
+	}
+	if st := statsOf(p, 0); !st.Probation {
+		t.Fatal("replica 0 not on probation after its ejection ended")
+	}
+	p.Done(0, ok(80*ms)) // a slow probe: over 50ms
+	if st := statsOf(p, 0); st.Probation || st.EjectedUntil.Sub(clock.Now()) != 500*ms || st.SlowEjections != 1 {
+		t.Fatalf("after a slow probe: probation %t, ejected for %v, slow ejections %d; want ejected again for 500ms", st.Probation, st.EjectedUntil.Sub(clock.Now()), st.SlowEjections)
+	}
+	clock.Advance(600 * ms)
+	if n := picks(300); n != 1 {
+		t.Fatalf("replica 0 on its second probation got %d reads in flight, want 1", n)
+	}
+	p.Done(0, ok(2*ms)) // a timely probe ends the probation
+	if st := statsOf(p, 0); st.Probation {
+		t.Fatal("replica 0 still on probation after a timely probe")
+	}
+	if n := picks(300); n < 2 {
+		t.Fatalf("replica 0 after a timely probe got %d reads in flight, want several", n)
+	}
+}
+
 // When every replica stalls at once (this client paused, not a server) no
 // replica is an outlier: Ψ decides as usual.
 func TestC3SlowFactorIgnoresStallsOfEveryReplica(t *testing.T) {

@@ -147,6 +147,10 @@ type Config struct {
 	// answered, to be ejected for it, however low SlowFactor × the typical
 	// signal is. Zero: no floor.
 	MinSilence time.Duration
+	// NoProbation lets a replica whose ejection ended take reads as any
+	// other at once, instead of ProbeLimit at a time until one answers
+	// within the outlier limit (see c3Strategy).
+	NoProbation bool
 	// BestOfAll makes C3 take the best Ψ of all ranked replicas (rotating
 	// within Tolerance) instead of the better of two drawn at random (power
 	// of two choices, the default). One client with many requests in flight
@@ -334,6 +338,7 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 	fs.Float64Var(&c.SlowFactor, prefix+"slow-factor", d.SlowFactor, "C3: eject a replica whose latency is over this factor × the replicas' lower median (0 or negative: off)")
 	fs.Float64Var(&c.PingGate, prefix+"ping-gate", d.PingGate, "C3 with slow-factor: eject a replica whose ping EWMA is over this factor × the replicas' lower median ping and over the lowest response time, and keep it out while it is (0 or negative: off)")
 	fs.DurationVar(&c.MinSilence, prefix+"min-silence", d.MinSilence, "C3 with slow-factor: eject a replica for silence (no reply while others answer) only after at least this long")
+	fs.BoolVar(&c.NoProbation, prefix+"no-probation", d.NoProbation, "C3: let a replica back from an ejection take reads at once, not one at a time until one answers in time")
 	fs.DurationVar(&c.EjectTime, prefix+"eject-time", d.EjectTime, "C3: how long a replica found slow (slow-factor) ranks last; doubles on repeats")
 	fs.DurationVar(&c.MaxEjectTime, prefix+"max-eject-time", d.MaxEjectTime, "C3: cap of the ejection time")
 	fs.BoolVar(&c.Concentrate, prefix+"concentrate", d.Concentrate, "C3: send every read to one home replica (lowest ping, not ejected) instead of spreading by rank")

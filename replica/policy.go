@@ -94,6 +94,10 @@ type ReplicaStats struct {
 	// requests in flight while another replica answered, or the ping gate
 	// (Config.PingGate). PingExtensions counts ejections the gate extended
 	// because the pings were still slow when they ended.
+	// Probation says the replica is back from an ejection and takes
+	// ProbeLimit requests at a time until one answers in time.
+	Probation bool
+
 	SlowEjections   uint64
 	SilentEjections uint64
 	PingEjections   uint64
@@ -115,8 +119,7 @@ func New(replicas int, cfg Config) (Policy, error) {
 		keys:     make([]sortKey, replicas),
 		order:    make([]int, 0, replicas),
 
-		scratchSignals: make([]float64, 0, replicas),
-		scratchPings:   make([]float64, 0, replicas),
+		scratch: make([]float64, 0, replicas),
 	}
 	switch cfg.Policy {
 	case PolicyC3:
@@ -175,6 +178,9 @@ type replicaState struct {
 	ejectedUntil    time.Time
 	lastEjectionEnd time.Time
 	ejections       int
+	// probation: back from an ejection, the replica takes ProbeLimit
+	// requests at a time until one answers in time (see c3Strategy.observe).
+	probation bool
 	// ejectedFor counts ejections by cause (see ReplicaStats).
 	ejectedFor     [ejectionCauses]uint64
 	pingExtensions uint64
@@ -238,9 +244,8 @@ type selector struct {
 	keys     []sortKey // scratch, indexed by replica
 	order    []int     // scratch for Pick
 	lastPull time.Time // C3: when losers were last pulled (PullInterval)
-	// C3 ejection scratch, indexed by nothing: signals and pings of the
-	// replicas with stats (see ejectOutliers).
-	scratchSignals, scratchPings []float64
+	// scratch holds C3's per-replica signals or pings (see ejectOutliers).
+	scratch []float64
 }
 
 func (s *selector) Name() PolicyName { return s.cfg.Policy }
@@ -388,6 +393,7 @@ func (s *selector) Snapshot(dst []ReplicaStats) []ReplicaStats {
 			EjectedUntil: st.ejectedUntil,
 			Ejections:    st.ejections,
 
+			Probation:       st.probation,
 			SlowEjections:   st.ejectedFor[ejectedSlow],
 			SilentEjections: st.ejectedFor[ejectedSilent],
 			PingEjections:   st.ejectedFor[ejectedPing],
