@@ -11,7 +11,6 @@ import (
 	"github.com/baedal/baedal/bench"
 	"github.com/baedal/baedal/replica"
 	"github.com/baedal/baedal/replica/osread"
-	"github.com/baedal/baedal/replica/redisread"
 )
 
 // EndpointsResult is the OpenSearch endpoint comparison: the same four
@@ -38,13 +37,13 @@ func (e EndpointsResult) scenarios() []namedScenario {
 }
 
 // endpointContenders returns the sides of the endpoint comparison: our
-// selector as osread ships it (C3 ranked by Ψ; oursName), unless
-// cfg.NoAblations the selector as redisread ships it (c3-peak-cost:
-// peak-EWMA cost and slow-replica ejection), and the peers in cfg.Policies.
+// selector as osread ships it (peak-EWMA cost, silent endpoints ejected;
+// oursName), unless cfg.NoAblations C3 ranked by Ψ (c3-psi, osread's
+// default until 2026-11-27), and the peers in cfg.Policies.
 func endpointContenders(cfg Config) []contender {
 	list := []contender{{name: oursName, policy: replica.PolicyC3, ours: true}}
 	if !cfg.NoAblations {
-		list = append(list, contender{name: "c3-peak-cost", policy: replica.PolicyC3, ours: true, peakCost: true})
+		list = append(list, contender{name: "c3-psi", policy: replica.PolicyC3, ours: true, psi: true})
 	}
 	for _, p := range cfg.Policies {
 		if p != replica.PolicyC3 {
@@ -59,16 +58,7 @@ func endpointContenders(cfg Config) []contender {
 // background sampler: eight samplers at once would add load on the nodes
 // that one Transport in production does not.
 func (k contender) endpointConfig(cfg Config, scenario string) osread.Config {
-	oc := osread.Config{Policy: tuned(cfg.Tuning, k.policy, cfg.Seed), Path: "replbench-" + scenario + "-" + k.name}
-	if k.peakCost {
-		oc.Policy.PeakCost = true
-		if oc.Policy.SlowFactor == 0 {
-			oc.Policy.SlowFactor = redisread.DefaultSlowFactor
-		}
-		if oc.Policy.PullInterval == 0 {
-			oc.Policy.PullInterval = redisread.DefaultPullInterval
-		}
-	}
+	oc := osread.Config{Policy: tuned(cfg.Tuning, k.policy, cfg.Seed), Path: "replbench-" + scenario + "-" + k.name, PsiRank: k.psi}
 	if !k.ours {
 		oc.SampleInterval = -1
 	}
@@ -99,7 +89,7 @@ func compareEndpoints(ctx context.Context, cfg Config, urls []string, index stri
 	res := EndpointsResult{Endpoints: endpoints, Victim: fmt.Sprintf("%s (endpoint 1, %s, pid %d)", victim.name, victim.url, victim.pid)}
 	rep.Add(bench.Section{Title: "OpenSearch endpoints: setup", Text: fmt.Sprintf(
 		"The searches of the ARS part (index %s, %d concurrent clients) sent through replica/osread's Transport over the 3 HTTP endpoints %v, one Transport per policy: "+
-			"our selector as osread ships it (c3: C3 ranked by Ψ with osread's sampler), c3-peak-cost (the selector as the Redis client ships it: peak-EWMA latency × (in-flight+1), slow-endpoint ejection) and the peers %v, "+
+			"our selector as osread ships it (c3: peak-EWMA latency × (in-flight+1), silent endpoints ejected, osread's sampler on), c3-psi (C3 ranked by Ψ, osread's default until 2026-11-27) and the peers %v, "+
 			"interleaved (ABBA) for %d rounds of %s each, in four scenarios. The victim is %s: its JVM is degraded (cgroup-v1 quota, %d%% of one core), stalled (SIGSTOP %s every %s) or recovering (degraded for the first half of each round). "+
 			"Shard-copy ARS is on (OpenSearch's default). Endpoint shares are the fraction of searches each policy sent to endpoints 1 / 2 / 3; endpoint 1 is the victim.",
 		index, cfg.OpenSearchClients, endpoints, cfg.Policies, cfg.Rounds, cfg.OpenSearchEndpointRoundDuration, res.Victim, cfg.OpenSearchDegradePercent, cfg.StallFor, cfg.StallEvery)})

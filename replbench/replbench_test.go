@@ -146,7 +146,7 @@ func TestBenchmarkSmoke(t *testing.T) {
 	keys := append([]string{"bench", "degraded.policies.c3.latency.p99_ms", "degraded.policies.round-robin.replica_shares",
 		"stalled.policies.c3-hedge.hedges.hedges", "stalled.best_peer", "opensearch_ars.ars_on.latency.p99_ms",
 		"opensearch_endpoints.victim", "opensearch_endpoints.endpoints", "opensearch_endpoints.degraded.best_peer",
-		"opensearch_endpoints.degraded.policies.c3.latency.p99_ms", "opensearch_endpoints.stalled.policies.c3-peak-cost.replica_shares",
+		"opensearch_endpoints.degraded.policies.c3.latency.p99_ms", "opensearch_endpoints.stalled.policies.c3-psi.replica_shares",
 		"opensearch_endpoints.recovering.policies.round-robin.replica_shares"}, ratioKeys...)
 	if missing := bench.MissingKeys(parsed, keys...); len(missing) > 0 {
 		t.Fatalf("summary lacks %v:\n%s", missing, out.String())
@@ -168,7 +168,7 @@ func TestBenchmarkSmoke(t *testing.T) {
 		if sc.s.BestPeer != "round-robin" {
 			t.Errorf("endpoints %s: best peer %q, want round-robin (the only peer)", sc.name, sc.s.BestPeer)
 		}
-		for _, side := range []string{"c3", "c3-peak-cost", "round-robin"} {
+		for _, side := range []string{"c3", "c3-psi", "round-robin"} {
 			p, ok := sc.s.Policies[side]
 			if !ok || p.Ops == 0 || len(p.Shares) != 3 {
 				t.Errorf("endpoints %s: side %s = %+v (present %t), want searches and 3 endpoint shares", sc.name, side, p, ok)
@@ -228,9 +228,9 @@ func TestBenchmarkSmoke(t *testing.T) {
 }
 
 // TestEndpointContendersAreOsreadAsShippedAndEveryPeer checks the sides of
-// the OpenSearch endpoint comparison: c3 configured as osread ships it (Ψ
-// rank, its sampler on), the Redis-tuned variant, and each peer without a
-// sampler.
+// the OpenSearch endpoint comparison: c3 configured as osread ships it
+// (peak cost, ejection, its sampler on), the Ψ-ranked variant, and each
+// peer without a sampler.
 func TestEndpointContendersAreOsreadAsShippedAndEveryPeer(t *testing.T) {
 	cfg := Config{}.WithDefaults()
 	list := endpointContenders(cfg)
@@ -238,7 +238,7 @@ func TestEndpointContendersAreOsreadAsShippedAndEveryPeer(t *testing.T) {
 	for _, k := range list {
 		names = append(names, k.name)
 	}
-	want := []string{"c3", "c3-peak-cost", "round-robin", "random", "lowest-ping", "lowest-ping-tolerance", "peak-ewma", "least-request"}
+	want := []string{"c3", "c3-psi", "round-robin", "random", "lowest-ping", "lowest-ping-tolerance", "peak-ewma", "least-request"}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Fatalf("endpoint contenders %v, want %v", names, want)
 	}
@@ -253,8 +253,8 @@ func TestEndpointContendersAreOsreadAsShippedAndEveryPeer(t *testing.T) {
 		if sampled := oc.SampleInterval > 0; sampled != k.ours {
 			t.Errorf("%s: sample interval %s, want a sampler exactly for our selector", k.name, oc.SampleInterval)
 		}
-		if oc.Policy.PeakCost != (k.name == "c3-peak-cost") {
-			t.Errorf("%s: PeakCost %t, want it only on c3-peak-cost (osread ships C3 with Ψ)", k.name, oc.Policy.PeakCost)
+		if wantPeak := k.name == "c3"; oc.Policy.PeakCost != wantPeak || (oc.Policy.SlowFactor > 0) != wantPeak {
+			t.Errorf("%s: PeakCost %t, SlowFactor %v; want peak cost and ejection exactly on c3 (osread's default; c3-psi ranks by Ψ)", k.name, oc.Policy.PeakCost, oc.Policy.SlowFactor)
 		}
 	}
 	if got := endpointContenders(Config{NoAblations: true, Policies: []replica.PolicyName{replica.PolicyRoundRobin}}); len(got) != 2 {

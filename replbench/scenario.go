@@ -36,9 +36,6 @@ type contender struct {
 	// noPingGate turns the ping gate off (Redis, replica.Config.PingGate);
 	// noProbation lets an ejected replica back without probation.
 	psi, concentrate, hedge, noPingGate, noProbation bool
-	// peakCost ranks C3 by peak-EWMA cost with slow-replica ejection, as
-	// redisread ships it (OpenSearch endpoints, where C3 ships with Ψ).
-	peakCost bool
 }
 
 // oursName is the side that is baedal's selector as it ships.

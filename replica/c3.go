@@ -58,14 +58,15 @@ func c3RankOf(st *replicaState, clients int) float64 {
 // With Config.SlowFactor set, a replica is an outlier when its latency
 // signal, the larger of its response-time EWMA R and how long it has had
 // requests in flight without completing any while another replica still
-// completed some, is over SlowFactor times the lowest signal. An outlier is ejected: it ranks after every other replica
-// for EjectTime, doubling on repeats (see Config), and when that ends it is
-// on probation: it takes ProbeLimit requests at a time until one answers
-// within the outlier limit, and a slower answer ejects it again. Without
-// probation a CPU-throttled Redis back from its ejection took the two or
-// three reads in flight that its cost allowed, and each waited up to a
-// throttling period (90 ms): the p99.9. Ψ alone does not do
-// this: its queue term q̂³·S grows with this client's outstanding requests
+// completed some, is over SlowFactor times the typical signal (the lower
+// median; with PeakCost only the silence counts; see ejectOutliers). An
+// outlier is ejected: it ranks after every other replica for EjectTime,
+// doubling on repeats (see Config), and when that ends it is on probation:
+// it takes ProbeLimit requests at a time until one answers within the
+// outlier limit, and a slower answer ejects it again. Without probation a
+// CPU-throttled Redis back from its ejection took the two or three reads in
+// flight that its cost allowed, and each waited up to a throttling period
+// (90 ms): the p99.9. Ψ alone does not eject: its queue term q̂³·S grows with this client's outstanding requests
 // and S is the server's CPU time per command, so Ψ keeps feeding a
 // CPU-throttled Redis (it answers in 90 ms bursts, yet executes each
 // command in microseconds) as soon as its backlog is a little shorter than
@@ -132,8 +133,9 @@ func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 }
 
 // ejectOutliers ejects the replicas whose latency signal is over SlowFactor
-// times the typical one (with PeakCost, only for silence: see below), and lets those whose ejection has ended back in
-// with their R reset to the lowest R. The typical signal is the lower median
+// times the typical one (with PeakCost, only for silence: see below), and
+// lets those whose ejection has ended back in, on probation, with their R
+// reset to the lowest R. The typical signal is the lower median
 // of the replicas' signals (the lowest of two, the second of three or four):
 // not the lowest, because under load the replica that happens to have the
 // fewest reads in flight answers them in a fraction of the others' time,

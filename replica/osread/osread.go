@@ -21,6 +21,10 @@
 //     (_nodes/_local/stats thread_pool.search.queue), sampled in the
 //     background per endpoint, as Elasticsearch's ARS uses it.
 //
+// C3 ranks endpoints by peak-EWMA latency × (outstanding+1) and ejects
+// silent ones (replica.Config.PeakCost, SlowFactor), unless Config.PsiRank:
+// then by Ψ from the terms above.
+//
 // Main invariant: every request the Transport starts on an endpoint is ended
 // at the policy exactly once: on a transport error, on a retried 502/503/504,
 // or when the caller closes the response body.
@@ -49,6 +53,11 @@ import (
 
 // Defaults used for zero fields of Config.
 const (
+	// DefaultSlowFactor and DefaultPullInterval are the Policy's
+	// SlowFactor and PullInterval with C3 unless PsiRank: the Redis read
+	// path's (redisread), where peak cost was tuned.
+	DefaultSlowFactor     = 10
+	DefaultPullInterval   = 100 * time.Millisecond
 	DefaultSampleInterval = time.Second
 	DefaultSampleTimeout  = 2 * time.Second
 	DefaultPath           = "opensearch"
@@ -65,10 +74,25 @@ type Config struct {
 	SampleTimeout time.Duration
 	// Path names this read path in metrics and logs.
 	Path string
+	// PsiRank keeps C3 ranking by Ψ instead of by peak-EWMA latency ×
+	// (outstanding+1) with silent endpoints ejected (SlowFactor). Peak cost is the default since 2026-11-27:
+	// with one node at 10% of a core, C3 ranked by Ψ still sent that node
+	// 7–12% of the searches and served a third of what peak cost did
+	// (BENCHMARKS.md S3).
+	PsiRank bool
 }
 
 // WithDefaults returns c with zero fields replaced by the defaults.
 func (c Config) WithDefaults() Config {
+	c.Policy.PeakCost = (c.Policy.Policy == "" || c.Policy.Policy == replica.PolicyC3) && !c.PsiRank
+	if c.Policy.PeakCost {
+		if c.Policy.SlowFactor == 0 {
+			c.Policy.SlowFactor = DefaultSlowFactor
+		}
+		if c.Policy.PullInterval == 0 {
+			c.Policy.PullInterval = DefaultPullInterval
+		}
+	}
 	c.Policy = c.Policy.WithDefaults()
 	if c.SampleInterval == 0 {
 		c.SampleInterval = DefaultSampleInterval
@@ -95,6 +119,7 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 	c.Policy.Flags(fs, prefix)
 	fs.DurationVar(&c.SampleInterval, prefix+"sample-interval", c.SampleInterval, "how often to sample each node's search thread pool (negative: off)")
 	fs.DurationVar(&c.SampleTimeout, prefix+"sample-timeout", c.SampleTimeout, "timeout of one sample of one node")
+	fs.BoolVar(&c.PsiRank, prefix+"psi-rank", c.PsiRank, "C3: rank by Ψ, without ejection, instead of peak-EWMA latency × (outstanding+1) with silent endpoints ejected")
 }
 
 // Transport is an http.RoundTripper over several OpenSearch endpoints.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"io"
 	"net"
 	"net/http"
@@ -84,6 +85,40 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 	}
 	if _, err := NewTransport(nil, nil, Config{}, nil, nil); err == nil {
 		t.Fatal("no endpoints: want an error")
+	}
+}
+
+// C3 ships with peak cost and ejection; --…-psi-rank brings back Ψ without
+// them, also when the flags were bound from the defaults; another policy
+// gets neither.
+func TestConfigPeakCostUnlessPsiRank(t *testing.T) {
+	parse := func(args ...string) Config {
+		var c Config
+		fs := flag.NewFlagSet("osread", flag.ContinueOnError)
+		c.Flags(fs, "e-")
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return c.WithDefaults()
+	}
+	cases := []struct {
+		name          string
+		cfg           Config
+		peak, ejected bool
+	}{
+		{"default", Config{}.WithDefaults(), true, true},
+		{"flags", parse(), true, true},
+		{"PsiRank", Config{PsiRank: true}.WithDefaults(), false, false},
+		{"--e-psi-rank", parse("-e-psi-rank"), false, true}, // the flag's slow factor stays
+		{"round-robin", Config{Policy: replica.Config{Policy: replica.PolicyRoundRobin}}.WithDefaults(), false, false},
+	}
+	for _, c := range cases {
+		if c.cfg.Policy.PeakCost != c.peak || (c.cfg.Policy.SlowFactor > 0) != c.ejected {
+			t.Errorf("%s: PeakCost %t, SlowFactor %v; want peak cost %t, ejection %t", c.name, c.cfg.Policy.PeakCost, c.cfg.Policy.SlowFactor, c.peak, c.ejected)
+		}
+	}
+	if d := (Config{}).WithDefaults(); d.Policy.SlowFactor != DefaultSlowFactor || d.Policy.PullInterval != DefaultPullInterval {
+		t.Errorf("defaults: SlowFactor %v, PullInterval %v; want %v, %v", d.Policy.SlowFactor, d.Policy.PullInterval, DefaultSlowFactor, DefaultPullInterval)
 	}
 }
 

@@ -144,10 +144,9 @@ func (c Config) WithDefaults() Config {
 	if c.Policy.MinSilence == 0 {
 		c.Policy.MinSilence = DefaultMinSilence
 	}
-	if (c.Policy.Policy == "" || c.Policy.Policy == replica.PolicyC3) && !c.PsiRank {
-		// See replica.Config.PeakCost and BENCHMARKS.md S3.
-		c.Policy.PeakCost = true
-	}
+	// See replica.Config.PeakCost and BENCHMARKS.md S3. PsiRank also
+	// undoes a PeakCost that Flags set from these defaults.
+	c.Policy.PeakCost = (c.Policy.Policy == "" || c.Policy.Policy == replica.PolicyC3) && !c.PsiRank
 	c.Policy = c.Policy.WithDefaults()
 	if c.Hedge.Budget == 0 {
 		c.Hedge.Budget = -1

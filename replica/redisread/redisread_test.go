@@ -3,6 +3,7 @@ package redisread
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -115,6 +116,23 @@ func TestConfigSlowFactorDefault(t *testing.T) {
 		if got := (Config{Policy: replica.Config{SlowFactor: c.set}}).WithDefaults().Policy.SlowFactor; got != c.want {
 			t.Errorf("SlowFactor %v: WithDefaults gives %v, want %v", c.set, got, c.want)
 		}
+	}
+}
+
+// --…-psi-rank turns peak cost off, also when the flags were bound from
+// the defaults (which turn it on).
+func TestPsiRankFlagUndoesPeakCost(t *testing.T) {
+	var c Config
+	fs := flag.NewFlagSet("redisread", flag.ContinueOnError)
+	c.Flags(fs, "r-")
+	if !c.WithDefaults().Policy.PeakCost {
+		t.Fatal("default: PeakCost off, want on")
+	}
+	if err := fs.Parse([]string{"-r-psi-rank"}); err != nil {
+		t.Fatal(err)
+	}
+	if c.WithDefaults().Policy.PeakCost {
+		t.Fatal("-r-psi-rank: PeakCost still on")
 	}
 }
 
