@@ -80,8 +80,9 @@ type Config struct {
 	// Policies to compare; C3 and round-robin are always included.
 	Policies []replica.PolicyName
 	// NoAblations leaves out the variants of our selector (c3-psi,
-	// c3-concentrate, c3-hedge, c3-no-ping-gate, c3-no-probation) that show what its parts,
-	// and the ideas it does not use by default, are worth.
+	// c3-concentrate, c3-hedge, c3-no-ping-gate, c3-no-probation) that
+	// show what its parts, and the ideas it does not use by default, are
+	// worth.
 	NoAblations bool
 	// HedgeBudget is the hedge budget of the hedged variants (0:
 	// replica.DefaultHedgeBudget).
