@@ -139,8 +139,9 @@ type Config struct {
 	// whose latency signal, max(R, time with requests in flight and no
 	// reply), is over SlowFactor × the typical signal, the replicas'
 	// lower median (stalled or throttled). With PeakCost only the silence
-	// counts: the cost already steers reads away from a slow replica. Zero takes the default, off (as the paper); negative is
-	// off. The Redis read path turns it on (see redisread).
+	// counts: the cost already steers reads away from a slow replica.
+	// Zero takes the default, off (as the paper); negative is off. The
+	// Redis and OpenSearch read paths turn it on (see redisread, osread).
 	SlowFactor float64
 	// MinSilence, with SlowFactor, is the least time a replica must have
 	// answered nothing, with requests in flight while another replica
@@ -186,12 +187,12 @@ type Config struct {
 	PeakCost bool
 	// PingGate, with SlowFactor, ejects a replica whose ping EWMA is over
 	// PingGate × the typical (lower median) ping EWMA and over the lowest
-	// response-time EWMA
-	// R, and keeps an ejected one out (EjectTime at a time, not doubling)
-	// while that holds: a PING that waits that much longer than the others,
-	// and longer than a whole read on the best replica, means the server
-	// itself is not being scheduled (CPU quota, SIGSTOP, fork). Only
-	// replicas that are pinged are judged. Zero or negative is off.
+	// response-time EWMA R, and keeps an ejected one out (EjectTime at a
+	// time, not doubling) while that holds: a PING that waits that much
+	// longer than the others, and longer than a whole read on the best
+	// replica, means the server itself is not being scheduled (CPU quota,
+	// SIGSTOP, fork). Only replicas that are pinged are judged. Zero or
+	// negative is off.
 	PingGate float64
 	// PingTolerance is lowest-ping-tolerance's band: replicas whose latency
 	// is at most this much over the lowest are candidates.

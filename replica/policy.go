@@ -88,16 +88,15 @@ type ReplicaStats struct {
 	// ejections in its current series (each one twice as long).
 	EjectedUntil time.Time
 	Ejections    int
+	// Probation says the replica is back from an ejection and takes
+	// ProbeLimit requests at a time until one answers in time.
+	Probation bool
 	// SlowEjections, SilentEjections and PingEjections count every
 	// ejection of the replica since the policy was made, by what set it
 	// off: a response time over SlowFactor × the typical one, silence with
 	// requests in flight while another replica answered, or the ping gate
 	// (Config.PingGate). PingExtensions counts ejections the gate extended
 	// because the pings were still slow when they ended.
-	// Probation says the replica is back from an ejection and takes
-	// ProbeLimit requests at a time until one answers in time.
-	Probation bool
-
 	SlowEjections   uint64
 	SilentEjections uint64
 	PingEjections   uint64
@@ -118,8 +117,7 @@ func New(replicas int, cfg Config) (Policy, error) {
 		replicas: make([]replicaState, replicas),
 		keys:     make([]sortKey, replicas),
 		order:    make([]int, 0, replicas),
-
-		scratch: make([]float64, 0, replicas),
+		scratch:  make([]float64, 0, replicas),
 	}
 	switch cfg.Policy {
 	case PolicyC3:
@@ -221,7 +219,7 @@ func (a sortKey) less(b sortKey) bool {
 const (
 	tierProbe     = 0 // no stats, below the probe limit: try first
 	tierRanked    = 1
-	tierSlow      = 2 // C3: ejected (see ejectOutliers)
+	tierSlow      = 2 // C3: ejected, or on probation with a probe in flight
 	tierProbeFull = 3 // no stats, at the probe limit: do not flood
 	tierBackedOff = 10
 )

@@ -75,10 +75,10 @@ type Config struct {
 	// Path names this read path in metrics and logs.
 	Path string
 	// PsiRank keeps C3 ranking by Ψ instead of by peak-EWMA latency ×
-	// (outstanding+1) with silent endpoints ejected (SlowFactor). Peak cost is the default since 2026-11-27:
-	// with one node at 10% of a core, C3 ranked by Ψ still sent that node
-	// 7–12% of the searches and served a third of what peak cost did
-	// (BENCHMARKS.md S3).
+	// (outstanding+1) with silent endpoints ejected (SlowFactor). Peak
+	// cost is the default since 2026-11-27: with one node at 10% of a
+	// core, C3 ranked by Ψ still sent that node 7–12% of the searches and
+	// served a third of what peak cost did (BENCHMARKS.md S3).
 	PsiRank bool
 }
 
@@ -119,7 +119,7 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 	c.Policy.Flags(fs, prefix)
 	fs.DurationVar(&c.SampleInterval, prefix+"sample-interval", c.SampleInterval, "how often to sample each node's search thread pool (negative: off)")
 	fs.DurationVar(&c.SampleTimeout, prefix+"sample-timeout", c.SampleTimeout, "timeout of one sample of one node")
-	fs.BoolVar(&c.PsiRank, prefix+"psi-rank", c.PsiRank, "C3: rank by Ψ, without ejection, instead of peak-EWMA latency × (outstanding+1) with silent endpoints ejected")
+	fs.BoolVar(&c.PsiRank, prefix+"psi-rank", c.PsiRank, "C3: rank by Ψ instead of peak-EWMA latency × (outstanding+1)")
 }
 
 // Transport is an http.RoundTripper over several OpenSearch endpoints.
