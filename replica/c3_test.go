@@ -651,19 +651,26 @@ func TestC3TwoChoices(t *testing.T) {
 	for r := range 3 {
 		complete(p, r, ok(latency[r]))
 	}
-	var wins [3]int
 	const n = 3000
-	for range n {
-		r := p.Pick()
-		wins[r]++
-		p.Done(r, ok(latency[r]))
-	}
+	wins := countWins(p, n, latency)
 	if wins[2] != 0 {
 		t.Errorf("the worst replica won %d of %d", wins[2], n)
 	}
 	if share := float64(wins[0]) / n; share < 0.6 || share > 0.73 {
 		t.Errorf("the best replica won %.3f of the draws, want about 2/3 (wins %v)", share, wins)
 	}
+}
+
+// countWins runs n reads, each answered in its replica's latency, and
+// counts the reads each replica won.
+func countWins(p Policy, n int, latency []time.Duration) []int {
+	wins := make([]int, len(latency))
+	for range n {
+		r := p.Pick()
+		wins[r]++
+		p.Done(r, ok(latency[r]))
+	}
+	return wins
 }
 
 // With one of three replicas ejected, the other two still share the reads
@@ -681,13 +688,8 @@ func TestC3TwoChoicesKeepEjectedReplicasInTheDraw(t *testing.T) {
 	for range 10 {
 		p.ObservePing(0, 40*ms) // replica 0 is ejected by the gate
 	}
-	var wins [3]int
 	const n = 3000
-	for range n {
-		r := p.Pick()
-		wins[r]++
-		p.Done(r, ok(latency[r]))
-	}
+	wins := countWins(p, n, latency)
 	if wins[0] != 0 {
 		t.Errorf("the ejected replica won %d of %d", wins[0], n)
 	}
