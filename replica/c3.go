@@ -61,11 +61,13 @@ func c3RankOf(st *replicaState, clients int) float64 {
 // completed some, is over SlowFactor times the typical signal (the lower
 // median; with PeakCost only the silence counts; see ejectOutliers). An
 // outlier is ejected: it ranks after every other replica for EjectTime,
-// doubling on repeats (see Config), and when that ends it is on probation:
-// it takes ProbeLimit requests at a time until one answers within the
-// outlier limit, and a slower answer ejects it again. Without probation a
-// CPU-throttled Redis back from its ejection took the two or three reads in
-// flight that its cost allowed, and each waited up to a throttling period
+// doubling on repeats (see Config), and when that ends it is on probation
+// for ProbationTime: it takes ProbeLimit requests at a time, and an answer
+// over the outlier limit, or silence, ejects it again. Probation lasts a
+// time, not one answer: a CPU-throttled Redis, idle while ejected, has its
+// quota left and answers its first probes in time, and let back in on the
+// first it took its cost's share of the reads in flight until the quota ran
+// out, each of them then waiting up to a throttling period
 // (90 ms): the p99.9. Ψ alone does not eject: its queue term q̂³·S grows with this client's outstanding requests
 // and S is the server's CPU time per command, so Ψ keeps feeding a
 // CPU-throttled Redis (it answers in 90 ms bursts, yet executes each
@@ -88,19 +90,16 @@ type c3Strategy struct {
 }
 
 // observe feeds PeakCost's peak-EWMA estimates and judges a replica on
-// probation: a reply within the outlier limit (SlowFactor × the typical
-// signal, at least MinSilence) ends the probation, a slower one ejects the
-// replica again (doubling, as any repeat).
+// probation: a reply over the outlier limit (SlowFactor × the typical
+// signal, at least MinSilence) ejects it again (doubling, as any repeat).
 func (c *c3Strategy) observe(s *selector, r int, latency time.Duration, now time.Time) {
 	if c.peak != nil {
 		c.peak.observe(s, r, latency, now)
 	}
-	if st := &s.replicas[r]; st.probation {
+	if st := &s.replicas[r]; st.onProbation(now) {
 		typical, _ := typicalSignal(s, now)
 		if latency.Seconds() > max(typical*s.cfg.SlowFactor, s.cfg.MinSilence.Seconds()) {
 			eject(s, st, now, ejectedSlow)
-		} else {
-			st.probation = false
 		}
 	}
 }
@@ -120,7 +119,7 @@ func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 		st := &s.replicas[r]
 		switch {
 		case st.hasStats() && now.Before(st.ejectedUntil),
-			st.probation && st.outstanding >= s.cfg.ProbeLimit:
+			st.onProbation(now) && st.outstanding >= s.cfg.ProbeLimit:
 			s.keys[r] = sortKey{tier: tierSlow, value: rank(r, st)}
 		case st.hasStats():
 			s.keys[r] = sortKey{tier: tierRanked, value: rank(r, st)}
@@ -187,11 +186,13 @@ func ejectOutliers(s *selector, now time.Time) {
 			st.lastEjectionEnd = st.ejectedUntil
 			st.pingExtensions++
 		case !st.ejectedUntil.IsZero():
-			// The ejection ended: judge the replica on fresh samples, one
-			// probe at a time.
+			// The ejection ended: judge the replica on fresh samples, a
+			// few probes at a time.
 			st.ejectedUntil = time.Time{}
 			st.responseTime.value = lowestR
-			st.probation = !s.cfg.NoProbation
+			if !s.cfg.NoProbation {
+				st.probationUntil = now.Add(s.cfg.ProbationTime)
+			}
 		case !s.cfg.PeakCost && st.responseTime.value > limit:
 			eject(s, st, now, ejectedSlow)
 		case silentWhileOthersAnswer(s, r, now) > max(limit, s.cfg.MinSilence.Seconds()):
@@ -266,7 +267,7 @@ const (
 // replica last served 10 × EjectTime without one, up to MaxEjectTime.
 func eject(s *selector, st *replicaState, now time.Time, cause int) {
 	st.ejectedFor[cause]++
-	st.probation = false
+	st.probationUntil = time.Time{}
 	if now.Sub(st.lastEjectionEnd) > 10*s.cfg.EjectTime {
 		st.ejections = 0
 	}

@@ -517,9 +517,9 @@ func TestC3MinSilenceFloorsTheSilenceThatEjects(t *testing.T) {
 	}
 }
 
-// A replica back from an ejection is on probation: it takes one read at a
-// time (ProbeLimit); a slow answer ejects it again for twice as long, a
-// timely one ends the probation.
+// A replica back from an ejection is on probation for ProbationTime: it
+// takes one read at a time (ProbeLimit), timely answers do not end that
+// early, and a slow answer ejects it again for twice as long.
 func TestC3ProbationAfterAnEjection(t *testing.T) {
 	ms := time.Millisecond
 	clock := newFakeClock()
@@ -569,12 +569,17 @@ func TestC3ProbationAfterAnEjection(t *testing.T) {
 	if n := picks(300); n != 1 {
 		t.Fatalf("replica 0 on its second probation got %d reads in flight, want 1", n)
 	}
-	p.Done(0, ok(2*ms)) // a timely probe ends the probation
+	p.Done(0, ok(2*ms)) // a timely probe does not end the probation
+	if n := picks(300); n != 1 {
+		t.Fatalf("replica 0 on probation after a timely probe got %d reads in flight, want 1", n)
+	}
+	p.Done(0, ok(2*ms))
+	clock.Advance(260 * ms) // past ProbationTime (EjectTime, 250ms)
 	if st := statsOf(p, 0); st.Probation {
-		t.Fatal("replica 0 still on probation after a timely probe")
+		t.Fatal("replica 0 still on probation after ProbationTime")
 	}
 	if n := picks(300); n < 2 {
-		t.Fatalf("replica 0 after a timely probe got %d reads in flight, want several", n)
+		t.Fatalf("replica 0 after its probation got %d reads in flight, want several", n)
 	}
 }
 

@@ -148,9 +148,12 @@ type Config struct {
 	// answered, to be ejected for it, however low SlowFactor × the typical
 	// signal is. Zero: no floor.
 	MinSilence time.Duration
+	// ProbationTime is how long a replica whose ejection ended takes at
+	// most ProbeLimit requests at a time; an answer over the outlier limit
+	// ejects it again (see c3Strategy). Zero takes EjectTime.
+	ProbationTime time.Duration
 	// NoProbation lets a replica whose ejection ended take reads as any
-	// other at once, instead of ProbeLimit at a time until one answers
-	// within the outlier limit (see c3Strategy).
+	// other at once (see ProbationTime).
 	NoProbation bool
 	// BestOfAll makes C3 take the best Ψ of all ranked replicas (rotating
 	// within Tolerance) instead of the better of two drawn at random (power
@@ -243,6 +246,9 @@ func (c Config) WithDefaults() Config {
 	if c.MaxEjectTime == 0 {
 		c.MaxEjectTime = max(DefaultMaxEjectTime, c.EjectTime)
 	}
+	if c.ProbationTime == 0 {
+		c.ProbationTime = c.EjectTime
+	}
 	if c.PingTolerance == 0 {
 		c.PingTolerance = DefaultPingTolerance
 	}
@@ -302,6 +308,9 @@ func (c Config) Validate() error {
 	if c.EjectTime < 0 {
 		errs = append(errs, fmt.Errorf("replica: EjectTime: got %s, must not be negative", c.EjectTime))
 	}
+	if c.ProbationTime < 0 {
+		errs = append(errs, fmt.Errorf("replica: ProbationTime: got %s, must not be negative", c.ProbationTime))
+	}
 	if c.MaxEjectTime < c.EjectTime {
 		errs = append(errs, fmt.Errorf("replica: MaxEjectTime: got %s, must be at least EjectTime (%s)", c.MaxEjectTime, c.EjectTime))
 	}
@@ -339,7 +348,8 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 	fs.Float64Var(&c.SlowFactor, prefix+"slow-factor", d.SlowFactor, "C3: eject a replica whose latency is over this factor × the replicas' lower median (0 or negative: off)")
 	fs.Float64Var(&c.PingGate, prefix+"ping-gate", d.PingGate, "C3 with slow-factor: eject a replica whose ping EWMA is over this factor × the replicas' lower median ping and over the lowest response time, and keep it out while it is (0 or negative: off)")
 	fs.DurationVar(&c.MinSilence, prefix+"min-silence", d.MinSilence, "C3 with slow-factor: eject a replica for silence (no reply while others answer) only after at least this long")
-	fs.BoolVar(&c.NoProbation, prefix+"no-probation", d.NoProbation, "C3: let a replica back from an ejection take reads at once, not one at a time until one answers in time")
+	fs.DurationVar(&c.ProbationTime, prefix+"probation-time", d.ProbationTime, "C3: how long a replica back from an ejection takes probe-limit reads at a time (a slow answer ejects it again)")
+	fs.BoolVar(&c.NoProbation, prefix+"no-probation", d.NoProbation, "C3: let a replica back from an ejection take reads at once, without probation")
 	fs.DurationVar(&c.EjectTime, prefix+"eject-time", d.EjectTime, "C3: how long a replica found slow (slow-factor) ranks last; doubles on repeats")
 	fs.DurationVar(&c.MaxEjectTime, prefix+"max-eject-time", d.MaxEjectTime, "C3: cap of the ejection time")
 	fs.BoolVar(&c.Concentrate, prefix+"concentrate", d.Concentrate, "C3: send every read to one home replica (lowest ping, not ejected) instead of spreading by rank")

@@ -89,7 +89,7 @@ type ReplicaStats struct {
 	EjectedUntil time.Time
 	Ejections    int
 	// Probation says the replica is back from an ejection and takes
-	// ProbeLimit requests at a time until one answers in time.
+	// ProbeLimit requests at a time (Config.ProbationTime).
 	Probation bool
 	// SlowEjections, SilentEjections and PingEjections count every
 	// ejection of the replica since the policy was made, by what set it
@@ -176,9 +176,9 @@ type replicaState struct {
 	ejectedUntil    time.Time
 	lastEjectionEnd time.Time
 	ejections       int
-	// probation: back from an ejection, the replica takes ProbeLimit
-	// requests at a time until one answers in time (see c3Strategy.observe).
-	probation bool
+	// probationUntil: back from an ejection, the replica takes ProbeLimit
+	// requests at a time until then (see c3Strategy).
+	probationUntil time.Time
 	// ejectedFor counts ejections by cause (see ReplicaStats).
 	ejectedFor     [ejectionCauses]uint64
 	pingExtensions uint64
@@ -190,6 +190,8 @@ type replicaState struct {
 }
 
 func (st *replicaState) hasStats() bool { return st.responseTime.set }
+
+func (st *replicaState) onProbation(now time.Time) bool { return now.Before(st.probationUntil) }
 
 // stalled is how long, at now, the replica has had requests outstanding
 // without completing any (zero when it has none outstanding).
@@ -375,6 +377,7 @@ func (s *selector) Snapshot(dst []ReplicaStats) []ReplicaStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	dst = dst[:0]
+	now := s.cfg.Now()
 	for r := range s.replicas {
 		st := &s.replicas[r]
 		stats := ReplicaStats{
@@ -391,7 +394,7 @@ func (s *selector) Snapshot(dst []ReplicaStats) []ReplicaStats {
 			EjectedUntil: st.ejectedUntil,
 			Ejections:    st.ejections,
 
-			Probation:       st.probation,
+			Probation:       st.onProbation(now),
 			SlowEjections:   st.ejectedFor[ejectedSlow],
 			SilentEjections: st.ejectedFor[ejectedSilent],
 			PingEjections:   st.ejectedFor[ejectedPing],
