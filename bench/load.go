@@ -19,13 +19,15 @@ import (
 // otherwise) holds how late each operation started against its schedule.
 // RoundThroughput holds the throughput of every run merged into it, in
 // order: one per round when each round of an Interleave merges one run,
-// the pairs PairedRatioCI takes.
+// the pairs PairedRatioCI takes. RoundLatency holds those runs' latency
+// summaries in the same order, for intervals of a percentile over rounds.
 type LoadResult struct {
 	Ops, Errors     int64
 	Elapsed         time.Duration
 	Latency         *LatencyRecorder
 	Lag             *LatencyRecorder
 	RoundThroughput []float64
+	RoundLatency    []LatencySummary
 }
 
 // Throughput returns successful operations per second of Elapsed, or 0 when
@@ -48,14 +50,16 @@ func (r LoadResult) ErrorRate() float64 {
 
 // Merge adds o to r: counts, elapsed time and recorders. Use it to sum the
 // rounds of one side of an Interleave. A zero LoadResult is a valid start.
-// It appends o's throughput to r.RoundThroughput (o's own RoundThroughput
-// when o is itself merged rounds).
+// It appends o's throughput and latency summary to r.RoundThroughput and
+// r.RoundLatency (o's own when o is itself merged rounds).
 func (r *LoadResult) Merge(o LoadResult) {
 	switch {
 	case len(o.RoundThroughput) > 0:
 		r.RoundThroughput = append(r.RoundThroughput, o.RoundThroughput...)
+		r.RoundLatency = append(r.RoundLatency, o.RoundLatency...)
 	case o.Elapsed > 0:
 		r.RoundThroughput = append(r.RoundThroughput, o.Throughput())
+		r.RoundLatency = append(r.RoundLatency, o.Latency.Summary())
 	}
 	r.Ops += o.Ops
 	r.Errors += o.Errors

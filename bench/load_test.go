@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -227,18 +228,32 @@ func TestLoadResultMergeAndSummary(t *testing.T) {
 	}
 }
 
-func TestMergeKeepsEachRoundsThroughput(t *testing.T) {
+func TestMergeKeepsEachRoundsThroughputAndLatency(t *testing.T) {
+	round := func(ops int64, elapsed, latency time.Duration) LoadResult {
+		rec := NewLatencyRecorder()
+		for range ops {
+			rec.Record(latency)
+		}
+		return LoadResult{Ops: ops, Elapsed: elapsed, Latency: rec}
+	}
 	var side LoadResult
-	side.Merge(LoadResult{Ops: 100, Elapsed: time.Second})
-	side.Merge(LoadResult{Ops: 300, Elapsed: 2 * time.Second})
+	side.Merge(round(100, time.Second, time.Millisecond))
+	side.Merge(round(300, 2*time.Second, 4*time.Millisecond))
 	side.Merge(LoadResult{}) // nothing ran: no round
 	if want := []float64{100, 150}; !slices.Equal(side.RoundThroughput, want) {
 		t.Fatalf("RoundThroughput %v, want %v", side.RoundThroughput, want)
 	}
 	var all LoadResult
 	all.Merge(side)
-	all.Merge(LoadResult{Ops: 50, Elapsed: time.Second})
+	all.Merge(round(50, time.Second, 9*time.Millisecond))
 	if want := []float64{100, 150, 50}; !slices.Equal(all.RoundThroughput, want) {
 		t.Errorf("merged sides: %v, want %v", all.RoundThroughput, want)
+	}
+	var p99s []float64
+	for _, l := range all.RoundLatency {
+		p99s = append(p99s, math.Round(l.P99Ms))
+	}
+	if want := []float64{1, 4, 9}; !slices.Equal(p99s, want) {
+		t.Errorf("rounds' p99 %v ms, want %v", p99s, want)
 	}
 }

@@ -53,6 +53,24 @@ func (iv Interval) Around(point float64) Interval {
 	return Interval{Low: math.Floor(iv.Low*1000) / 1000, High: math.Ceil(iv.High*1000) / 1000}
 }
 
+// Hull returns the smallest interval containing iv and o, the one of them
+// that is known when the other is not, or NoInterval when neither is: the
+// interval of a figure whose uncertainty has two sources, each estimated
+// apart (a percentile's spread between rounds and its sampling within
+// them).
+func (iv Interval) Hull(o Interval) Interval {
+	switch {
+	case !iv.Known():
+		if o.Known() {
+			return o
+		}
+		return NoInterval
+	case !o.Known():
+		return iv
+	}
+	return Interval{Low: math.Min(iv.Low, o.Low), High: math.Max(iv.High, o.High)}
+}
+
 // MarshalJSON encodes [low, high], or null for an unknown interval.
 func (iv Interval) MarshalJSON() ([]byte, error) {
 	if !iv.Known() {

@@ -323,3 +323,19 @@ func TestHistogramQuantileCIOnRawHistograms(t *testing.T) {
 		t.Errorf("RoundValuesCI %+v", rv)
 	}
 }
+
+func TestIntervalHull(t *testing.T) {
+	a, b := Interval{Low: 0.9, High: 1.1}, Interval{Low: 1.0, High: 1.3}
+	if got := a.Hull(b); got != (Interval{Low: 0.9, High: 1.3}) {
+		t.Errorf("hull of %v and %v: %v, want [0.9, 1.3]", a, b, got)
+	}
+	if got := NoInterval.Hull(b); got != b {
+		t.Errorf("hull of an unknown interval and %v: %v, want %v", b, got, b)
+	}
+	if got := a.Hull(NoInterval); got != a {
+		t.Errorf("hull of %v and an unknown interval: %v, want %v", a, got, a)
+	}
+	if got := NoInterval.Hull(NoInterval); got.Known() {
+		t.Errorf("hull of two unknown intervals: %v, want unknown", got)
+	}
+}

@@ -302,3 +302,39 @@ func TestSummaryOfASkippedPartHasNoZeroFigures(t *testing.T) {
 		t.Errorf("opensearch_endpoints = %s, want only why it was skipped", got)
 	}
 }
+
+// A percentile ratio's interval covers the spread between paired rounds,
+// which a bootstrap over the pooled reads does not see: here every round
+// has 1,000 reads, and ours has the better p99 in two rounds and the worse
+// in the other two.
+func TestPercentileIntervalsCoverTheRounds(t *testing.T) {
+	side := func(p99s ...time.Duration) bench.LoadResult {
+		var all bench.LoadResult
+		for _, p99 := range p99s {
+			rec := bench.NewLatencyRecorder()
+			for i := range 1000 {
+				d := time.Millisecond
+				if i >= 980 {
+					d = p99
+				}
+				rec.Record(d)
+			}
+			all.Merge(bench.LoadResult{Ops: 1000, Elapsed: time.Second, Latency: rec})
+		}
+		return all
+	}
+	ms := time.Millisecond
+	base := side(10*ms, 10*ms, 10*ms, 10*ms)
+	ours := side(8*ms, 12*ms, 8*ms, 12*ms)
+	r := ratios(ours, base, 1)
+	if r.P99RatioRounds.Rounds != 4 || r.P99RatioRounds.Min > 0.81 || r.P99RatioRounds.Max < 1.19 {
+		t.Fatalf("p99 rounds %+v, want 4 rounds from 0.8 to 1.2", r.P99RatioRounds)
+	}
+	pooled := bench.QuantileRatioCI(base.Latency, ours.Latency, 0.99, 1)
+	if !(r.P99RatioCI95.Low <= pooled.Low && r.P99RatioCI95.High >= pooled.High) {
+		t.Errorf("p99 interval %v does not cover the pooled bootstrap %v", r.P99RatioCI95, pooled)
+	}
+	if rounds := r.P99RatioRounds.CI95; !(r.P99RatioCI95.Low <= rounds.Low && r.P99RatioCI95.High >= rounds.High) || rounds.High-rounds.Low <= pooled.High-pooled.Low {
+		t.Errorf("p99 interval %v does not cover the rounds' t interval %v, or that is not the wider (pooled %v)", r.P99RatioCI95, rounds, pooled)
+	}
+}
