@@ -186,7 +186,8 @@ type Config struct {
 	// of Ψ, keeping C3's probes, outlier ejection (SlowFactor) and choice
 	// of the winner. Ψ's queue term rests on the server's CPU time per
 	// command, which says nothing of a Redis that waits for its CPU
-	// share; the peak of the client-seen latency does.
+	// share; the peak of the client-seen latency does. It has no flag: the
+	// read paths (redisread, osread) set it for C3 unless their PsiRank.
 	PeakCost bool
 	// PingGate, with SlowFactor, ejects a replica whose ping EWMA is over
 	// PingGate × the typical (lower median) ping EWMA and over the lowest
@@ -353,7 +354,6 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 	fs.DurationVar(&c.EjectTime, prefix+"eject-time", d.EjectTime, "C3: how long a replica found slow (slow-factor) ranks last; doubles on repeats")
 	fs.DurationVar(&c.MaxEjectTime, prefix+"max-eject-time", d.MaxEjectTime, "C3: cap of the ejection time")
 	fs.BoolVar(&c.Concentrate, prefix+"concentrate", d.Concentrate, "C3: send every read to one home replica (lowest ping, not ejected) instead of spreading by rank")
-	fs.BoolVar(&c.PeakCost, prefix+"peak-cost", d.PeakCost, "C3: rank by peak-EWMA latency × (outstanding+1) instead of Ψ")
 	fs.DurationVar(&c.PingTolerance, prefix+"ping-tolerance", d.PingTolerance, "lowest-ping-tolerance: replicas within this much of the lowest latency rotate")
 	fs.DurationVar(&c.DecayTime, prefix+"decay-time", d.DecayTime, "peak-ewma: decay constant of the latency estimate")
 	fs.DurationVar(&c.PeakRTT, prefix+"peak-rtt", d.PeakRTT, "peak-ewma: latency estimate of a replica not measured yet")

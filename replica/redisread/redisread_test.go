@@ -128,6 +128,11 @@ func TestPsiRankFlagUndoesPeakCost(t *testing.T) {
 	if !c.WithDefaults().Policy.PeakCost {
 		t.Fatal("default: PeakCost off, want on")
 	}
+	// A peak-cost flag would be overridden by psi-rank's value: only one
+	// knob is offered.
+	if fs.Lookup("r-peak-cost") != nil {
+		t.Fatal("a -r-peak-cost flag is offered, which WithDefaults ignores")
+	}
 	if err := fs.Parse([]string{"-r-psi-rank"}); err != nil {
 		t.Fatal(err)
 	}
