@@ -429,9 +429,9 @@ type Summary struct {
 	Report  string        `json:"report"`
 }
 
-// Run runs the benchmark, writes the HTML report and prints progress to out
-// and the summary as out's last line.
-func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
+// Run runs the benchmark, writes the HTML report, prints progress to
+// progress and the summary as one line to out.
+func Run(ctx context.Context, cfg Config, out, progress io.Writer) (Summary, error) {
 	if err := cfg.Validate(); err != nil {
 		return Summary{}, err
 	}
@@ -450,11 +450,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		// stack with three: three JVMs beside the Redis servers would take
 		// the CPU the Redis comparison measures (2 cores).
 		sum.Clients, sum.Timelines, sum.Entries = cfg.Clients, cfg.Users, cfg.EntriesPerUser
-		st, stop, serr := openStack(ctx, cfg, 1, out)
+		st, stop, serr := openStack(ctx, cfg, 1, progress)
 		if serr != nil {
 			return Summary{}, serr
 		}
-		err = runRedis(ctx, cfg, st, &sum, rep, out)
+		err = runRedis(ctx, cfg, st, &sum, rep, progress)
 		stop()
 	}
 	if err == nil {
@@ -464,8 +464,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		} else {
 			var osStack *localstack.State
 			var stopOS func()
-			if osStack, stopOS, err = openStack(ctx, cfg, 3, out); err == nil {
-				sum.OpenSearchARS, sum.OpenSearchEndpoints, err = runOpenSearch(ctx, cfg, osStack, rep, out)
+			if osStack, stopOS, err = openStack(ctx, cfg, 3, progress); err == nil {
+				sum.OpenSearchARS, sum.OpenSearchEndpoints, err = runOpenSearch(ctx, cfg, osStack, rep, progress)
 				stopOS()
 			}
 		}
@@ -477,8 +477,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	if err != nil {
 		return sum, err
 	}
-	fmt.Fprintf(out, "report: %s\n", sum.Report)
-	return sum, bench.PrintSummary(out, sum) // the last line of out
+	fmt.Fprintf(progress, "report: %s\n", sum.Report)
+	return sum, bench.PrintSummary(out, sum)
 }
 
 // runRedis runs the Redis part on a running stack into sum and rep.

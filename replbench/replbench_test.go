@@ -121,13 +121,16 @@ func TestBenchmarkSmoke(t *testing.T) {
 		ReplicaCPUPercent: 90,
 		ReportDir:         t.TempDir(),
 	}
-	var out bytes.Buffer
-	sum, err := Run(ctx, cfg, &out)
+	var out, progress bytes.Buffer
+	sum, err := Run(ctx, cfg, &out, &progress)
 	if err != nil {
 		if strings.Contains(err.Error(), "start the stack") {
 			testenv.Unavailable(t, err)
 		}
-		t.Fatalf("Run: %v\n%s", err, out.String())
+		t.Fatalf("Run: %v\n%s", err, progress.String())
+	}
+	if lines := strings.Count(strings.TrimSpace(out.String()), "\n"); lines != 0 || !strings.Contains(progress.String(), "round 1") {
+		t.Errorf("out has %d lines besides the summary, or progress has no rounds:\n%s", lines, progress.String())
 	}
 	parsed, err := bench.ParseSummary(out.Bytes())
 	if err != nil {

@@ -138,7 +138,7 @@ func benchmarks() map[string]benchmark {
 				var cfg replbench.Config
 				c.Group("benchmark", cfg.Flags)
 				return benchRun{check: cfg.Validate, run: func(ctx context.Context, stdout io.Writer) error {
-					_, err := replbench.Run(ctx, cfg, stdout)
+					_, err := replbench.Run(ctx, cfg, stdout, os.Stderr)
 					return err
 				}}
 			},
