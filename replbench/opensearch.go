@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -31,10 +32,9 @@ var cities = []string{"gangnam", "mapo", "songpa", "jongno", "yongsan", "seocho"
 // runOpenSearch runs both OpenSearch parts on a 3-node cluster, on one
 // index with a copy of every shard on every node: shard-copy ARS on and off
 // with one node limited by a CPU quota (compareARS), then the endpoint
-// scenarios with that node as the victim (compareEndpoints).
-func runOpenSearch(ctx context.Context, cfg Config, st *localstack.State, rep *bench.Report, out io.Writer) (ARSResult, EndpointsResult, error) {
-	var res ARSResult
-	var endpoints EndpointsResult
+// scenarios with that node as the victim (compareEndpoints), each node
+// capped at OpenSearchNodeCPUPercent when that is set.
+func runOpenSearch(ctx context.Context, cfg Config, st *localstack.State, rep *bench.Report, out io.Writer) (res ARSResult, endpoints EndpointsResult, err error) {
 	if len(st.OpenSearchURLs) < 3 {
 		res.Skipped = fmt.Sprintf("the stack has %d OpenSearch node(s), need 3", len(st.OpenSearchURLs))
 		endpoints.Skipped = res.Skipped
@@ -76,7 +76,24 @@ func runOpenSearch(ctx context.Context, cfg Config, st *localstack.State, rep *b
 		return res, endpoints, err
 	}
 	victim := endpointVictim{name: degradedName, url: st.OpenSearchURLs[degraded], pid: pid}
+	var nodes []string
+	for i := range st.OpenSearchURLs {
+		nodes = append(nodes, "opensearch-"+strconv.Itoa(i+1))
+	}
+	caps, err := capComponents(st, nodes, cfg.OpenSearchNodeCPUPercent)
+	defer func() {
+		for _, c := range caps {
+			err = errors.Join(err, c.Remove())
+		}
+	}()
+	if err != nil {
+		return res, endpoints, err
+	}
+	if len(caps) > 0 {
+		victim.cap = caps[degraded]
+	}
 	endpoints, err = compareEndpoints(ctx, cfg, st.OpenSearchURLs, index, victim, rep, out)
+	endpoints.NodeCPUPercent = cfg.OpenSearchNodeCPUPercent
 	return res, endpoints, err
 }
 

@@ -25,11 +25,14 @@ type EndpointsResult struct {
 	// two healthy nodes.
 	Endpoints []string `json:"endpoints,omitempty"`
 	// Victim names the node that is degraded, stalled or recovering.
-	Victim     string   `json:"victim,omitempty"`
-	Healthy    Scenario `json:"healthy,omitzero"`
-	Degraded   Scenario `json:"degraded,omitzero"`
-	Stalled    Scenario `json:"stalled,omitzero"`
-	Recovering Scenario `json:"recovering,omitzero"`
+	Victim string `json:"victim,omitempty"`
+	// NodeCPUPercent is Config.OpenSearchNodeCPUPercent: each node's CPU
+	// cap, % of one core; absent when the nodes shared the cores.
+	NodeCPUPercent int      `json:"node_cpu_percent,omitzero"`
+	Healthy        Scenario `json:"healthy,omitzero"`
+	Degraded       Scenario `json:"degraded,omitzero"`
+	Stalled        Scenario `json:"stalled,omitzero"`
+	Recovering     Scenario `json:"recovering,omitzero"`
 }
 
 func (e EndpointsResult) scenarios() []namedScenario {
@@ -66,11 +69,13 @@ func (k contender) endpointConfig(cfg Config, scenario string) osread.Config {
 }
 
 // endpointVictim is the node the endpoint scenarios degrade: its endpoint
-// (first in policy order) and its JVM's PID.
+// (first in policy order), its JVM's PID and its CPU cap (nil when the
+// nodes are not capped).
 type endpointVictim struct {
 	name string
 	url  string
 	pid  int
+	cap  *CPULimit
 }
 
 // compareEndpoints runs the four scenarios on the OpenSearch endpoints: the
@@ -91,21 +96,21 @@ func compareEndpoints(ctx context.Context, cfg Config, urls []string, index stri
 		"The searches of the ARS part (index %s, %d concurrent clients) sent through replica/osread's Transport over the 3 HTTP endpoints %v, one Transport per policy: "+
 			"our selector as osread ships it (c3: peak-EWMA latency × (in-flight+1), silent endpoints ejected, osread's sampler on), c3-psi (C3 ranked by Ψ, osread's default until 2026-11-27) and the peers %v, "+
 			"interleaved (ABBA) for %d rounds of %s each, in four scenarios. The victim is %s: its JVM is degraded (cgroup-v1 quota, %d%% of one core), stalled (SIGSTOP %s every %s) or recovering (degraded for the first half of each round). "+
-			"Shard-copy ARS is on (OpenSearch's default). Endpoint shares are the fraction of searches each policy sent to endpoints 1 / 2 / 3; endpoint 1 is the victim.",
-		index, cfg.OpenSearchClients, endpoints, cfg.Policies, cfg.Rounds, cfg.OpenSearchEndpointRoundDuration, res.Victim, cfg.OpenSearchDegradePercent, cfg.StallFor, cfg.StallEvery)})
+			"%s Shard-copy ARS is on (OpenSearch's default). Endpoint shares are the fraction of searches each policy sent to endpoints 1 / 2 / 3; endpoint 1 is the victim.",
+		index, cfg.OpenSearchClients, endpoints, cfg.Policies, cfg.Rounds, cfg.OpenSearchEndpointRoundDuration, res.Victim, cfg.OpenSearchDegradePercent, cfg.StallFor, cfg.StallEvery, nodeCores(cfg))})
 
 	var err error
 	if res.Healthy, err = runEndpointScenario(ctx, cfg, endpoints, index, scenarioHealthy, "none", nil, nil, rep, out); err != nil {
 		return res, err
 	}
-	limit, err := LimitCPU(victim.pid, cfg.OpenSearchDegradePercent)
+	limit, undo, err := degrade(victim.pid, cfg.OpenSearchDegradePercent, victim.cap)
 	if err != nil {
 		return res, err
 	}
 	res.Degraded, err = runEndpointScenario(ctx, cfg, endpoints, index, scenarioDegraded,
 		fmt.Sprintf("%s limited to %d%% of one core (cgroup-v1 cpu quota)", res.Victim, cfg.OpenSearchDegradePercent), limit, nil, rep, out)
-	if rerr := limit.Remove(); rerr != nil && err == nil {
-		err = rerr
+	if uerr := undo(); uerr != nil && err == nil {
+		err = uerr
 	}
 	if err != nil {
 		return res, err
@@ -120,8 +125,16 @@ func compareEndpoints(ctx context.Context, cfg Config, urls []string, index stri
 	res.Stalled.Degradation += fmt.Sprintf("; %d stalls in all", stalls)
 	res.Recovering, err = runEndpointScenario(ctx, cfg, endpoints, index, scenarioRecovering,
 		fmt.Sprintf("%s limited to %d%% of one core for the first half of each round, then not", res.Victim, cfg.OpenSearchDegradePercent),
-		nil, recoverCondition(victim.pid, cfg.OpenSearchDegradePercent, nil), rep, out)
+		nil, recoverCondition(victim.pid, cfg.OpenSearchDegradePercent, victim.cap), rep, out)
 	return res, err
+}
+
+// nodeCores says how the nodes share the CPU in the endpoint part.
+func nodeCores(cfg Config) string {
+	if cfg.OpenSearchNodeCPUPercent > 0 {
+		return fmt.Sprintf("Each node's JVM is capped at %d%% of one core (a cgroup-v1 quota each), as on a host of its own; the victim's cap is lowered.", cfg.OpenSearchNodeCPUPercent)
+	}
+	return "The three JVMs share the machine's cores."
 }
 
 // runEndpointScenario runs every endpoint contender interleaved and adds a

@@ -101,6 +101,10 @@ type Config struct {
 	OpenSearchRoundDuration         time.Duration
 	OpenSearchEndpointRoundDuration time.Duration
 	OpenSearchDegradePercent        int
+	// OpenSearchNodeCPUPercent, when not zero, caps every OpenSearch node's
+	// JVM at this % of one core for the endpoint part, as on a host of its
+	// own; the victim's cap is lowered to OpenSearchDegradePercent.
+	OpenSearchNodeCPUPercent int
 	// ReportDir receives replicas.html and replicas.json.
 	ReportDir string
 	// Seed makes the read mix reproducible.
@@ -195,6 +199,9 @@ func (c Config) Validate() error {
 	if c.ReplicaCPUPercent != 0 && (c.ReplicaCPUPercent <= c.DegradePercent || c.ReplicaCPUPercent > 100) {
 		errs = append(errs, fmt.Errorf("replica-cpu-percent: got %d, allowed: 0 (no cap) or %d..100 (over degrade-percent, %% of one core)", c.ReplicaCPUPercent, c.DegradePercent+1))
 	}
+	if c.OpenSearchNodeCPUPercent != 0 && (c.OpenSearchNodeCPUPercent <= c.OpenSearchDegradePercent || c.OpenSearchNodeCPUPercent > 100) {
+		errs = append(errs, fmt.Errorf("opensearch-node-cpu-percent: got %d, allowed: 0 (no cap) or %d..100 (over opensearch-degrade-percent, %% of one core)", c.OpenSearchNodeCPUPercent, c.OpenSearchDegradePercent+1))
+	}
 	if c.SkipRedis && c.SkipOpenSearch {
 		errs = append(errs, errors.New("skip-redis and skip-opensearch: got both, nothing would run; leave out one"))
 	}
@@ -233,6 +240,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.OpenSearchRoundDuration, "opensearch-round-duration", c.OpenSearchRoundDuration, "time per ARS side per round (0: the profile's)")
 	fs.DurationVar(&c.OpenSearchEndpointRoundDuration, "opensearch-endpoint-round-duration", c.OpenSearchEndpointRoundDuration, "time per endpoint policy per round (0: the profile's)")
 	fs.IntVar(&c.OpenSearchDegradePercent, "opensearch-degrade-percent", c.OpenSearchDegradePercent, "CPU quota of the degraded or recovering OpenSearch node, % of one core (0: 10)")
+	fs.IntVar(&c.OpenSearchNodeCPUPercent, "opensearch-node-cpu-percent", c.OpenSearchNodeCPUPercent, "cap every OpenSearch node at this % of one core in the endpoint part, as on a host of its own (0: no cap, the nodes share the cores)")
 	fs.BoolVar(&c.NoAblations, "no-ablations", c.NoAblations, "leave out the variants of C3 (c3-psi, c3-concentrate, c3-hedge, c3-no-ping-gate, c3-no-probation)")
 	fs.Float64Var(&c.HedgeBudget, "hedge-budget", c.HedgeBudget, "hedge budget of the hedged C3 variants, a fraction of reads (0: 0.05)")
 	fs.DurationVar(&c.StallFor, "stall-for", c.StallFor, "stalled scenario: how long replica 1 is stopped each time (0: 200ms)")
@@ -510,7 +518,7 @@ func runRedis(ctx context.Context, cfg Config, st *localstack.State, sum *Summar
 	if err != nil {
 		return err
 	}
-	caps, err := capReplicas(st, cfg.ReplicaCPUPercent)
+	caps, err := capComponents(st, []string{"redis-replica-1", "redis-replica-2", "redis-replica-3"}, cfg.ReplicaCPUPercent)
 	defer func() {
 		for _, c := range caps {
 			err = errors.Join(err, c.Remove())
@@ -554,16 +562,16 @@ func runRedis(ctx context.Context, cfg Config, st *localstack.State, sum *Summar
 	return err
 }
 
-// capReplicas caps each of the 3 Redis replicas of st at percent% of one
-// core (none when percent is 0). On error it returns the caps it made, for
-// the caller to remove.
-func capReplicas(st *localstack.State, percent int) ([]*CPULimit, error) {
+// capComponents caps each named component of st (its process) at percent%
+// of one core (none when percent is 0), in order. On error it returns the
+// caps it made, for the caller to remove.
+func capComponents(st *localstack.State, components []string, percent int) ([]*CPULimit, error) {
 	if percent == 0 {
 		return nil, nil
 	}
 	var caps []*CPULimit
-	for i := 1; i <= 3; i++ {
-		pid, err := componentPID(st, "redis-replica-"+strconv.Itoa(i))
+	for _, component := range components {
+		pid, err := componentPID(st, component)
 		if err != nil {
 			return caps, err
 		}

@@ -28,6 +28,7 @@ func TestConfigValidateNamesTheFlag(t *testing.T) {
 		{Config{EntriesPerUser: 10}, "entries-per-user: got 10"},
 		{Config{DegradePercent: 150}, "degrade-percent: got 150, allowed: 1..100"},
 		{Config{ReplicaCPUPercent: 5}, "replica-cpu-percent: got 5, allowed: 0 (no cap) or 11..100"},
+		{Config{OpenSearchNodeCPUPercent: 101}, "opensearch-node-cpu-percent: got 101, allowed: 0 (no cap) or 11..100"},
 		{Config{RoundDuration: time.Millisecond}, "round-duration: got 1ms, allowed: 100ms..10m"},
 		{Config{Policies: []replica.PolicyName{"fastest"}}, "allowed: c3, round-robin, random, lowest-ping, lowest-ping-tolerance, peak-ewma, least-request"},
 		{Config{StallFor: 3 * time.Second}, "stall-for: got 3s, allowed: more than 0 and less than stall-every (2s)"},
@@ -116,10 +117,11 @@ func TestBenchmarkSmoke(t *testing.T) {
 		Policies:       []replica.PolicyName{replica.PolicyC3, replica.PolicyRoundRobin},
 		OpenSearchDocs: 300, OpenSearchClients: 2, OpenSearchRoundDuration: 300 * time.Millisecond,
 		OpenSearchEndpointRoundDuration: 300 * time.Millisecond,
-		// Capped replicas: the degraded replica's cap is lowered and
+		// Capped replicas and nodes: the victim's cap is lowered and
 		// restored instead of a group of its own (see degrade).
-		ReplicaCPUPercent: 90,
-		ReportDir:         t.TempDir(),
+		ReplicaCPUPercent:        90,
+		OpenSearchNodeCPUPercent: 90,
+		ReportDir:                t.TempDir(),
 	}
 	var out, progress bytes.Buffer
 	sum, err := Run(ctx, cfg, &out, &progress)
@@ -199,6 +201,9 @@ func TestBenchmarkSmoke(t *testing.T) {
 	}
 	if parsed["replica_cpu_percent"] != 90.0 || !strings.Contains(sum.Degraded.Degradation, "throttled it for") {
 		t.Errorf("replica_cpu_percent %v, degraded %q; want 90 and the kernel's throttled time", parsed["replica_cpu_percent"], sum.Degraded.Degradation)
+	}
+	if e := sum.OpenSearchEndpoints; e.NodeCPUPercent != 90 || !strings.Contains(e.Degraded.Degradation, "throttled it for") {
+		t.Errorf("endpoint part: node_cpu_percent %d, degraded %q; want 90 and the kernel's throttled time", e.NodeCPUPercent, e.Degraded.Degradation)
 	}
 	if left, _ := filepath.Glob(filepath.Join(cgroupCPURoot, "baedal-replbench-*")); len(left) > 0 {
 		t.Errorf("cgroups left after the run: %v", left)
