@@ -63,12 +63,11 @@ func c3RankOf(st *replicaState, clients int) float64 {
 // outlier is ejected: it ranks after every other replica for EjectTime,
 // doubling on repeats (see Config), and when that ends it is on probation
 // for ProbationTime: it takes ProbeLimit requests at a time, and an answer
-// over the outlier limit, or silence, ejects it again. Probation lasts a
-// time, not one answer: a CPU-throttled Redis, idle while ejected, has its
-// quota left and answers its first probes in time, and let back in on the
-// first it took its cost's share of the reads in flight until the quota ran
-// out, each of them then waiting up to a throttling period
-// (90 ms): the p99.9. Ψ alone does not eject: its queue term q̂³·S grows with this client's outstanding requests
+// over the outlier limit, or silence, ejects it again. After probation it
+// may hold at most an in-flight cap, half what it held when ejected,
+// growing by one a step (see growInFlightCap): a CPU-throttled Redis
+// answers a few reads at a time in time, and fails again only with more.
+// Ψ alone does not eject: its queue term q̂³·S grows with this client's outstanding requests
 // and S is the server's CPU time per command, so Ψ keeps feeding a
 // CPU-throttled Redis (it answers in 90 ms bursts, yet executes each
 // command in microseconds) as soon as its backlog is a little shorter than
@@ -119,7 +118,8 @@ func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 		st := &s.replicas[r]
 		switch {
 		case st.hasStats() && now.Before(st.ejectedUntil),
-			st.onProbation(now) && st.outstanding >= s.cfg.ProbeLimit:
+			st.onProbation(now) && st.outstanding >= s.cfg.ProbeLimit,
+			st.inFlightCap > 0 && st.outstanding >= st.inFlightCap:
 			s.keys[r] = sortKey{tier: tierSlow, value: rank(r, st)}
 		case st.hasStats():
 			s.keys[r] = sortKey{tier: tierRanked, value: rank(r, st)}
@@ -175,6 +175,7 @@ func ejectOutliers(s *selector, now time.Time) {
 	}
 	for r := range s.replicas {
 		st := &s.replicas[r]
+		growInFlightCap(s, st, now)
 		switch {
 		case !st.hasStats():
 		case now.Before(st.ejectedUntil):
@@ -192,6 +193,7 @@ func ejectOutliers(s *selector, now time.Time) {
 			st.responseTime.value = lowestR
 			if !s.cfg.NoProbation {
 				st.probationUntil = now.Add(s.cfg.ProbationTime)
+				st.capGrownAt = st.probationUntil
 			}
 		case !s.cfg.PeakCost && st.responseTime.value > limit:
 			eject(s, st, now, ejectedSlow)
@@ -265,9 +267,20 @@ const (
 
 // eject ranks st last for EjectTime, doubled for each ejection since the
 // replica last served 10 × EjectTime without one, up to MaxEjectTime.
+//
+// Unless NoProbation, it also halves what the replica may hold in flight
+// when it is back (see growInFlightCap): its cap becomes half the requests
+// it held when ejected (or half its cap, when lower), at least ProbeLimit.
 func eject(s *selector, st *replicaState, now time.Time, cause int) {
 	st.ejectedFor[cause]++
 	st.probationUntil = time.Time{}
+	if !s.cfg.NoProbation {
+		held := st.outstanding
+		if st.inFlightCap > 0 {
+			held = min(held, st.inFlightCap)
+		}
+		st.inFlightCap = max(s.cfg.ProbeLimit, held/2)
+	}
 	if now.Sub(st.lastEjectionEnd) > 10*s.cfg.EjectTime {
 		st.ejections = 0
 	}
@@ -278,6 +291,34 @@ func eject(s *selector, st *replicaState, now time.Time, cause int) {
 	st.ejections++
 	st.ejectedUntil = now.Add(min(d, s.cfg.MaxEjectTime))
 	st.lastEjectionEnd = st.ejectedUntil
+}
+
+// growInFlightCap raises the in-flight cap of a replica back from an
+// ejection by one for every tenth of EjectTime since its probation ended,
+// and lifts it once 10 × EjectTime have passed since its last ejection
+// ended (its ejection series is over, see eject).
+//
+// Probation alone let a CPU-throttled Redis back at full share: with one
+// read at a time it stays within its quota and answers in time, and
+// taken off probation it took its cost's share of 100 clients' reads
+// (about 30) until the quota ran out, and each of them then waited up to a
+// throttling period (90 ms): on the benchmark, those reads were the p99.9.
+// Halving the cap at each ejection (multiplicative decrease) and growing it
+// by one a step (additive increase), as TCP's congestion window, bounds
+// what one such stall holds, and the bound halves with each repeat.
+func growInFlightCap(s *selector, st *replicaState, now time.Time) {
+	if st.inFlightCap == 0 || !st.ejectedUntil.IsZero() || st.onProbation(now) {
+		return // no cap, or still ejected (until ejectOutliers ends it), or on probation
+	}
+	if now.Sub(st.lastEjectionEnd) > 10*s.cfg.EjectTime {
+		st.inFlightCap = 0
+		return
+	}
+	step := max(s.cfg.EjectTime/10, time.Millisecond)
+	if n := now.Sub(st.capGrownAt) / step; n > 0 {
+		st.inFlightCap += int(n)
+		st.capGrownAt = st.capGrownAt.Add(n * step)
+	}
 }
 
 // chooseFront moves the winner among the ranked replicas to the front of

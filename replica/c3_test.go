@@ -578,6 +578,7 @@ func TestC3ProbationAfterAnEjection(t *testing.T) {
 	if st := statsOf(p, 0); st.Probation {
 		t.Fatal("replica 0 still on probation after ProbationTime")
 	}
+	clock.Advance(100 * ms) // its in-flight cap grows (TestC3InFlightCapAfterAnEjection)
 	if n := picks(300); n < 2 {
 		t.Fatalf("replica 0 after its probation got %d reads in flight, want several", n)
 	}
@@ -792,5 +793,78 @@ func TestC3PingGateLeavesHealthyReplicasWhoseReadsBeatTheirPings(t *testing.T) {
 		if !st.EjectedUntil.IsZero() || st.Ejections != 0 {
 			t.Errorf("replica %d (ping %v, reads 60µs): ejected until %v (%d ejections); want never ejected", r, pings[r], st.EjectedUntil, st.Ejections)
 		}
+	}
+}
+
+// After its probation, a replica back from an ejection may hold at most
+// half the reads it held when it went silent; the cap grows by one every
+// tenth of EjectTime, halves again at the next ejection, and is lifted
+// when the ejection series is over (10 × EjectTime without one).
+func TestC3InFlightCapAfterAnEjection(t *testing.T) {
+	ms := time.Millisecond
+	clock := newFakeClock()
+	p := newTestPolicy(t, 3, Config{PeakCost: true, SlowFactor: 10, MinSilence: 50 * ms, EjectTime: 250 * ms, PullInterval: time.Hour, Now: clock.Now})
+	for r := range 3 {
+		complete(p, r, ok(2*ms))
+	}
+	// silent holds n reads on replica 0 for 60ms while the others answer,
+	// which ejects it, then answers them.
+	silent := func(n int) {
+		for range n {
+			p.Start(0)
+		}
+		clock.Advance(60 * ms)
+		complete(p, 1, ok(2*ms))
+		p.Done(p.Pick(), ok(2*ms))
+		for range n {
+			p.Done(0, ok(60*ms))
+		}
+	}
+	// inFlight starts 300 reads at once and returns how many replica 0
+	// took, then ends them all.
+	inFlight := func() (onZero int) {
+		var started []int
+		for range 300 {
+			r := p.Pick()
+			started = append(started, r)
+			if r == 0 {
+				onZero++
+			}
+		}
+		for _, r := range started {
+			p.Done(r, ok(2*ms))
+		}
+		return onZero
+	}
+	silent(8)
+	if st := statsOf(p, 0); st.SilentEjections != 1 || st.InFlightCap != 4 {
+		t.Fatalf("after holding 8 reads silent: silent ejections %d, cap %d; want 1 and 4", st.SilentEjections, st.InFlightCap)
+	}
+	clock.Advance(300 * ms) // the ejection ends: probation
+	if n := inFlight(); n != 1 {
+		t.Fatalf("on probation: replica 0 took %d reads at once, want 1", n)
+	}
+	clock.Advance(260 * ms) // the probation ends
+	if n := inFlight(); n != 4 {
+		t.Fatalf("after probation: replica 0 took %d reads at once, want its cap 4", n)
+	}
+	clock.Advance(50 * ms) // two steps of EjectTime/10
+	if n := inFlight(); n != 6 {
+		t.Fatalf("50ms later: replica 0 took %d reads at once, want 6", n)
+	}
+	silent(6)
+	if st := statsOf(p, 0); st.SilentEjections != 2 || st.InFlightCap != 3 {
+		t.Fatalf("after holding 6 reads silent: silent ejections %d, cap %d; want 2 and 3", st.SilentEjections, st.InFlightCap)
+	}
+	clock.Advance(600 * ms) // the second ejection (500ms) ends: probation
+	if n := inFlight(); n != 1 {
+		t.Fatalf("on the second probation: replica 0 took %d reads at once, want 1", n)
+	}
+	clock.Advance(10 * 250 * ms) // the ejection series ends
+	if n := inFlight(); n <= 6 {
+		t.Fatalf("after the ejection series: replica 0 took %d reads at once, want more than its old caps", n)
+	}
+	if st := statsOf(p, 0); st.InFlightCap != 0 {
+		t.Fatalf("after the ejection series: cap %d, want none", st.InFlightCap)
 	}
 }

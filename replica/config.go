@@ -153,7 +153,8 @@ type Config struct {
 	// ejects it again (see c3Strategy). Zero takes EjectTime.
 	ProbationTime time.Duration
 	// NoProbation lets a replica whose ejection ended take reads as any
-	// other at once (see ProbationTime).
+	// other at once: no probation (ProbationTime) and no in-flight cap
+	// (see c3Strategy).
 	NoProbation bool
 	// BestOfAll makes C3 take the best Ψ of all ranked replicas (rotating
 	// within Tolerance) instead of the better of two drawn at random (power
@@ -350,7 +351,7 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 	fs.Float64Var(&c.PingGate, prefix+"ping-gate", d.PingGate, "C3 with slow-factor: eject a replica whose ping EWMA is over this factor × the replicas' lower median ping and over the lowest response time, and keep it out while it is (0 or negative: off)")
 	fs.DurationVar(&c.MinSilence, prefix+"min-silence", d.MinSilence, "C3 with slow-factor: eject a replica for silence (no reply while others answer) only after at least this long")
 	fs.DurationVar(&c.ProbationTime, prefix+"probation-time", d.ProbationTime, "C3: how long a replica back from an ejection takes probe-limit reads at a time (a slow answer ejects it again)")
-	fs.BoolVar(&c.NoProbation, prefix+"no-probation", d.NoProbation, "C3: let a replica back from an ejection take reads at once, without probation")
+	fs.BoolVar(&c.NoProbation, prefix+"no-probation", d.NoProbation, "C3: let a replica back from an ejection take reads at once, without probation or in-flight cap")
 	fs.DurationVar(&c.EjectTime, prefix+"eject-time", d.EjectTime, "C3: how long a replica found slow (slow-factor) ranks last; doubles on repeats")
 	fs.DurationVar(&c.MaxEjectTime, prefix+"max-eject-time", d.MaxEjectTime, "C3: cap of the ejection time")
 	fs.BoolVar(&c.Concentrate, prefix+"concentrate", d.Concentrate, "C3: send every read to one home replica (lowest ping, not ejected) instead of spreading by rank")

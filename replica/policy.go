@@ -91,6 +91,10 @@ type ReplicaStats struct {
 	// Probation says the replica is back from an ejection and takes
 	// ProbeLimit requests at a time (Config.ProbationTime).
 	Probation bool
+	// InFlightCap, when positive, is how many requests the replica may
+	// have in flight after its probation: half what it held when last
+	// ejected, growing by one every tenth of EjectTime (see c3Strategy).
+	InFlightCap int
 	// SlowEjections, SilentEjections and PingEjections count every
 	// ejection of the replica since the policy was made, by what set it
 	// off: a response time over SlowFactor × the typical one, silence with
@@ -177,8 +181,12 @@ type replicaState struct {
 	lastEjectionEnd time.Time
 	ejections       int
 	// probationUntil: back from an ejection, the replica takes ProbeLimit
-	// requests at a time until then (see c3Strategy).
+	// requests at a time until then (see c3Strategy). After that it takes
+	// at most inFlightCap (when positive), which grows by one a step from
+	// capGrownAt (see growInFlightCap).
 	probationUntil time.Time
+	inFlightCap    int
+	capGrownAt     time.Time
 	// ejectedFor counts ejections by cause (see ReplicaStats).
 	ejectedFor     [ejectionCauses]uint64
 	pingExtensions uint64
@@ -395,6 +403,7 @@ func (s *selector) Snapshot(dst []ReplicaStats) []ReplicaStats {
 			Ejections:    st.ejections,
 
 			Probation:       st.onProbation(now),
+			InFlightCap:     st.inFlightCap,
 			SlowEjections:   st.ejectedFor[ejectedSlow],
 			SilentEjections: st.ejectedFor[ejectedSilent],
 			PingEjections:   st.ejectedFor[ejectedPing],
