@@ -290,9 +290,9 @@ func policyList() string {
 // (bench.PairedRatioCI, with the rounds' min and max). A percentile's
 // interval is also widened to cover a bootstrap over both sides' pooled
 // latencies (bench.QuantileRatioCI): the bootstrap alone treats every read
-// of a run as independent and missed the spread between rounds (one run's
-// p99 ratios went 0.9-1.2 from round to round inside a ±1% bootstrap), the
-// rounds alone may agree by chance when there are few of them.
+// of a run as independent and missed the spread between rounds (a quick
+// run's per-round p99 ratios spread over ±10-20% while its bootstrap was
+// about ±1% wide); the rounds alone may agree by chance when few.
 type Ratios struct {
 	ThroughputRatio       float64           `json:"throughput_ratio"`
 	ThroughputRatioCI95   bench.Interval    `json:"throughput_ratio_ci95"`

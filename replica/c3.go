@@ -67,11 +67,11 @@ func c3RankOf(st *replicaState, clients int) float64 {
 // may hold at most an in-flight cap, half what it held when ejected,
 // growing by one a step (see growInFlightCap): a CPU-throttled Redis
 // answers a few reads at a time in time, and fails again only with more.
-// Ψ alone does not eject: its queue term q̂³·S grows with this client's outstanding requests
-// and S is the server's CPU time per command, so Ψ keeps feeding a
-// CPU-throttled Redis (it answers in 90 ms bursts, yet executes each
-// command in microseconds) as soon as its backlog is a little shorter than
-// the others'.
+// Ψ alone does not eject: its queue term q̂³·S grows with this client's
+// outstanding requests and S is the server's CPU time per command, so Ψ
+// keeps feeding a CPU-throttled Redis (it answers in 90 ms bursts, yet
+// executes each command in microseconds) as soon as its backlog is a
+// little shorter than the others'.
 //
 // With Config.PeakCost, the rank is peak-EWMA latency × (outstanding+1)
 // (see peakEWMAStrategy) instead of Ψ; probes, ejection and the choice of
