@@ -43,6 +43,9 @@ func TestConfigDefaultsAndValidate(t *testing.T) {
 	if err := (Config{}).Validate(); err != nil {
 		t.Errorf("zero Config: Validate() = %v, want nil (zero fields take defaults)", err)
 	}
+	if d := (Config{EjectTime: 3 * time.Second}).WithDefaults(); d.ProbationTime != 3*time.Second {
+		t.Errorf("EjectTime 3s with zero ProbationTime defaults it to %s, want 3s", d.ProbationTime)
+	}
 	if d := (Config{ErrorBackoff: time.Minute}).WithDefaults(); d.MaxErrorBackoff != time.Minute {
 		t.Errorf("ErrorBackoff 1m with zero MaxErrorBackoff defaults it to %s, want 1m", d.MaxErrorBackoff)
 	}
@@ -62,6 +65,7 @@ func TestConfigDefaultsAndValidate(t *testing.T) {
 		{Config{PingRefresh: -time.Second}, "PingRefresh"},
 		{Config{Tolerance: 11}, "Tolerance"},
 		{Config{SlowFactor: 0.5}, "SlowFactor"},
+		{Config{ProbationTime: -time.Second}, "ProbationTime"},
 	}
 	for _, tt := range tests {
 		err := tt.cfg.Validate()
