@@ -522,40 +522,13 @@ func TestC3MinSilenceFloorsTheSilenceThatEjects(t *testing.T) {
 // early, and a slow answer ejects it again for twice as long.
 func TestC3ProbationAfterAnEjection(t *testing.T) {
 	ms := time.Millisecond
-	clock := newFakeClock()
-	p := newTestPolicy(t, 3, Config{PeakCost: true, SlowFactor: 10, MinSilence: 50 * ms, EjectTime: 250 * ms, PullInterval: time.Hour, Now: clock.Now})
-	for r := range 3 {
-		complete(p, r, ok(2*ms))
-	}
-	// Replica 0 holds a read 60ms while the others answer: ejected.
-	p.Start(0)
-	clock.Advance(60 * ms)
-	complete(p, 1, ok(2*ms))
-	p.Done(p.Pick(), ok(2*ms))
-	p.Done(0, ok(60*ms))
+	p, clock := newEjectingPolicy(t)
+	ejectBySilence(p, clock, 1)
 	if st := statsOf(p, 0); st.SilentEjections != 1 {
 		t.Fatalf("replica 0: silent ejections %d, want 1", st.SilentEjections)
 	}
-	// picks starts n reads at once, as a burst of clients does, ends those
-	// on replicas 1 and 2 and returns how many went to replica 0 (still in
-	// flight). Replica 0's peak latency (60ms) is its cost with nothing in
-	// flight; the others' cost grows with their reads in flight.
-	picks := func(n int) (onZero int) {
-		var others []int
-		for range n {
-			if r := p.Pick(); r == 0 {
-				onZero++
-			} else {
-				others = append(others, r)
-			}
-		}
-		for _, r := range others {
-			p.Done(r, ok(2*ms))
-		}
-		return onZero
-	}
 	clock.Advance(300 * ms) // the ejection ends
-	if n := picks(300); n != 1 {
+	if n := burstOnZero(p, 300); n != 1 {
 		t.Fatalf("replica 0 on probation got %d reads in flight, want 1 (ProbeLimit)", n)
 	}
 	if st := statsOf(p, 0); !st.Probation {
@@ -566,11 +539,11 @@ func TestC3ProbationAfterAnEjection(t *testing.T) {
 		t.Fatalf("after a slow probe: probation %t, ejected for %v, slow ejections %d; want ejected again for 500ms", st.Probation, st.EjectedUntil.Sub(clock.Now()), st.SlowEjections)
 	}
 	clock.Advance(600 * ms)
-	if n := picks(300); n != 1 {
+	if n := burstOnZero(p, 300); n != 1 {
 		t.Fatalf("replica 0 on its second probation got %d reads in flight, want 1", n)
 	}
 	p.Done(0, ok(2*ms)) // a timely probe does not end the probation
-	if n := picks(300); n != 1 {
+	if n := burstOnZero(p, 300); n != 1 {
 		t.Fatalf("replica 0 on probation after a timely probe got %d reads in flight, want 1", n)
 	}
 	p.Done(0, ok(2*ms))
@@ -579,7 +552,7 @@ func TestC3ProbationAfterAnEjection(t *testing.T) {
 		t.Fatal("replica 0 still on probation after ProbationTime")
 	}
 	clock.Advance(100 * ms) // its in-flight cap grows (TestC3InFlightCapAfterAnEjection)
-	if n := picks(300); n < 2 {
+	if n := burstOnZero(p, 300); n < 2 {
 		t.Fatalf("replica 0 after its probation got %d reads in flight, want several", n)
 	}
 }
@@ -802,41 +775,17 @@ func TestC3PingGateLeavesHealthyReplicasWhoseReadsBeatTheirPings(t *testing.T) {
 // when the ejection series is over (10 × EjectTime without one).
 func TestC3InFlightCapAfterAnEjection(t *testing.T) {
 	ms := time.Millisecond
-	clock := newFakeClock()
-	p := newTestPolicy(t, 3, Config{PeakCost: true, SlowFactor: 10, MinSilence: 50 * ms, EjectTime: 250 * ms, PullInterval: time.Hour, Now: clock.Now})
-	for r := range 3 {
-		complete(p, r, ok(2*ms))
-	}
-	// silent holds n reads on replica 0 for 60ms while the others answer,
-	// which ejects it, then answers them.
-	silent := func(n int) {
-		for range n {
-			p.Start(0)
-		}
-		clock.Advance(60 * ms)
-		complete(p, 1, ok(2*ms))
-		p.Done(p.Pick(), ok(2*ms))
-		for range n {
-			p.Done(0, ok(60*ms))
-		}
-	}
+	p, clock := newEjectingPolicy(t)
 	// inFlight starts 300 reads at once and returns how many replica 0
 	// took, then ends them all.
-	inFlight := func() (onZero int) {
-		var started []int
-		for range 300 {
-			r := p.Pick()
-			started = append(started, r)
-			if r == 0 {
-				onZero++
-			}
+	inFlight := func() int {
+		n := burstOnZero(p, 300)
+		for range n {
+			p.Done(0, ok(2*ms))
 		}
-		for _, r := range started {
-			p.Done(r, ok(2*ms))
-		}
-		return onZero
+		return n
 	}
-	silent(8)
+	ejectBySilence(p, clock, 8)
 	if st := statsOf(p, 0); st.SilentEjections != 1 || st.InFlightCap != 4 {
 		t.Fatalf("after holding 8 reads silent: silent ejections %d, cap %d; want 1 and 4", st.SilentEjections, st.InFlightCap)
 	}
@@ -852,7 +801,7 @@ func TestC3InFlightCapAfterAnEjection(t *testing.T) {
 	if n := inFlight(); n != 6 {
 		t.Fatalf("50ms later: replica 0 took %d reads at once, want 6", n)
 	}
-	silent(6)
+	ejectBySilence(p, clock, 6)
 	if st := statsOf(p, 0); st.SilentEjections != 2 || st.InFlightCap != 3 {
 		t.Fatalf("after holding 6 reads silent: silent ejections %d, cap %d; want 2 and 3", st.SilentEjections, st.InFlightCap)
 	}
@@ -867,4 +816,51 @@ func TestC3InFlightCapAfterAnEjection(t *testing.T) {
 	if st := statsOf(p, 0); st.InFlightCap != 0 {
 		t.Fatalf("after the ejection series: cap %d, want none", st.InFlightCap)
 	}
+}
+
+// newEjectingPolicy returns C3 as the read paths ship it (peak cost,
+// silent replicas ejected after 50ms), EjectTime 250ms, on a fake clock,
+// with each of 3 replicas answered once in 2ms.
+func newEjectingPolicy(t *testing.T) (Policy, *fakeClock) {
+	ms := time.Millisecond
+	clock := newFakeClock()
+	p := newTestPolicy(t, 3, Config{PeakCost: true, SlowFactor: 10, MinSilence: 50 * ms, EjectTime: 250 * ms, PullInterval: time.Hour, Now: clock.Now})
+	for r := range 3 {
+		complete(p, r, ok(2*ms))
+	}
+	return p, clock
+}
+
+// ejectBySilence holds n reads on replica 0 for 60ms while the others
+// answer, which ejects it, then answers them.
+func ejectBySilence(p Policy, clock *fakeClock, n int) {
+	ms := time.Millisecond
+	for range n {
+		p.Start(0)
+	}
+	clock.Advance(60 * ms)
+	complete(p, 1, ok(2*ms))
+	p.Done(p.Pick(), ok(2*ms))
+	for range n {
+		p.Done(0, ok(60*ms))
+	}
+}
+
+// burstOnZero starts n reads at once, as a burst of clients does, ends
+// those on replicas 1 and 2 and returns how many went to replica 0 (left in
+// flight). Replica 0's peak latency is its cost with nothing in flight;
+// the others' cost grows with their reads in flight.
+func burstOnZero(p Policy, n int) (onZero int) {
+	var others []int
+	for range n {
+		if r := p.Pick(); r == 0 {
+			onZero++
+		} else {
+			others = append(others, r)
+		}
+	}
+	for _, r := range others {
+		p.Done(r, ok(2*time.Millisecond))
+	}
+	return onZero
 }
