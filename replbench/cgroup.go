@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 )
@@ -90,27 +91,84 @@ func degrade(pid, percent int, capped *CPULimit) (*CPULimit, func() error, error
 // Remove moves the process back to the root cpu group and deletes the
 // group. It is safe to call twice and when the process has exited.
 func (l *CPULimit) Remove() error {
-	if l == nil || l.group == "" {
+	if l == nil {
 		return nil
 	}
-	// Move every task still in the group (the process, if alive) back.
-	raw, err := os.ReadFile(filepath.Join(l.group, "cgroup.procs"))
+	return removeGroup(cgroupCPURoot, &l.group)
+}
+
+// removeGroup moves every process still in *group back to the hierarchy's
+// root, deletes the group and clears *group. It does nothing when *group
+// is empty or already gone.
+func removeGroup(root string, group *string) error {
+	if *group == "" {
+		return nil
+	}
+	raw, err := os.ReadFile(filepath.Join(*group, "cgroup.procs"))
 	if errors.Is(err, os.ErrNotExist) {
-		l.group = ""
+		*group = ""
 		return nil
 	}
 	var errs []error
 	for _, pid := range strings.Fields(string(raw)) {
-		if err := os.WriteFile(filepath.Join(cgroupCPURoot, "cgroup.procs"), []byte(pid), 0o644); err != nil && !isNoSuchProcess(err) {
-			errs = append(errs, fmt.Errorf("replbench: move pid %s back to %s: %w", pid, cgroupCPURoot, err))
+		if err := os.WriteFile(filepath.Join(root, "cgroup.procs"), []byte(pid), 0o644); err != nil && !isNoSuchProcess(err) {
+			errs = append(errs, fmt.Errorf("replbench: move pid %s back to %s: %w", pid, root, err))
 		}
 	}
-	if err := os.Remove(l.group); err != nil && !errors.Is(err, os.ErrNotExist) {
-		errs = append(errs, fmt.Errorf("replbench: remove cgroup %s: %w", l.group, err))
+	if err := os.Remove(*group); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, fmt.Errorf("replbench: remove cgroup %s: %w", *group, err))
 	} else {
-		l.group = ""
+		*group = ""
 	}
 	return errors.Join(errs...)
+}
+
+// cgroupCPUSetRoot is where the cgroup-v1 cpuset controller is mounted.
+const cgroupCPUSetRoot = "/sys/fs/cgroup/cpuset"
+
+// CPUPin is a running cgroup-v1 cpuset group: its processes run only on
+// CPUs. Remove undoes it.
+type CPUPin struct {
+	CPUs  string
+	group string
+}
+
+// PinCPUs moves processes pids (all their threads) into a new cpuset group
+// named name that may run only on cpus (the kernel's list syntax, "1" or
+// "0-2"). It needs root and the v1 cpuset controller at
+// /sys/fs/cgroup/cpuset.
+func PinCPUs(name, cpus string, pids ...int) (*CPUPin, error) {
+	mems, err := os.ReadFile(filepath.Join(cgroupCPUSetRoot, "cpuset.mems"))
+	if err != nil {
+		return nil, fmt.Errorf("replbench: pinning to CPUs needs the cgroup-v1 cpuset controller at %s: %w", cgroupCPUSetRoot, err)
+	}
+	group := filepath.Join(cgroupCPUSetRoot, "baedal-replbench-"+name)
+	if err := os.Mkdir(group, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("replbench: create cgroup %s: %w", group, err)
+	}
+	p := &CPUPin{CPUs: cpus, group: group}
+	steps := []struct{ file, value string }{
+		{"cpuset.cpus", cpus},
+		{"cpuset.mems", strings.TrimSpace(string(mems))},
+	}
+	for _, pid := range pids {
+		steps = append(steps, struct{ file, value string }{"cgroup.procs", strconv.Itoa(pid)})
+	}
+	for _, s := range steps {
+		if err := os.WriteFile(filepath.Join(group, s.file), []byte(s.value), 0o644); err != nil {
+			return nil, errors.Join(fmt.Errorf("replbench: write %s to %s: %w", s.value, filepath.Join(group, s.file), err), p.Remove())
+		}
+	}
+	return p, nil
+}
+
+// Remove moves the processes back to the root cpuset (every CPU) and
+// deletes the group. It is safe to call twice.
+func (p *CPUPin) Remove() error {
+	if p == nil {
+		return nil
+	}
+	return removeGroup(cgroupCPUSetRoot, &p.group)
 }
 
 func isNoSuchProcess(err error) bool {
@@ -130,4 +188,51 @@ func (l *CPULimit) throttledTime() (uint64, error) {
 		}
 	}
 	return 0, fmt.Errorf("replbench: no throttled_time in %s/cpu.stat", l.group)
+}
+
+// isolateServers pins the servers under test (pids) to the machine's last
+// CPU and this process, the clients, to the others, so that neither takes
+// the other's CPU: with a cap on each server (LimitCPU) every server then
+// behaves as on a host of its own. GOMAXPROCS follows the clients' CPUs.
+// The returned undo puts everything back.
+func isolateServers(pids []int) (undo func() error, err error) {
+	n := runtime.NumCPU()
+	if n < 2 {
+		return nil, fmt.Errorf("replbench: isolate-servers: needs 2 CPUs or more, this process may use %d", n)
+	}
+	servers, err := PinCPUs("servers-"+strconv.Itoa(os.Getpid()), strconv.Itoa(n-1), pids...)
+	if err != nil {
+		return nil, err
+	}
+	clientCPUs := "0"
+	if n > 2 {
+		clientCPUs = "0-" + strconv.Itoa(n-2)
+	}
+	clients, err := PinCPUs("clients-"+strconv.Itoa(os.Getpid()), clientCPUs, os.Getpid())
+	if err != nil {
+		return nil, errors.Join(err, servers.Remove())
+	}
+	procs := runtime.GOMAXPROCS(n - 1)
+	return func() error {
+		runtime.GOMAXPROCS(procs)
+		return errors.Join(clients.Remove(), servers.Remove())
+	}, nil
+}
+
+// serverCores says, for a report's set-up, how the servers of a part (kind:
+// "replica", "node") share the CPU with each other and with the clients.
+func serverCores(kind string, percent int, isolate bool) string {
+	var b strings.Builder
+	switch {
+	case percent > 0:
+		fmt.Fprintf(&b, "Each %s is capped at %d%% of one core for the whole part (a cgroup-v1 quota each), as on a host of its own; the victim's cap is lowered.", kind, percent)
+	case isolate:
+		fmt.Fprintf(&b, "The %ss share a core with each other (no cap).", kind)
+	default:
+		fmt.Fprintf(&b, "The %ss share the machine's cores with each other and with the clients (no cap).", kind)
+	}
+	if isolate {
+		fmt.Fprintf(&b, " The %ss run on the machine's last CPU and the clients on the others (cgroup-v1 cpusets).", kind)
+	}
+	return b.String()
 }

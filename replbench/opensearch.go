@@ -80,12 +80,8 @@ func runOpenSearch(ctx context.Context, cfg Config, st *localstack.State, rep *b
 	for i := range st.OpenSearchURLs {
 		nodes = append(nodes, "opensearch-"+strconv.Itoa(i+1))
 	}
-	caps, err := capComponents(st, nodes, cfg.OpenSearchNodeCPUPercent)
-	defer func() {
-		for _, c := range caps {
-			err = errors.Join(err, c.Remove())
-		}
-	}()
+	caps, release, err := constrainServers(st, nodes, cfg.OpenSearchNodeCPUPercent, cfg.IsolateServers)
+	defer func() { err = errors.Join(err, release()) }()
 	if err != nil {
 		return res, endpoints, err
 	}
@@ -93,7 +89,7 @@ func runOpenSearch(ctx context.Context, cfg Config, st *localstack.State, rep *b
 		victim.cap = caps[degraded]
 	}
 	endpoints, err = compareEndpoints(ctx, cfg, st.OpenSearchURLs, index, victim, rep, out)
-	endpoints.NodeCPUPercent = cfg.OpenSearchNodeCPUPercent
+	endpoints.NodeCPUPercent, endpoints.IsolatedServers = cfg.OpenSearchNodeCPUPercent, cfg.IsolateServers
 	return res, endpoints, err
 }
 

@@ -28,11 +28,14 @@ type EndpointsResult struct {
 	Victim string `json:"victim,omitempty"`
 	// NodeCPUPercent is Config.OpenSearchNodeCPUPercent: each node's CPU
 	// cap, % of one core; absent when the nodes shared the cores.
-	NodeCPUPercent int      `json:"node_cpu_percent,omitzero"`
-	Healthy        Scenario `json:"healthy,omitzero"`
-	Degraded       Scenario `json:"degraded,omitzero"`
-	Stalled        Scenario `json:"stalled,omitzero"`
-	Recovering     Scenario `json:"recovering,omitzero"`
+	NodeCPUPercent int `json:"node_cpu_percent,omitzero"`
+	// IsolatedServers is Config.IsolateServers: the nodes ran on a CPU the
+	// clients did not use.
+	IsolatedServers bool     `json:"isolated_servers,omitzero"`
+	Healthy         Scenario `json:"healthy,omitzero"`
+	Degraded        Scenario `json:"degraded,omitzero"`
+	Stalled         Scenario `json:"stalled,omitzero"`
+	Recovering      Scenario `json:"recovering,omitzero"`
 }
 
 func (e EndpointsResult) scenarios() []namedScenario {
@@ -97,7 +100,7 @@ func compareEndpoints(ctx context.Context, cfg Config, urls []string, index stri
 			"our selector as osread ships it (c3: peak-EWMA latency × (in-flight+1), silent endpoints ejected, osread's sampler on), c3-psi (C3 ranked by Ψ, osread's default until 2026-11-27) and the peers %v, "+
 			"interleaved (ABBA) for %d rounds of %s each, in four scenarios. The victim is %s: its JVM is degraded (cgroup-v1 quota, %d%% of one core), stalled (SIGSTOP %s every %s) or recovering (degraded for the first half of each round). "+
 			"%s Shard-copy ARS is on (OpenSearch's default). Endpoint shares are the fraction of searches each policy sent to endpoints 1 / 2 / 3; endpoint 1 is the victim.",
-		index, cfg.OpenSearchClients, endpoints, cfg.Policies, cfg.Rounds, cfg.OpenSearchEndpointRoundDuration, res.Victim, cfg.OpenSearchDegradePercent, cfg.StallFor, cfg.StallEvery, nodeCores(cfg))})
+		index, cfg.OpenSearchClients, endpoints, cfg.Policies, cfg.Rounds, cfg.OpenSearchEndpointRoundDuration, res.Victim, cfg.OpenSearchDegradePercent, cfg.StallFor, cfg.StallEvery, serverCores("node", cfg.OpenSearchNodeCPUPercent, cfg.IsolateServers))})
 
 	var err error
 	if res.Healthy, err = runEndpointScenario(ctx, cfg, endpoints, index, scenarioHealthy, "none", nil, nil, rep, out); err != nil {
@@ -127,14 +130,6 @@ func compareEndpoints(ctx context.Context, cfg Config, urls []string, index stri
 		fmt.Sprintf("%s limited to %d%% of one core for the first half of each round, then not", res.Victim, cfg.OpenSearchDegradePercent),
 		nil, recoverCondition(victim.pid, cfg.OpenSearchDegradePercent, victim.cap), rep, out)
 	return res, err
-}
-
-// nodeCores says how the nodes share the CPU in the endpoint part.
-func nodeCores(cfg Config) string {
-	if cfg.OpenSearchNodeCPUPercent > 0 {
-		return fmt.Sprintf("Each node's JVM is capped at %d%% of one core (a cgroup-v1 quota each), as on a host of its own; the victim's cap is lowered.", cfg.OpenSearchNodeCPUPercent)
-	}
-	return "The three JVMs share the machine's cores."
 }
 
 // runEndpointScenario runs every endpoint contender interleaved and adds a

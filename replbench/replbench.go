@@ -105,6 +105,12 @@ type Config struct {
 	// JVM at this % of one core for the endpoint part, as on a host of its
 	// own; the victim's cap is lowered to OpenSearchDegradePercent.
 	OpenSearchNodeCPUPercent int
+	// IsolateServers pins the servers under test (the Redis replicas; the
+	// OpenSearch nodes in the endpoint part) to the machine's last CPU and
+	// the clients to the others. With ReplicaCPUPercent and
+	// OpenSearchNodeCPUPercent every server then has a fixed share of a core
+	// the clients cannot take, as on hosts of their own.
+	IsolateServers bool
 	// ReportDir receives replicas.html and replicas.json.
 	ReportDir string
 	// Seed makes the read mix reproducible.
@@ -241,6 +247,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.OpenSearchEndpointRoundDuration, "opensearch-endpoint-round-duration", c.OpenSearchEndpointRoundDuration, "time per endpoint policy per round (0: the profile's)")
 	fs.IntVar(&c.OpenSearchDegradePercent, "opensearch-degrade-percent", c.OpenSearchDegradePercent, "CPU quota of the degraded or recovering OpenSearch node, % of one core (0: 10)")
 	fs.IntVar(&c.OpenSearchNodeCPUPercent, "opensearch-node-cpu-percent", c.OpenSearchNodeCPUPercent, "cap every OpenSearch node at this % of one core in the endpoint part, as on a host of its own (0: no cap, the nodes share the cores)")
+	fs.BoolVar(&c.IsolateServers, "isolate-servers", c.IsolateServers, "run the Redis replicas and, in the endpoint part, the OpenSearch nodes on the machine's last CPU and the clients on the others (needs 2 CPUs and the cgroup-v1 cpuset controller)")
 	fs.BoolVar(&c.NoAblations, "no-ablations", c.NoAblations, "leave out the variants of C3 (c3-psi, c3-concentrate, c3-hedge, c3-no-ping-gate, c3-no-probation)")
 	fs.Float64Var(&c.HedgeBudget, "hedge-budget", c.HedgeBudget, "hedge budget of the hedged C3 variants, a fraction of reads (0: 0.05)")
 	fs.DurationVar(&c.StallFor, "stall-for", c.StallFor, "stalled scenario: how long replica 1 is stopped each time (0: 200ms)")
@@ -432,6 +439,9 @@ type Summary struct {
 	// ReplicaCPUPercent is Config.ReplicaCPUPercent: each replica's CPU
 	// cap, % of one core; absent when the replicas shared the cores.
 	ReplicaCPUPercent int `json:"replica_cpu_percent,omitzero"`
+	// IsolatedServers is Config.IsolateServers: the replicas ran on a CPU
+	// the clients did not use.
+	IsolatedServers bool `json:"isolated_servers,omitzero"`
 	// Targets are judged on the ratios' intervals; see targets.
 	Targets bench.Targets `json:"targets"`
 	Report  string        `json:"report"`
@@ -494,10 +504,7 @@ func runRedis(ctx context.Context, cfg Config, st *localstack.State, sum *Summar
 	if len(st.RedisReplicaAddrs) < 3 {
 		return fmt.Errorf("replbench: stack in %s has %d Redis replicas, need 3 (baedal up --redis-replicas 3)", st.StateDir, len(st.RedisReplicaAddrs))
 	}
-	cores := "The replicas share the machine's cores with each other and with the clients (no cap)."
-	if cfg.ReplicaCPUPercent > 0 {
-		cores = fmt.Sprintf("Each replica is capped at %d%% of one core for the whole part (a cgroup-v1 quota each), as on a host of its own; the degraded replica's cap is lowered.", cfg.ReplicaCPUPercent)
-	}
+	cores := serverCores("replica", cfg.ReplicaCPUPercent, cfg.IsolateServers)
 	rep.Add(bench.Section{Title: "Setup", Text: fmt.Sprintf(
 		"Redis: one primary and 3 read replicas on loopback; %s %d timelines × %d entries (sorted sets) loaded into the primary and replicated. "+
 			"A closed loop of %d concurrent clients reads feeds through replica/redisread: one pipeline of ZREVRANGE (20–50 entries of the reader's timeline) and two ZREVRANGEBYSCORE … LIMIT 0 20 (followed celebrities' posts); "+
@@ -518,16 +525,12 @@ func runRedis(ctx context.Context, cfg Config, st *localstack.State, sum *Summar
 	if err != nil {
 		return err
 	}
-	caps, err := capComponents(st, []string{"redis-replica-1", "redis-replica-2", "redis-replica-3"}, cfg.ReplicaCPUPercent)
-	defer func() {
-		for _, c := range caps {
-			err = errors.Join(err, c.Remove())
-		}
-	}()
+	caps, release, err := constrainServers(st, []string{"redis-replica-1", "redis-replica-2", "redis-replica-3"}, cfg.ReplicaCPUPercent, cfg.IsolateServers)
+	defer func() { err = errors.Join(err, release()) }()
 	if err != nil {
 		return err
 	}
-	sum.ReplicaCPUPercent = cfg.ReplicaCPUPercent
+	sum.ReplicaCPUPercent, sum.IsolatedServers = cfg.ReplicaCPUPercent, cfg.IsolateServers
 	var capped *CPULimit
 	if len(caps) > 0 {
 		capped = caps[0]
@@ -562,26 +565,44 @@ func runRedis(ctx context.Context, cfg Config, st *localstack.State, sum *Summar
 	return err
 }
 
-// capComponents caps each named component of st (its process) at percent%
-// of one core (none when percent is 0), in order. On error it returns the
-// caps it made, for the caller to remove.
-func capComponents(st *localstack.State, components []string, percent int) ([]*CPULimit, error) {
-	if percent == 0 {
-		return nil, nil
+// constrainServers caps each named component of st (its process) at
+// percent% of one core (none when percent is 0), in order, and with isolate
+// pins them to a CPU of their own (isolateServers). release undoes what was
+// done, also after an error.
+func constrainServers(st *localstack.State, components []string, percent int, isolate bool) (caps []*CPULimit, release func() error, err error) {
+	release = func() error {
+		var errs []error
+		for _, c := range caps {
+			errs = append(errs, c.Remove())
+		}
+		return errors.Join(errs...)
 	}
-	var caps []*CPULimit
+	var pids []int
 	for _, component := range components {
 		pid, err := componentPID(st, component)
 		if err != nil {
-			return caps, err
+			return caps, release, err
+		}
+		pids = append(pids, pid)
+		if percent == 0 {
+			continue
 		}
 		c, err := LimitCPU(pid, percent)
 		if err != nil {
-			return caps, err
+			return caps, release, err
 		}
 		caps = append(caps, c)
 	}
-	return caps, nil
+	if !isolate {
+		return caps, release, nil
+	}
+	unpin, err := isolateServers(pids)
+	if err != nil {
+		return caps, release, err
+	}
+	uncap := release
+	release = func() error { return errors.Join(unpin(), uncap()) }
+	return caps, release, nil
 }
 
 // writeReport adds the targets, writes the HTML report and returns its path.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,6 +104,60 @@ func TestLimitCPUThrottlesARealProcess(t *testing.T) {
 	}
 }
 
+// TestPinCPUsPinsARealProcess pins a busy loop to CPU 0 and checks the
+// kernel's allowed list, then that Remove gives it every CPU back.
+func TestPinCPUsPinsARealProcess(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(cgroupCPUSetRoot, "cpuset.cpus")); err != nil || os.Geteuid() != 0 {
+		testenv.Unavailable(t, fmt.Errorf("a cgroup-v1 cpuset controller at %s and root are needed (euid %d, stat: %v)", cgroupCPUSetRoot, os.Geteuid(), err))
+	}
+	busy := exec.Command("sh", "-c", "while :; do :; done")
+	if err := busy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { busy.Process.Kill(); busy.Wait() }()
+	allowed := func() string {
+		status, err := os.ReadFile("/proc/" + strconv.Itoa(busy.Process.Pid) + "/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+				return strings.TrimSpace(v)
+			}
+		}
+		t.Fatalf("no Cpus_allowed_list in /proc/%d/status", busy.Process.Pid)
+		return ""
+	}
+	before := allowed()
+	pin, err := PinCPUs("test-"+strconv.Itoa(busy.Process.Pid), "0", busy.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pin.Remove()
+	if got := allowed(); got != "0" {
+		t.Fatalf("pinned to CPU 0, the kernel allows %q", got)
+	}
+	group := pin.group
+	if err := pin.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(group); !os.IsNotExist(err) {
+		t.Fatalf("group %s still exists after Remove (stat: %v)", group, err)
+	}
+	if got := allowed(); got != before {
+		t.Fatalf("after Remove the kernel allows %q, want %q as before", got, before)
+	}
+	if err := pin.Remove(); err != nil {
+		t.Fatalf("second Remove: %v, want nil", err)
+	}
+	if _, err := PinCPUs("test-bad", "no-such-cpu", busy.Process.Pid); err == nil || !strings.Contains(err.Error(), "cpuset.cpus") {
+		t.Fatalf("PinCPUs to CPUs %q: %v, want an error naming cpuset.cpus", "no-such-cpu", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(cgroupCPUSetRoot, "baedal-replbench-test-*")); len(left) > 0 {
+		t.Fatalf("groups left after a failed PinCPUs: %v", left)
+	}
+}
+
 // TestBenchmarkSmoke runs the whole benchmark, Redis and both OpenSearch
 // parts (ARS, endpoints), at a tiny size on dedicated stacks and checks the
 // summary's keys and that every interval holds its point, not the figures.
@@ -121,8 +176,10 @@ func TestBenchmarkSmoke(t *testing.T) {
 		// restored instead of a group of its own (see degrade).
 		ReplicaCPUPercent:        90,
 		OpenSearchNodeCPUPercent: 90,
+		IsolateServers:           runtime.NumCPU() >= 2,
 		ReportDir:                t.TempDir(),
 	}
+	procs := runtime.GOMAXPROCS(0)
 	var out, progress bytes.Buffer
 	sum, err := Run(ctx, cfg, &out, &progress)
 	if err != nil {
@@ -205,8 +262,16 @@ func TestBenchmarkSmoke(t *testing.T) {
 	if e := sum.OpenSearchEndpoints; e.NodeCPUPercent != 90 || !strings.Contains(e.Degraded.Degradation, "throttled it for") {
 		t.Errorf("endpoint part: node_cpu_percent %d, degraded %q; want 90 and the kernel's throttled time", e.NodeCPUPercent, e.Degraded.Degradation)
 	}
-	if left, _ := filepath.Glob(filepath.Join(cgroupCPURoot, "baedal-replbench-*")); len(left) > 0 {
-		t.Errorf("cgroups left after the run: %v", left)
+	if parsed["isolated_servers"] != cfg.IsolateServers || sum.OpenSearchEndpoints.IsolatedServers != cfg.IsolateServers {
+		t.Errorf("isolated_servers %v, endpoint part %v; want %v", parsed["isolated_servers"], sum.OpenSearchEndpoints.IsolatedServers, cfg.IsolateServers)
+	}
+	for _, root := range []string{cgroupCPURoot, cgroupCPUSetRoot} {
+		if left, _ := filepath.Glob(filepath.Join(root, "baedal-replbench-*")); len(left) > 0 {
+			t.Errorf("cgroups left after the run: %v", left)
+		}
+	}
+	if own, _ := os.ReadFile("/proc/self/cpuset"); strings.TrimSpace(string(own)) != "/" || runtime.GOMAXPROCS(0) != procs {
+		t.Errorf("after the run this process is in cpuset %q with GOMAXPROCS %d, want / and %d", own, runtime.GOMAXPROCS(0), procs)
 	}
 	if parsed["bench"] != "replicas" {
 		t.Fatalf("bench = %v, want replicas", parsed["bench"])
