@@ -156,10 +156,16 @@ func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 // over PingGate × the typical (lower median) ping EWMA, and over the lowest
 // R (a bare PING waits longer than a whole read takes on the best replica),
 // is ejected, and an ejection that ends while that still holds is extended
-// by EjectTime. A CPU-throttled or stalled Redis thus stays out until its
-// pings come back, however few reads it is sent, and a recovered one
-// returns within a few pings. The replica with the lowest ping is never
-// ejected by the gate.
+// by EjectTime. A replica's pings count as slow when their EWMA and the
+// latest ping both are: one fast ping after a stall outweighs the EWMA,
+// which a single 200 ms sample keeps over the limit for about two seconds.
+// A CPU-throttled Redis thus stays out while its pings wait for its quota,
+// however few reads it is sent. A replica ejected for silence or its pings
+// is back early, on probation, once it has answered every read it held
+// and a ping since its ejection was fast: stopped for 200 ms every 2 s (a
+// fork, a GC pause) it would otherwise sit out most of the time it is up,
+// which costs a third of the capacity when each replica has a host of its
+// own. The replica with the lowest ping is never ejected by the gate.
 func ejectOutliers(s *selector, now time.Time) {
 	typical, lowestR := typicalSignal(s, now)
 	limit := typical * s.cfg.SlowFactor
@@ -171,14 +177,20 @@ func ejectOutliers(s *selector, now time.Time) {
 	}
 	pingLimit := max(s.cfg.PingGate*lowerMedian(pings), lowestR)
 	slowPing := func(st *replicaState) bool {
-		return s.cfg.PingGate > 0 && st.ping.set && st.ping.value > pingLimit
+		return s.cfg.PingGate > 0 && st.ping.set && st.ping.value > pingLimit && st.lastPing > pingLimit
+	}
+	// backEarly: a replica ejected for silence or its pings has answered
+	// every read it held and a ping since the ejection was fast.
+	backEarly := func(st *replicaState) bool {
+		return s.cfg.PingGate > 0 && st.ejectedBy != ejectedSlow && st.outstanding == 0 &&
+			st.lastPingAt.After(st.ejectedAt) && st.lastPing <= pingLimit
 	}
 	for r := range s.replicas {
 		st := &s.replicas[r]
 		growInFlightCap(s, st, now)
 		switch {
 		case !st.hasStats():
-		case now.Before(st.ejectedUntil):
+		case now.Before(st.ejectedUntil) && !backEarly(st):
 			// still ejected
 		case !st.ejectedUntil.IsZero() && slowPing(st):
 			// Its pings are still slow: keep it out, without doubling,
@@ -187,8 +199,11 @@ func ejectOutliers(s *selector, now time.Time) {
 			st.lastEjectionEnd = st.ejectedUntil
 			st.pingExtensions++
 		case !st.ejectedUntil.IsZero():
-			// The ejection ended: judge the replica on fresh samples, a
-			// few probes at a time.
+			// The ejection ended (or the replica is back early): judge
+			// it on fresh samples, a few probes at a time.
+			if now.Before(st.ejectedUntil) {
+				st.lastEjectionEnd = now // back early
+			}
 			st.ejectedUntil = time.Time{}
 			st.responseTime.value = lowestR
 			if !s.cfg.NoProbation {
@@ -273,6 +288,7 @@ const (
 // it held when ejected (or half its cap, when lower), at least ProbeLimit.
 func eject(s *selector, st *replicaState, now time.Time, cause int) {
 	st.ejectedFor[cause]++
+	st.ejectedAt, st.ejectedBy = now, cause
 	st.probationUntil = time.Time{}
 	if !s.cfg.NoProbation {
 		held := st.outstanding

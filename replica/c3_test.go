@@ -864,3 +864,55 @@ func burstOnZero(p Policy, n int) (onZero int) {
 	}
 	return onZero
 }
+
+// A replica ejected for silence (stopped by a fork or a GC pause) is back,
+// on probation, as soon as it has answered the reads it held and a ping
+// since its ejection was fast, not only when its EjectTime ends: stopped
+// 200 ms every 2 s, it would otherwise sit out most of its time up. One
+// whose fresh pings are still slow (CPU-throttled) stays out, and without
+// the ping gate nothing brings it back early.
+func TestC3StalledReplicaIsBackOnceItAnswersAndPingsAgain(t *testing.T) {
+	ms := time.Millisecond
+	setup := func(gate float64) (Policy, *fakeClock) {
+		clock := newFakeClock()
+		p := newTestPolicy(t, 3, Config{PeakCost: true, SlowFactor: 10, PingGate: gate, MinSilence: 50 * ms, EjectTime: time.Second, PullInterval: time.Hour, Now: clock.Now})
+		for r := range 3 {
+			complete(p, r, ok(2*ms))
+			p.ObservePing(r, 300*time.Microsecond)
+		}
+		ejectBySilence(p, clock, 8) // it answers the 8 reads it held
+		if st := statsOf(p, 0); st.SilentEjections != 1 || st.EjectedUntil.IsZero() {
+			t.Fatalf("gate %v: silent ejections %d, ejected until %v; want one silent ejection", gate, st.SilentEjections, st.EjectedUntil)
+		}
+		return p, clock
+	}
+	// after observes ping on replica 0 once d has passed and runs a read,
+	// which judges the replicas, and says whether replica 0 is ejected.
+	after := func(p Policy, clock *fakeClock, d, ping time.Duration) (ejected bool) {
+		clock.Advance(d)
+		p.ObservePing(0, ping)
+		p.Done(p.Pick(), ok(2*ms))
+		return !statsOf(p, 0).EjectedUntil.IsZero()
+	}
+	p, clock := setup(10)
+	if !after(p, clock, 10*ms, 200*ms) { // the ping sent during the stall
+		t.Fatal("back after a slow ping")
+	}
+	if after(p, clock, 240*ms, 300*time.Microsecond) {
+		t.Fatal("still ejected 250ms into a 1s ejection, its reads answered and its ping fast again")
+	}
+	if n := burstOnZero(p, 300); n != 1 {
+		t.Fatalf("back early: replica 0 took %d reads at once, want 1 (probation)", n)
+	}
+
+	p, clock = setup(10)
+	for range 3 { // CPU-throttled: its pings wait for its quota
+		if !after(p, clock, 250*ms, 40*ms) {
+			t.Fatal("back with its pings still slow")
+		}
+	}
+	p, clock = setup(-1)
+	if !after(p, clock, 250*ms, 300*time.Microsecond) {
+		t.Fatal("back early without the ping gate")
+	}
+}

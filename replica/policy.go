@@ -167,7 +167,11 @@ type replicaState struct {
 	serviceTime  ewma // µ̄, a time
 	queueLen     ewma // q
 	ping         ewma
-	outstanding  int // os
+	// lastPing is the latest ping round trip (seconds), observed at
+	// lastPingAt: the ping gate's check that the EWMA is still current.
+	lastPing    float64
+	lastPingAt  time.Time
+	outstanding int // os
 	// waitingSince is when the replica last completed a request, or got
 	// one while idle: with requests outstanding, now − waitingSince is how
 	// long it has answered nothing (see stalled).
@@ -180,6 +184,10 @@ type replicaState struct {
 	ejectedUntil    time.Time
 	lastEjectionEnd time.Time
 	ejections       int
+	// ejectedAt and ejectedBy: when the current ejection began and its
+	// cause (ejectedSlow, ejectedSilent, ejectedPing).
+	ejectedAt time.Time
+	ejectedBy int
 	// probationUntil: back from an ejection, the replica takes ProbeLimit
 	// requests at a time until then (see c3Strategy). After that it takes
 	// at most inFlightCap (when positive), which grows by one a step from
@@ -377,7 +385,9 @@ func (s *selector) ObserveServer(r int, serviceTime time.Duration, queueLen floa
 func (s *selector) ObservePing(r int, rtt time.Duration) {
 	alpha := s.cfg.Alpha
 	s.mu.Lock()
-	s.replicas[r].ping.add(max(rtt, 0).Seconds(), alpha)
+	st := &s.replicas[r]
+	st.lastPing, st.lastPingAt = max(rtt, 0).Seconds(), s.cfg.Now()
+	st.ping.add(st.lastPing, alpha)
 	s.mu.Unlock()
 }
 
