@@ -62,8 +62,12 @@ func c3RankOf(st *replicaState, clients int) float64 {
 // median; with PeakCost only the silence counts; see ejectOutliers). An
 // outlier is ejected: it ranks after every other replica for EjectTime,
 // doubling on repeats (see Config), and when that ends it is on probation
-// for ProbationTime: it takes ProbeLimit requests at a time, and an answer
-// over the outlier limit, or silence, ejects it again. After probation it
+// for ProbationTime: it takes ProbeLimit requests at a time, twice as many
+// after each answer in time (a slow start, up to its in-flight cap), and an
+// answer over the outlier limit, or silence, ejects it again. A fixed
+// ProbeLimit for the whole probation kept a replica that had only been
+// stopped for a moment at one read at a time for a second, a third of
+// the capacity when each replica has a host of its own. After probation it
 // may hold at most an in-flight cap, half what it held when ejected,
 // growing by one a step (see growInFlightCap): a CPU-throttled Redis
 // answers a few reads at a time in time, and fails again only with more.
@@ -90,7 +94,8 @@ type c3Strategy struct {
 
 // observe feeds PeakCost's peak-EWMA estimates and judges a replica on
 // probation: a reply over the outlier limit (SlowFactor × the typical
-// signal, at least MinSilence) ejects it again (doubling, as any repeat).
+// signal, at least MinSilence) ejects it again (doubling, as any repeat),
+// one in time doubles what it may hold (up to its in-flight cap).
 func (c *c3Strategy) observe(s *selector, r int, latency time.Duration, now time.Time) {
 	if c.peak != nil {
 		c.peak.observe(s, r, latency, now)
@@ -99,6 +104,8 @@ func (c *c3Strategy) observe(s *selector, r int, latency time.Duration, now time
 		typical, _ := typicalSignal(s, now)
 		if latency.Seconds() > max(typical*s.cfg.SlowFactor, s.cfg.MinSilence.Seconds()) {
 			eject(s, st, now, ejectedSlow)
+		} else if st.probeLimit < st.inFlightCap {
+			st.probeLimit = min(2*st.probeLimit, st.inFlightCap)
 		}
 	}
 }
@@ -118,7 +125,7 @@ func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 		st := &s.replicas[r]
 		switch {
 		case st.hasStats() && now.Before(st.ejectedUntil),
-			st.onProbation(now) && st.outstanding >= s.cfg.ProbeLimit,
+			st.onProbation(now) && st.outstanding >= st.probeLimit,
 			st.inFlightCap > 0 && st.outstanding >= st.inFlightCap:
 			s.keys[r] = sortKey{tier: tierSlow, value: rank(r, st)}
 		case st.hasStats():
@@ -208,6 +215,7 @@ func ejectOutliers(s *selector, now time.Time) {
 			st.responseTime.value = lowestR
 			if !s.cfg.NoProbation {
 				st.probationUntil = now.Add(s.cfg.ProbationTime)
+				st.probeLimit = s.cfg.ProbeLimit
 				st.capGrownAt = st.probationUntil
 			}
 		case !s.cfg.PeakCost && st.responseTime.value > limit:

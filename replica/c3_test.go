@@ -557,6 +557,35 @@ func TestC3ProbationAfterAnEjection(t *testing.T) {
 	}
 }
 
+// On probation a replica starts at ProbeLimit reads at a time and doubles
+// that with every answer in time, up to its in-flight cap (half the 16 it
+// held when ejected): a replica that was only stopped for a moment is back
+// at its share within a few round trips, not after the whole probation.
+// A slow answer still ejects it.
+func TestC3ProbationStartsSlowAndDoublesUpToTheCap(t *testing.T) {
+	ms := time.Millisecond
+	p, clock := newEjectingPolicy(t)
+	ejectBySilence(p, clock, 16)
+	clock.Advance(300 * ms) // the ejection ends: probation
+	for _, want := range []int{1, 2, 8, 8} {
+		n := burstOnZero(p, 300)
+		if n != want {
+			t.Fatalf("on probation: replica 0 took %d reads at once, want %d (1, doubled by each answer in time, up to the cap 8)", n, want)
+		}
+		for range n {
+			p.Done(0, ok(2*ms))
+		}
+	}
+	if st := statsOf(p, 0); !st.Probation || st.InFlightCap != 8 {
+		t.Fatalf("probation %t, cap %d; want still on probation (250ms), cap 8", st.Probation, st.InFlightCap)
+	}
+	burstOnZero(p, 300)
+	p.Done(0, ok(80*ms)) // a slow answer: over 50ms
+	if st := statsOf(p, 0); st.Probation || st.EjectedUntil.IsZero() || st.SlowEjections != 1 {
+		t.Fatalf("after a slow answer on probation: probation %t, ejected until %v, slow ejections %d; want ejected again", st.Probation, st.EjectedUntil, st.SlowEjections)
+	}
+}
+
 // When every replica stalls at once (this client paused, not a server) no
 // replica is an outlier: Ψ decides as usual.
 func TestC3SlowFactorIgnoresStallsOfEveryReplica(t *testing.T) {

@@ -148,9 +148,11 @@ type Config struct {
 	// answered, to be ejected for it, however low SlowFactor × the typical
 	// signal is. Zero: no floor.
 	MinSilence time.Duration
-	// ProbationTime is how long a replica whose ejection ended takes at
-	// most ProbeLimit requests at a time; an answer over the outlier limit
-	// ejects it again (see c3Strategy). Zero takes EjectTime.
+	// ProbationTime is how long a replica whose ejection ended is watched:
+	// it takes ProbeLimit requests at a time, twice as many after each
+	// answer in time (up to its in-flight cap), and an answer over the
+	// outlier limit ejects it again (see c3Strategy). Zero takes
+	// EjectTime.
 	ProbationTime time.Duration
 	// NoProbation lets a replica whose ejection ended take reads as any
 	// other at once: no probation (ProbationTime) and no in-flight cap

@@ -89,7 +89,8 @@ type ReplicaStats struct {
 	EjectedUntil time.Time
 	Ejections    int
 	// Probation says the replica is back from an ejection and takes
-	// ProbeLimit requests at a time (Config.ProbationTime).
+	// ProbeLimit requests at a time, doubled by every answer in time
+	// (Config.ProbationTime).
 	Probation bool
 	// InFlightCap, when positive, is how many requests the replica may
 	// have in flight after its probation: half what it held when last
@@ -188,11 +189,13 @@ type replicaState struct {
 	// cause (ejectedSlow, ejectedSilent, ejectedPing).
 	ejectedAt time.Time
 	ejectedBy int
-	// probationUntil: back from an ejection, the replica takes ProbeLimit
-	// requests at a time until then (see c3Strategy). After that it takes
-	// at most inFlightCap (when positive), which grows by one a step from
-	// capGrownAt (see growInFlightCap).
+	// probationUntil: back from an ejection, the replica takes at most
+	// probeLimit requests at a time until then: ProbeLimit at first,
+	// doubled by every answer in time, up to inFlightCap (see c3Strategy).
+	// After that it takes at most inFlightCap (when positive), which grows
+	// by one a step from capGrownAt (see growInFlightCap).
 	probationUntil time.Time
+	probeLimit     int
 	inFlightCap    int
 	capGrownAt     time.Time
 	// ejectedFor counts ejections by cause (see ReplicaStats).
