@@ -169,7 +169,7 @@ func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 // A CPU-throttled Redis thus stays out while its pings wait for its quota,
 // however few reads it is sent. A replica ejected for silence or its pings
 // is back early, on probation, once it has answered every read it held
-// and a ping since its ejection was fast: stopped for 200 ms every 2 s (a
+// and two pings since its ejection were fast: stopped for 200 ms every 2 s (a
 // fork, a GC pause) it would otherwise sit out most of the time it is up,
 // which costs a third of the capacity when each replica has a host of its
 // own. The replica with the lowest ping is never ejected by the gate.
@@ -187,10 +187,12 @@ func ejectOutliers(s *selector, now time.Time) {
 		return s.cfg.PingGate > 0 && st.ping.set && st.ping.value > pingLimit && st.lastPing > pingLimit
 	}
 	// backEarly: a replica ejected for silence or its pings has answered
-	// every read it held and a ping since the ejection was fast.
+	// every read it held and its last two pings, both since the ejection,
+	// were fast. One was not enough: a Redis at 10% of a core answers a
+	// ping in time whenever it lands in its quota, one in ten or so.
 	backEarly := func(st *replicaState) bool {
 		return s.cfg.PingGate > 0 && st.ejectedBy != ejectedSlow && st.outstanding == 0 &&
-			st.lastPingAt.After(st.ejectedAt) && st.lastPing <= pingLimit
+			st.prevPingAt.After(st.ejectedAt) && max(st.lastPing, st.prevPing) <= pingLimit
 	}
 	for r := range s.replicas {
 		st := &s.replicas[r]

@@ -895,11 +895,12 @@ func burstOnZero(p Policy, n int) (onZero int) {
 }
 
 // A replica ejected for silence (stopped by a fork or a GC pause) is back,
-// on probation, as soon as it has answered the reads it held and a ping
-// since its ejection was fast, not only when its EjectTime ends: stopped
+// on probation, as soon as it has answered the reads it held and two pings
+// since its ejection were fast, not only when its EjectTime ends: stopped
 // 200 ms every 2 s, it would otherwise sit out most of its time up. One
-// whose fresh pings are still slow (CPU-throttled) stays out, and without
-// the ping gate nothing brings it back early.
+// whose fresh pings are still slow, or fast only now and then
+// (CPU-throttled), stays out, and without the ping gate nothing brings it
+// back early.
 func TestC3StalledReplicaIsBackOnceItAnswersAndPingsAgain(t *testing.T) {
 	ms := time.Millisecond
 	setup := func(gate float64) (Policy, *fakeClock) {
@@ -927,17 +928,24 @@ func TestC3StalledReplicaIsBackOnceItAnswersAndPingsAgain(t *testing.T) {
 	if !after(p, clock, 10*ms, 200*ms) { // the ping sent during the stall
 		t.Fatal("back after a slow ping")
 	}
-	if after(p, clock, 240*ms, 300*time.Microsecond) {
-		t.Fatal("still ejected 250ms into a 1s ejection, its reads answered and its ping fast again")
+	if !after(p, clock, 240*ms, 300*time.Microsecond) {
+		t.Fatal("back after one fast ping, the one before it slow")
+	}
+	if after(p, clock, 250*ms, 300*time.Microsecond) {
+		t.Fatal("still ejected 500ms into a 1s ejection, its reads answered and two pings fast again")
 	}
 	if n := burstOnZero(p, 300); n != 1 {
 		t.Fatalf("back early: replica 0 took %d reads at once, want 1 (probation)", n)
 	}
 
 	p, clock = setup(10)
-	for range 3 { // CPU-throttled: its pings wait for its quota
-		if !after(p, clock, 250*ms, 40*ms) {
-			t.Fatal("back with its pings still slow")
+	for i := range 3 { // CPU-throttled: its pings wait for its quota, but for one that lands in it
+		ping := 40 * ms
+		if i == 1 {
+			ping = 300 * time.Microsecond
+		}
+		if !after(p, clock, 250*ms, ping) {
+			t.Fatalf("back with its pings still slow but for one (ping %d of 3)", i+1)
 		}
 	}
 	p, clock = setup(-1)

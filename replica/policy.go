@@ -169,10 +169,11 @@ type replicaState struct {
 	queueLen     ewma // q
 	ping         ewma
 	// lastPing is the latest ping round trip (seconds), observed at
-	// lastPingAt: the ping gate's check that the EWMA is still current.
-	lastPing    float64
-	lastPingAt  time.Time
-	outstanding int // os
+	// lastPingAt, and prevPing the one before, observed at prevPingAt: the
+	// ping gate's check that the EWMA is still current (see ejectOutliers).
+	lastPing, prevPing     float64
+	lastPingAt, prevPingAt time.Time
+	outstanding            int // os
 	// waitingSince is when the replica last completed a request, or got
 	// one while idle: with requests outstanding, now − waitingSince is how
 	// long it has answered nothing (see stalled).
@@ -389,6 +390,7 @@ func (s *selector) ObservePing(r int, rtt time.Duration) {
 	alpha := s.cfg.Alpha
 	s.mu.Lock()
 	st := &s.replicas[r]
+	st.prevPing, st.prevPingAt = st.lastPing, st.lastPingAt
 	st.lastPing, st.lastPingAt = max(rtt, 0).Seconds(), s.cfg.Now()
 	st.ping.add(st.lastPing, alpha)
 	s.mu.Unlock()
