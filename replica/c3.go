@@ -163,16 +163,16 @@ func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 // over PingGate × the typical (lower median) ping EWMA, and over the lowest
 // R (a bare PING waits longer than a whole read takes on the best replica),
 // is ejected, and an ejection that ends while that still holds is extended
-// by EjectTime. A replica's pings count as slow when their EWMA and the
-// latest ping both are: one fast ping after a stall outweighs the EWMA,
-// which a single 200 ms sample keeps over the limit for about two seconds.
-// A CPU-throttled Redis thus stays out while its pings wait for its quota,
-// however few reads it is sent. A replica ejected for silence or its pings
-// is back early, on probation, once it has answered every read it held
-// and two pings since its ejection were fast: stopped for 200 ms every 2 s (a
-// fork, a GC pause) it would otherwise sit out most of the time it is up,
-// which costs a third of the capacity when each replica has a host of its
-// own. The replica with the lowest ping is never ejected by the gate.
+// by EjectTime. A CPU-throttled Redis thus stays out while its pings wait
+// for its quota, however few reads it is sent. A replica ejected for
+// silence or its pings is back early, on probation, once it has answered
+// every read it held and two pings since its ejection were fast; its ping
+// EWMA restarts from the latest ping, as the one slow sample of a 200 ms
+// stall would keep it over the gate for about two seconds. Stopped for
+// 200 ms every 2 s (a fork, a GC pause), the gate otherwise kept a replica
+// out until its next stall: a third of the capacity when each replica has a
+// host of its own. The replica with the lowest ping is never ejected by
+// the gate.
 func ejectOutliers(s *selector, now time.Time) {
 	typical, lowestR := typicalSignal(s, now)
 	limit := typical * s.cfg.SlowFactor
@@ -184,7 +184,7 @@ func ejectOutliers(s *selector, now time.Time) {
 	}
 	pingLimit := max(s.cfg.PingGate*lowerMedian(pings), lowestR)
 	slowPing := func(st *replicaState) bool {
-		return s.cfg.PingGate > 0 && st.ping.set && st.ping.value > pingLimit && st.lastPing > pingLimit
+		return s.cfg.PingGate > 0 && st.ping.set && st.ping.value > pingLimit
 	}
 	// backEarly: a replica ejected for silence or its pings has answered
 	// every read it held and its last two pings, both since the ejection,
@@ -197,9 +197,15 @@ func ejectOutliers(s *selector, now time.Time) {
 	for r := range s.replicas {
 		st := &s.replicas[r]
 		growInFlightCap(s, st, now)
+		early := st.hasStats() && now.Before(st.ejectedUntil) && backEarly(st)
+		if early {
+			// The stall's one slow ping would keep the EWMA over the gate
+			// for seconds: restart it from the latest ping.
+			st.ping.value = st.lastPing
+		}
 		switch {
 		case !st.hasStats():
-		case now.Before(st.ejectedUntil) && !backEarly(st):
+		case now.Before(st.ejectedUntil) && !early:
 			// still ejected
 		case !st.ejectedUntil.IsZero() && slowPing(st):
 			// Its pings are still slow: keep it out, without doubling,
@@ -210,8 +216,8 @@ func ejectOutliers(s *selector, now time.Time) {
 		case !st.ejectedUntil.IsZero():
 			// The ejection ended (or the replica is back early): judge
 			// it on fresh samples, a few probes at a time.
-			if now.Before(st.ejectedUntil) {
-				st.lastEjectionEnd = now // back early
+			if early {
+				st.lastEjectionEnd = now
 			}
 			st.ejectedUntil = time.Time{}
 			st.responseTime.value = lowestR

@@ -934,6 +934,9 @@ func TestC3StalledReplicaIsBackOnceItAnswersAndPingsAgain(t *testing.T) {
 	if after(p, clock, 250*ms, 300*time.Microsecond) {
 		t.Fatal("still ejected 500ms into a 1s ejection, its reads answered and two pings fast again")
 	}
+	if ping := statsOf(p, 0).Ping; !almostEqual(ping, 300*time.Microsecond) {
+		t.Fatalf("back early: ping EWMA %v, want restarted from the latest ping, 300µs", ping)
+	}
 	if n := burstOnZero(p, 300); n != 1 {
 		t.Fatalf("back early: replica 0 took %d reads at once, want 1 (probation)", n)
 	}

@@ -169,8 +169,8 @@ type replicaState struct {
 	queueLen     ewma // q
 	ping         ewma
 	// lastPing is the latest ping round trip (seconds), observed at
-	// lastPingAt, and prevPing the one before, observed at prevPingAt: the
-	// ping gate's check that the EWMA is still current (see ejectOutliers).
+	// lastPingAt, and prevPing the one before, observed at prevPingAt: what
+	// brings an ejected replica back early (see ejectOutliers).
 	lastPing, prevPing     float64
 	lastPingAt, prevPingAt time.Time
 	outstanding            int // os
