@@ -61,10 +61,12 @@ func c3RankOf(st *replicaState, clients int) float64 {
 // completed some, is over SlowFactor times the typical signal (the lower
 // median; with PeakCost only the silence counts; see ejectOutliers). An
 // outlier is ejected: it ranks after every other replica for EjectTime,
-// doubling on repeats (see Config), and when that ends it is on probation
-// for ProbationTime: it takes ProbeLimit requests at a time, twice as many
-// after each answer in time (a slow start, up to its in-flight cap), and an
-// answer over the outlier limit, or silence, ejects it again. A fixed
+// doubling on repeats (see Config), and when that ends (or earlier, once a
+// silent replica answers and pings in time again: see ejectOutliers) it is
+// on probation for ProbationTime: it takes ProbeLimit requests at a time,
+// twice as many after each answer in time (a slow start, up to its
+// in-flight cap), and an answer over the outlier limit, or silence, ejects
+// it again. A fixed
 // ProbeLimit for the whole probation kept a replica that had only been
 // stopped for a moment at one read at a time for a second, a third of
 // the capacity when each replica has a host of its own. After probation it
