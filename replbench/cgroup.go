@@ -127,9 +127,8 @@ func removeGroup(root string, group *string) error {
 const cgroupCPUSetRoot = "/sys/fs/cgroup/cpuset"
 
 // CPUPin is a running cgroup-v1 cpuset group: its processes run only on
-// CPUs. Remove undoes it.
+// the CPUs it was made with. Remove undoes it.
 type CPUPin struct {
-	CPUs  string
 	group string
 }
 
@@ -146,7 +145,7 @@ func PinCPUs(name, cpus string, pids ...int) (*CPUPin, error) {
 	if err := os.Mkdir(group, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("replbench: create cgroup %s: %w", group, err)
 	}
-	p := &CPUPin{CPUs: cpus, group: group}
+	p := &CPUPin{group: group}
 	steps := []struct{ file, value string }{
 		{"cpuset.cpus", cpus},
 		{"cpuset.mems", strings.TrimSpace(string(mems))},

@@ -51,18 +51,27 @@ func TestConfigValidateNamesTheFlag(t *testing.T) {
 	}
 }
 
-// TestLimitCPUThrottlesARealProcess limits a busy loop to 5% of one core and
-// checks the kernel throttled it, then that Remove puts it back in the root
-// group and deletes the group.
-func TestLimitCPUThrottlesARealProcess(t *testing.T) {
-	if _, err := os.Stat(filepath.Join(cgroupCPURoot, "cpu.cfs_quota_us")); err != nil || os.Geteuid() != 0 {
-		testenv.Unavailable(t, fmt.Errorf("a cgroup-v1 cpu controller at %s and root are needed (euid %d, stat: %v)", cgroupCPURoot, os.Geteuid(), err))
+// startBusyLoop starts a shell busy loop, killed when the test ends, once
+// it is known that controlFile (a cgroup-v1 controller's file) exists and
+// the test runs as root.
+func startBusyLoop(t *testing.T, controlFile string) *exec.Cmd {
+	t.Helper()
+	if _, err := os.Stat(controlFile); err != nil || os.Geteuid() != 0 {
+		testenv.Unavailable(t, fmt.Errorf("the cgroup-v1 file %s and root are needed (euid %d, stat: %v)", controlFile, os.Geteuid(), err))
 	}
 	busy := exec.Command("sh", "-c", "while :; do :; done")
 	if err := busy.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { busy.Process.Kill(); busy.Wait() }()
+	t.Cleanup(func() { busy.Process.Kill(); busy.Wait() })
+	return busy
+}
+
+// TestLimitCPUThrottlesARealProcess limits a busy loop to 5% of one core and
+// checks the kernel throttled it, then that Remove puts it back in the root
+// group and deletes the group.
+func TestLimitCPUThrottlesARealProcess(t *testing.T) {
+	busy := startBusyLoop(t, filepath.Join(cgroupCPURoot, "cpu.cfs_quota_us"))
 	limit, err := LimitCPU(busy.Process.Pid, 5)
 	if err != nil {
 		t.Fatal(err)
@@ -107,14 +116,7 @@ func TestLimitCPUThrottlesARealProcess(t *testing.T) {
 // TestPinCPUsPinsARealProcess pins a busy loop to CPU 0 and checks the
 // kernel's allowed list, then that Remove gives it every CPU back.
 func TestPinCPUsPinsARealProcess(t *testing.T) {
-	if _, err := os.Stat(filepath.Join(cgroupCPUSetRoot, "cpuset.cpus")); err != nil || os.Geteuid() != 0 {
-		testenv.Unavailable(t, fmt.Errorf("a cgroup-v1 cpuset controller at %s and root are needed (euid %d, stat: %v)", cgroupCPUSetRoot, os.Geteuid(), err))
-	}
-	busy := exec.Command("sh", "-c", "while :; do :; done")
-	if err := busy.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { busy.Process.Kill(); busy.Wait() }()
+	busy := startBusyLoop(t, filepath.Join(cgroupCPUSetRoot, "cpuset.cpus"))
 	allowed := func() string {
 		status, err := os.ReadFile("/proc/" + strconv.Itoa(busy.Process.Pid) + "/status")
 		if err != nil {
