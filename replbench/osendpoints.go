@@ -157,23 +157,25 @@ func runEndpointScenario(ctx context.Context, cfg Config, endpoints []string, in
 		clients[i] = &http.Client{Timeout: 60 * time.Second, Transport: t}
 	}
 	label := "opensearch endpoints, " + name
+	results := make([]sideResult, len(list))
 	loads, throttled, err := interleaveContenders(ctx, cfg.Rounds, cfg.OpenSearchEndpointRoundDuration, label, list, limit, cond, func(i, round int) bench.LoadResult {
-		// Any endpoint's URL: the Transport replaces scheme and host.
-		return bench.RunClosedLoop(ctx, cfg.OpenSearchClients, cfg.OpenSearchEndpointRoundDuration, searchMix(clients[i], endpoints[0], index, cfg, round))
+		return results[i].victim.record(transports[i].Policy(), cfg.OpenSearchEndpointRoundDuration, func() bench.LoadResult {
+			// Any endpoint's URL: the Transport replaces scheme and host.
+			return bench.RunClosedLoop(ctx, cfg.OpenSearchClients, cfg.OpenSearchEndpointRoundDuration, searchMix(clients[i], endpoints[0], index, cfg, round))
+		})
 	}, out)
 	if err != nil {
 		return sc, err
 	}
 	sc.Degradation += throttled
-	results := make([]sideResult, len(list))
 	for i := range list {
-		results[i] = sideResult{load: loads[i], shares: endpointShares(transports[i].Policy()), ejections: ejectionsOf(transports[i].Policy().Snapshot(nil))}
+		results[i].load, results[i].shares, results[i].ejections = loads[i], endpointShares(transports[i].Policy()), ejectionsOf(transports[i].Policy().Snapshot(nil))
 	}
 	table, charts := compareContenders(&sc, list, results, cfg.Seed, "endpoint shares", "Search latency through osread, "+name, "Searches/s through osread, "+name)
 	rep.Add(bench.Section{
 		Title: "OpenSearch endpoints, " + name,
-		Text: fmt.Sprintf("Degradation: %s.\n\nC3 / round-robin: throughput %.3f, p50 %.3f, p90 %.3f, p99 %.3f. C3 / the best peer (%s): throughput %.3f, p99 %.3f, p99.9 %.3f.",
-			sc.Degradation, sc.ThroughputRatio, sc.P50Ratio, sc.P90Ratio, sc.P99Ratio, sc.BestPeer, sc.VsBestPeer.ThroughputRatio, sc.VsBestPeer.P99Ratio, sc.VsBestPeer.P999Ratio),
+		Text: fmt.Sprintf("Degradation: %s.\n\nC3 / round-robin: throughput %.3f, p50 %.3f, p90 %.3f, p99 %.3f. C3 / the best peer (%s): throughput %.3f, p99 %.3f, p99.9 %.3f. %s",
+			sc.Degradation, sc.ThroughputRatio, sc.P50Ratio, sc.P90Ratio, sc.P99Ratio, sc.BestPeer, sc.VsBestPeer.ThroughputRatio, sc.VsBestPeer.P99Ratio, sc.VsBestPeer.P999Ratio, victimTimelineText(sc)),
 		Table:  &table,
 		Charts: charts,
 	})

@@ -363,6 +363,9 @@ type PolicyResult struct {
 	bench.LoadSummary
 	// Shares is the fraction of reads each replica served (replica order).
 	Shares []float64 `json:"replica_shares"`
+	// VictimShareByTenth is the victim's (replica 1's) share of the reads
+	// started in each tenth of a round, over every round.
+	VictimShareByTenth []float64 `json:"victim_share_by_tenth"`
 	// Hedges counts hedged reads (our selector only).
 	Hedges *replica.HedgeStats `json:"hedges,omitempty"`
 	// Ejections counts our selector's ejections of each replica (replica
@@ -792,17 +795,19 @@ func runScenario(ctx context.Context, cfg Config, rcfg backend.RedisConfig, pref
 		}
 		clients[i] = c
 	}
+	results := make([]sideResult, len(list))
 	loads, throttled, err := interleaveContenders(ctx, cfg.Rounds, cfg.RoundDuration, name, list, limit, cond, func(i, round int) bench.LoadResult {
-		return bench.RunClosedLoop(ctx, cfg.Clients, cfg.RoundDuration, timelineReader(clients[i], prefix, cfg, round))
+		return results[i].victim.record(clients[i].Policy(), cfg.RoundDuration, func() bench.LoadResult {
+			return bench.RunClosedLoop(ctx, cfg.Clients, cfg.RoundDuration, timelineReader(clients[i], prefix, cfg, round))
+		})
 	}, out)
 	if err != nil {
 		return sc, err
 	}
 	sc.Degradation += throttled
-	results := make([]sideResult, len(list))
 	for i := range list {
 		status := clients[i].Status()
-		results[i] = sideResult{load: loads[i], hedges: status.Hedges}
+		results[i].load, results[i].hedges = loads[i], status.Hedges
 		var stats []replica.ReplicaStats
 		for _, r := range status.Replicas {
 			results[i].shares = append(results[i].shares, r.Share)
@@ -814,8 +819,8 @@ func runScenario(ctx context.Context, cfg Config, rcfg backend.RedisConfig, pref
 	rep.Add(bench.Section{
 		Title: "Redis timelines, " + name,
 		Text: fmt.Sprintf("Degradation: %s.\n\nC3 / round-robin: throughput %.3f, p50 %.3f, p90 %.3f, p99 %.3f. C3 / the best peer (%s): throughput %.3f, p99 %.3f, p99.9 %.3f. "+
-			"Replica shares are the fraction of reads each policy sent to replicas 1 / 2 / 3 (replica 1 is the one degraded or stalled). c3-psi, c3-concentrate, c3-hedge, c3-no-ping-gate and c3-no-probation are C3 variants: ranked by Ψ instead of peak-EWMA latency × (in-flight+1); every read sent to one home replica (lowest ping, not ejected); with hedged reads (a read late past its replica's p95 while that replica answers nothing is sent to the next-best; at most 5%% of reads); without the ping gate (a replica whose PINGs take over 10× the typical replica's and longer than its reads is not ejected for it); without probation and in-flight cap (a replica back from an ejection takes reads at once, not one at a time for a second and then at most half what it held when ejected, growing). Ejections are our selector's, per replica, as slow / silent / ping (+ ping extensions).",
-			sc.Degradation, sc.ThroughputRatio, sc.P50Ratio, sc.P90Ratio, sc.P99Ratio, sc.BestPeer, sc.VsBestPeer.ThroughputRatio, sc.VsBestPeer.P99Ratio, sc.VsBestPeer.P999Ratio),
+			"Replica shares are the fraction of reads each policy sent to replicas 1 / 2 / 3 (replica 1 is the one degraded or stalled). c3-psi, c3-concentrate, c3-hedge, c3-no-ping-gate and c3-no-probation are C3 variants: ranked by Ψ instead of peak-EWMA latency × (in-flight+1); every read sent to one home replica (lowest ping, not ejected); with hedged reads (a read late past its replica's p95 while that replica answers nothing is sent to the next-best; at most 5%% of reads); without the ping gate (a replica whose PINGs take over 10× the typical replica's and longer than its reads is not ejected for it); without probation and in-flight cap (a replica back from an ejection takes reads at once, not one at a time for a second and then at most half what it held when ejected, growing). Ejections are our selector's, per replica, as slow / silent / ping (+ ping extensions). %s",
+			sc.Degradation, sc.ThroughputRatio, sc.P50Ratio, sc.P90Ratio, sc.P99Ratio, sc.BestPeer, sc.VsBestPeer.ThroughputRatio, sc.VsBestPeer.P99Ratio, sc.VsBestPeer.P999Ratio, victimTimelineText(sc)),
 		Table:  &table,
 		Charts: charts,
 	})

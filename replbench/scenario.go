@@ -176,6 +176,76 @@ type sideResult struct {
 	hedges *replica.HedgeStats
 	// ejections counts our selector's ejections per replica, by cause.
 	ejections []Ejections
+	// victim counts the reads started on the victim, by tenth of a round.
+	victim victimTimeline
+}
+
+// victimTimeline counts, by tenth of a round and summed over rounds, the
+// requests a policy started on the victim (replica or endpoint 0) and on
+// all of them: when a selector gives a recovered replica its traffic back,
+// and how soon it stops sending reads to a stalled one, which the shares
+// over whole rounds do not show.
+type victimTimeline struct {
+	victim, all [timelineBuckets]uint64
+}
+
+const timelineBuckets = 10
+
+// record runs run, a round of duration d, while it samples p's counts of
+// requests started every twentieth of d, and adds them to their tenths.
+func (v *victimTimeline) record(p replica.Policy, d time.Duration, run func() bench.LoadResult) bench.LoadResult {
+	start := time.Now()
+	prevVictim, prevAll := startedOn(p)
+	sample := func() {
+		victim, all := startedOn(p)
+		b := min(int(time.Since(start)*timelineBuckets/max(d, 1)), timelineBuckets-1)
+		v.victim[b] += victim - prevVictim
+		v.all[b] += all - prevAll
+		prevVictim, prevAll = victim, all
+	}
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		ticker := time.NewTicker(max(d/(2*timelineBuckets), time.Millisecond))
+		defer ticker.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ticker.C:
+				sample()
+			}
+		}
+	}()
+	res := run()
+	close(done)
+	<-sampled
+	sample() // the end of the round, into the last tenth
+	return res
+}
+
+// startedOn returns the requests p started on replica 0 and on all.
+func startedOn(p replica.Policy) (victim, all uint64) {
+	for _, s := range p.Snapshot(nil) {
+		if s.Replica == 0 {
+			victim = s.Chosen
+		}
+		all += s.Chosen
+	}
+	return victim, all
+}
+
+// shares returns the victim's share of the requests in each tenth, 0 for a
+// tenth without requests.
+func (v *victimTimeline) shares() []float64 {
+	out := make([]float64, timelineBuckets)
+	for b := range out {
+		if v.all[b] > 0 {
+			out[b] = round3(float64(v.victim[b]) / float64(v.all[b]))
+		}
+	}
+	return out
 }
 
 // interleaveContenders runs runRound for every contender in every round,
@@ -234,7 +304,8 @@ func compareContenders(sc *Scenario, list []contender, results []sideResult, see
 			shares[j] = round3(share)
 			shareText = append(shareText, fmt.Sprintf("%.0f%%", share*100))
 		}
-		sc.Policies[k.name] = PolicyResult{LoadSummary: res.Summary(), Shares: shares, Hedges: results[i].hedges, Ejections: results[i].ejections}
+		sc.Policies[k.name] = PolicyResult{LoadSummary: res.Summary(), Shares: shares, VictimShareByTenth: results[i].victim.shares(),
+			Hedges: results[i].hedges, Ejections: results[i].ejections}
 		hedges := "—"
 		if h := results[i].hedges; h != nil && h.Reads > 0 {
 			hedges = fmt.Sprintf("%.2f%% (%d won)", 100*float64(h.Hedges)/float64(h.Reads), h.HedgeWins)
@@ -264,6 +335,20 @@ func compareContenders(sc *Scenario, list []contender, results []sideResult, see
 		bench.LatencyCDF(latencyTitle, names, recorders),
 		{Title: throughputTitle, Kind: bench.BarChart, YLabel: "ops/s", Series: bars},
 	}
+}
+
+// victimTimelineText shows the victim's share by tenth of a round for our
+// selector and the best peer, in percent.
+func victimTimelineText(sc Scenario) string {
+	var parts []string
+	for _, name := range []string{oursName, sc.BestPeer} {
+		var pct []string
+		for _, share := range sc.Policies[name].VictimShareByTenth {
+			pct = append(pct, fmt.Sprintf("%.0f", share*100))
+		}
+		parts = append(parts, name+": "+strings.Join(pct, " "))
+	}
+	return "The victim's share of requests (%) by tenth of a round, over every round: " + strings.Join(parts, "; ") + "."
 }
 
 // ejectionText shows ejections per replica as slow/silent/ping(+extended),

@@ -64,12 +64,17 @@ func c3RankOf(st *replicaState, clients int) float64 {
 // doubling on repeats (see Config), and when that ends (or earlier, once a
 // silent replica answers and pings in time again: see ejectOutliers) it is
 // on probation for ProbationTime: it takes ProbeLimit requests at a time,
-// twice as many after each answer in time (a slow start, up to its
-// in-flight cap), and an answer over the outlier limit, or silence, ejects
-// it again. A fixed
+// first for a trial of a tenth of ProbationTime, then twice as many after
+// each answer in time (a slow start, up to its in-flight cap), and an
+// answer over the outlier limit, or silence, ejects it again. A fixed
 // ProbeLimit for the whole probation kept a replica that had only been
 // stopped for a moment at one read at a time for a second, a third of
-// the capacity when each replica has a host of its own. After probation it
+// the capacity when each replica has a host of its own. The trial spans a
+// CFS period (100 ms) at the defaults: a CPU-throttled Redis answers a few
+// reads in time before its quota runs out, and without the trial the slow
+// start had flooded it by then. A replica that fails the trial of an early
+// return serves out the ejection it came back from, neither doubled nor
+// with a lower cap: one read told nothing about what it can hold. After probation it
 // may hold at most an in-flight cap, half what it held when ejected,
 // growing by one a step (see growInFlightCap): a CPU-throttled Redis
 // answers a few reads at a time in time, and fails again only with more.
@@ -106,7 +111,7 @@ func (c *c3Strategy) observe(s *selector, r int, latency time.Duration, now time
 		typical, _ := typicalSignal(s, now)
 		if latency.Seconds() > max(typical*s.cfg.SlowFactor, s.cfg.MinSilence.Seconds()) {
 			eject(s, st, now, ejectedSlow)
-		} else if st.probeLimit < st.inFlightCap {
+		} else if !st.onTrial(now) && st.probeLimit < st.inFlightCap {
 			st.probeLimit = min(2*st.probeLimit, st.inFlightCap)
 		}
 	}
@@ -114,7 +119,7 @@ func (c *c3Strategy) observe(s *selector, r int, latency time.Duration, now time
 
 func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 	if s.cfg.SlowFactor > 0 {
-		ejectOutliers(s, now)
+		ejectOutliers(s, c.peak, now)
 	}
 	rank := func(r int, st *replicaState) float64 { return c3RankOf(st, s.cfg.Clients) }
 	if c.peak != nil {
@@ -143,7 +148,10 @@ func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 // ejectOutliers ejects the replicas whose latency signal is over SlowFactor
 // times the typical one (with PeakCost, only for silence: see below), and
 // lets those whose ejection has ended back in, on probation, with their R
-// reset to the lowest R. The typical signal is the lower median
+// reset to the lowest R (and with PeakCost, their peak latency to the
+// lowest of the others': the stall's peak would otherwise price the replica
+// out for several decay times, τ = 10 s, and after a 200 ms stall it had
+// a third of its share back 2 s later). The typical signal is the lower median
 // of the replicas' signals (the lowest of two, the second of three or four):
 // not the lowest, because under load the replica that happens to have the
 // fewest reads in flight answers them in a fraction of the others' time,
@@ -166,16 +174,18 @@ func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 // R (a bare PING waits longer than a whole read takes on the best replica),
 // is ejected, and an ejection that ends while that still holds is extended
 // by EjectTime. A CPU-throttled Redis thus stays out while its pings wait
-// for its quota, however few reads it is sent. A replica ejected for
-// silence or its pings is back early, on probation, once it has answered
-// every read it held and two pings since its ejection were fast; its ping
-// EWMA restarts from the latest ping, as the one slow sample of a 200 ms
-// stall would keep it over the gate for about two seconds. Stopped for
-// 200 ms every 2 s (a fork, a GC pause), the gate otherwise kept a replica
-// out until its next stall: a third of the capacity when each replica has a
-// host of its own. The replica with the lowest ping is never ejected by
-// the gate.
-func ejectOutliers(s *selector, now time.Time) {
+// for its quota, however few reads it is sent. An ejected replica is back
+// early, on probation, once it has answered every read it held and two
+// pings since its ejection were fast; its ping EWMA restarts from the
+// latest ping, as the one slow sample of a 200 ms stall would keep it over
+// the gate for about two seconds. Stopped for 200 ms every 2 s (a fork, a
+// GC pause), the gate otherwise kept a replica out until its next stall: a
+// third of the capacity when each replica has a host of its own. An idle
+// CPU-throttled Redis answers pings in time too, so the probation's trial
+// (see c3Strategy) is what keeps it out; a replica that recovers is back
+// within a few pings, not when an ejection doubled up to seconds ends.
+// The replica with the lowest ping is never ejected by the gate.
+func ejectOutliers(s *selector, peak *peakEWMAStrategy, now time.Time) {
 	typical, lowestR := typicalSignal(s, now)
 	limit := typical * s.cfg.SlowFactor
 	pings := s.scratch[:0]
@@ -188,12 +198,12 @@ func ejectOutliers(s *selector, now time.Time) {
 	slowPing := func(st *replicaState) bool {
 		return s.cfg.PingGate > 0 && st.ping.set && st.ping.value > pingLimit
 	}
-	// backEarly: a replica ejected for silence or its pings has answered
-	// every read it held and its last two pings, both since the ejection,
-	// were fast. One was not enough: a Redis at 10% of a core answers a
-	// ping in time whenever it lands in its quota, one in ten or so.
+	// backEarly: an ejected replica has answered every read it held and
+	// its last two pings, both since the ejection, were fast. One was not
+	// enough: a Redis at 10% of a core answers a ping in time whenever it
+	// lands in its quota, one in ten or so.
 	backEarly := func(st *replicaState) bool {
-		return s.cfg.PingGate > 0 && st.ejectedBy != ejectedSlow && st.outstanding == 0 &&
+		return s.cfg.PingGate > 0 && st.outstanding == 0 &&
 			st.prevPingAt.After(st.ejectedAt) && max(st.lastPing, st.prevPing) <= pingLimit
 	}
 	for r := range s.replicas {
@@ -218,13 +228,18 @@ func ejectOutliers(s *selector, now time.Time) {
 		case !st.ejectedUntil.IsZero():
 			// The ejection ended (or the replica is back early): judge
 			// it on fresh samples, a few probes at a time.
+			st.resumeUntil = time.Time{}
 			if early {
-				st.lastEjectionEnd = now
+				st.resumeUntil, st.lastEjectionEnd = st.ejectedUntil, now
 			}
 			st.ejectedUntil = time.Time{}
 			st.responseTime.value = lowestR
+			if peak != nil {
+				peak.restart(s, r, now)
+			}
 			if !s.cfg.NoProbation {
 				st.probationUntil = now.Add(s.cfg.ProbationTime)
+				st.trialUntil = now.Add(s.cfg.ProbationTime / 10)
 				st.probeLimit = s.cfg.ProbeLimit
 				st.capGrownAt = st.probationUntil
 			}
@@ -304,11 +319,22 @@ const (
 // Unless NoProbation, it also halves what the replica may hold in flight
 // when it is back (see growInFlightCap): its cap becomes half the requests
 // it held when ejected (or half its cap, when lower), at least ProbeLimit.
+//
+// A replica that fails its trial (see c3Strategy) after an early return
+// serves out the ejection it came back from instead; after an ejection that
+// ended, its cap stays (a trial holds ProbeLimit reads, which says nothing
+// about what the replica can hold).
 func eject(s *selector, st *replicaState, now time.Time, cause int) {
 	st.ejectedFor[cause]++
-	st.ejectedAt, st.ejectedBy = now, cause
+	st.ejectedAt = now
 	st.probationUntil = time.Time{}
-	if !s.cfg.NoProbation {
+	onTrial := st.onTrial(now)
+	st.trialUntil = time.Time{}
+	if onTrial && now.Before(st.resumeUntil) {
+		st.ejectedUntil, st.lastEjectionEnd = st.resumeUntil, st.resumeUntil
+		return
+	}
+	if !s.cfg.NoProbation && !onTrial {
 		held := st.outstanding
 		if st.inFlightCap > 0 {
 			held = min(held, st.inFlightCap)

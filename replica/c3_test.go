@@ -557,16 +557,24 @@ func TestC3ProbationAfterAnEjection(t *testing.T) {
 	}
 }
 
-// On probation a replica starts at ProbeLimit reads at a time and doubles
-// that with every answer in time, up to its in-flight cap (half the 16 it
-// held when ejected): a replica that was only stopped for a moment is back
-// at its share within a few round trips, not after the whole probation.
-// A slow answer still ejects it.
+// On probation a replica takes ProbeLimit reads at a time for its trial (a
+// tenth of ProbationTime), then doubles that with every answer in time, up
+// to its in-flight cap (half the 16 it held when ejected): a replica that
+// was only stopped for a moment is back at its share within a few round
+// trips, not after the whole probation. A slow answer still ejects it.
 func TestC3ProbationStartsSlowAndDoublesUpToTheCap(t *testing.T) {
 	ms := time.Millisecond
 	p, clock := newEjectingPolicy(t)
 	ejectBySilence(p, clock, 16)
 	clock.Advance(300 * ms) // the ejection ends: probation
+	for range 3 {
+		n := burstOnZero(p, 300)
+		if n != 1 {
+			t.Fatalf("on trial: replica 0 took %d reads at once, want 1 however timely its answers", n)
+		}
+		p.Done(0, ok(2*ms))
+	}
+	clock.Advance(30 * ms) // past the trial, 25ms
 	for _, want := range []int{1, 2, 8, 8} {
 		n := burstOnZero(p, 300)
 		if n != want {
@@ -954,5 +962,81 @@ func TestC3StalledReplicaIsBackOnceItAnswersAndPingsAgain(t *testing.T) {
 	p, clock = setup(-1)
 	if !after(p, clock, 250*ms, 300*time.Microsecond) {
 		t.Fatal("back early without the ping gate")
+	}
+}
+
+// A replica back early is on trial first: one read at a time for a tenth
+// of its probation (200ms here). Failing it, by a slow answer or silence,
+// sends it back into the ejection it came from, to the same end, with the
+// same in-flight cap and without doubling the series; two more fast pings
+// bring it back early again, whatever the cause of its ejection. Passing
+// it, the slow start begins.
+func TestC3FailedTrialResumesTheEjection(t *testing.T) {
+	ms := time.Millisecond
+	clock := newFakeClock()
+	p := newTestPolicy(t, 3, Config{PeakCost: true, SlowFactor: 10, PingGate: 10, MinSilence: 50 * ms, EjectTime: 2 * time.Second, PullInterval: time.Hour, Now: clock.Now})
+	for r := range 3 {
+		complete(p, r, ok(2*ms))
+		p.ObservePing(r, 300*time.Microsecond)
+	}
+	ejectBySilence(p, clock, 8) // for 2s; cap 4
+	ejected := statsOf(p, 0)
+	if ejected.EjectedUntil.IsZero() || ejected.InFlightCap != 4 {
+		t.Fatalf("ejected until %v, cap %d; want ejected with cap 4", ejected.EjectedUntil, ejected.InFlightCap)
+	}
+	backEarly := func() {
+		t.Helper()
+		for range 2 {
+			clock.Advance(250 * ms)
+			p.ObservePing(0, 300*time.Microsecond)
+		}
+		p.Done(p.Pick(), ok(2*ms))
+		if st := statsOf(p, 0); !st.EjectedUntil.IsZero() || !st.Probation {
+			t.Fatalf("after two fast pings: ejected until %v, probation %t; want back early, on probation", st.EjectedUntil, st.Probation)
+		}
+	}
+	backEarly()
+	if n := burstOnZero(p, 300); n != 1 {
+		t.Fatalf("on trial: replica 0 took %d reads, want 1", n)
+	}
+	p.Done(0, ok(80*ms)) // over 50ms: the trial failed
+	st := statsOf(p, 0)
+	if !st.EjectedUntil.Equal(ejected.EjectedUntil) || st.InFlightCap != 4 || st.Ejections != 1 || st.SlowEjections != 1 {
+		t.Fatalf("after a failed trial: ejected until %v (want %v, the ejection it left), cap %d (want 4), series %d (want 1), slow ejections %d (want 1)",
+			st.EjectedUntil, ejected.EjectedUntil, st.InFlightCap, st.Ejections, st.SlowEjections)
+	}
+	backEarly() // ejected for a slow answer now, back early all the same
+	burstOnZero(p, 300)
+	clock.Advance(210 * ms) // the trial (200ms) passes
+	p.Done(0, ok(2*ms))
+	if n := burstOnZero(p, 300); n != 2 {
+		t.Fatalf("after the trial: replica 0 took %d reads, want 2 (the slow start)", n)
+	}
+}
+
+// A replica back from an ejection competes on its fresh answers: its peak
+// latency restarts from the others', not from the stall that ejected it,
+// which would take several decay times (τ = 10 s) to fade.
+func TestC3ReturnRestartsThePeakLatency(t *testing.T) {
+	ms := time.Millisecond
+	clock := newFakeClock()
+	// Every replica starts at a peak latency of 2ms, what they answer in.
+	p := newTestPolicy(t, 3, Config{PeakCost: true, PeakRTT: 2 * ms, SlowFactor: 10, MinSilence: 50 * ms, EjectTime: 250 * ms, PullInterval: time.Hour, Now: clock.Now})
+	for r := range 3 {
+		complete(p, r, ok(2*ms))
+	}
+	ejectBySilence(p, clock, 8) // replica 0 answers its reads in 60ms
+	clock.Advance(300 * ms)     // the ejection ends
+	onZero := 0
+	for range 300 { // one read at a time: every cost is its latency
+		r := p.Pick()
+		if r == 0 {
+			onZero++
+		}
+		clock.Advance(ms)
+		p.Done(r, ok(2*ms))
+	}
+	if onZero < 60 {
+		t.Fatalf("back from its ejection, replica 0 took %d of 300 reads, want at least 60 (a third is 100)", onZero)
 	}
 }

@@ -149,10 +149,10 @@ type Config struct {
 	// signal is. Zero: no floor.
 	MinSilence time.Duration
 	// ProbationTime is how long a replica whose ejection ended is watched:
-	// it takes ProbeLimit requests at a time, twice as many after each
-	// answer in time (up to its in-flight cap), and an answer over the
-	// outlier limit ejects it again (see c3Strategy). Zero takes
-	// EjectTime.
+	// it takes ProbeLimit requests at a time for a tenth of it (the trial),
+	// then twice as many after each answer in time (up to its in-flight
+	// cap), and an answer over the outlier limit ejects it again (see
+	// c3Strategy). Zero takes EjectTime.
 	ProbationTime time.Duration
 	// NoProbation lets a replica whose ejection ended take reads as any
 	// other at once: no probation (ProbationTime) and no in-flight cap
@@ -352,7 +352,7 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 	fs.Float64Var(&c.SlowFactor, prefix+"slow-factor", d.SlowFactor, "C3: eject a replica whose latency is over this factor × the replicas' lower median (0 or negative: off)")
 	fs.Float64Var(&c.PingGate, prefix+"ping-gate", d.PingGate, "C3 with slow-factor: eject a replica whose ping EWMA is over this factor × the replicas' lower median ping and over the lowest response time, and keep it out while it is (0 or negative: off)")
 	fs.DurationVar(&c.MinSilence, prefix+"min-silence", d.MinSilence, "C3 with slow-factor: eject a replica for silence (no reply while others answer) only after at least this long")
-	fs.DurationVar(&c.ProbationTime, prefix+"probation-time", d.ProbationTime, "C3: how long a replica back from an ejection takes probe-limit reads at a time (a slow answer ejects it again)")
+	fs.DurationVar(&c.ProbationTime, prefix+"probation-time", d.ProbationTime, "C3: how long a replica back from an ejection is watched: probe-limit reads at a time for a tenth of it, then doubling per answer in time (a slow answer ejects it again)")
 	fs.BoolVar(&c.NoProbation, prefix+"no-probation", d.NoProbation, "C3: let a replica back from an ejection take reads at once, without probation or in-flight cap")
 	fs.DurationVar(&c.EjectTime, prefix+"eject-time", d.EjectTime, "C3: how long a replica found slow (slow-factor) ranks last; doubles on repeats")
 	fs.DurationVar(&c.MaxEjectTime, prefix+"max-eject-time", d.MaxEjectTime, "C3: cap of the ejection time")

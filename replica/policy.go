@@ -69,8 +69,10 @@ type ReplicaStats struct {
 	ServiceTime time.Duration
 	// QueueLen is the EWMA of the server's queue length (q).
 	QueueLen float64
-	// Ping is the EWMA of ping round trips, zero when never pinged.
-	Ping time.Duration
+	// Ping is the EWMA of ping round trips, zero when never pinged; Pings
+	// counts the round trips observed.
+	Ping  time.Duration
+	Pings uint64
 	// Outstanding is the number of this client's requests in flight (os).
 	Outstanding int
 	// Rank is C3's Ψ in seconds, lower is better, computed for every policy
@@ -89,8 +91,8 @@ type ReplicaStats struct {
 	EjectedUntil time.Time
 	Ejections    int
 	// Probation says the replica is back from an ejection and takes
-	// ProbeLimit requests at a time, doubled by every answer in time
-	// (Config.ProbationTime).
+	// ProbeLimit requests at a time, for a trial of a tenth of
+	// Config.ProbationTime, then doubled by every answer in time.
 	Probation bool
 	// InFlightCap, when positive, is how many requests the replica may
 	// have in flight after its probation: half what it held when last
@@ -173,6 +175,7 @@ type replicaState struct {
 	// brings an ejected replica back early (see ejectOutliers).
 	lastPing, prevPing     float64
 	lastPingAt, prevPingAt time.Time
+	pings                  uint64
 	outstanding            int // os
 	// waitingSince is when the replica last completed a request, or got
 	// one while idle: with requests outstanding, now − waitingSince is how
@@ -186,16 +189,18 @@ type replicaState struct {
 	ejectedUntil    time.Time
 	lastEjectionEnd time.Time
 	ejections       int
-	// ejectedAt and ejectedBy: when the current ejection began and its
-	// cause (ejectedSlow, ejectedSilent, ejectedPing).
+	// ejectedAt is when the current ejection began.
 	ejectedAt time.Time
-	ejectedBy int
 	// probationUntil: back from an ejection, the replica takes at most
-	// probeLimit requests at a time until then: ProbeLimit at first,
-	// doubled by every answer in time, up to inFlightCap (see c3Strategy).
-	// After that it takes at most inFlightCap (when positive), which grows
-	// by one a step from capGrownAt (see growInFlightCap).
+	// probeLimit requests at a time until then: ProbeLimit until trialUntil,
+	// then doubled by every answer in time, up to inFlightCap (see
+	// c3Strategy). Back early, resumeUntil is when the ejection it came
+	// back from would have ended. After probation it takes at most
+	// inFlightCap (when positive), which grows by one a step from capGrownAt
+	// (see growInFlightCap).
 	probationUntil time.Time
+	trialUntil     time.Time
+	resumeUntil    time.Time
 	probeLimit     int
 	inFlightCap    int
 	capGrownAt     time.Time
@@ -212,6 +217,10 @@ type replicaState struct {
 func (st *replicaState) hasStats() bool { return st.responseTime.set }
 
 func (st *replicaState) onProbation(now time.Time) bool { return now.Before(st.probationUntil) }
+
+// onTrial says the replica is in the first part of its probation, when it
+// takes ProbeLimit requests at a time however timely its answers.
+func (st *replicaState) onTrial(now time.Time) bool { return now.Before(st.trialUntil) }
 
 // stalled is how long, at now, the replica has had requests outstanding
 // without completing any (zero when it has none outstanding).
@@ -393,6 +402,7 @@ func (s *selector) ObservePing(r int, rtt time.Duration) {
 	st.prevPing, st.prevPingAt = st.lastPing, st.lastPingAt
 	st.lastPing, st.lastPingAt = max(rtt, 0).Seconds(), s.cfg.Now()
 	st.ping.add(st.lastPing, alpha)
+	st.pings++
 	s.mu.Unlock()
 }
 
@@ -410,6 +420,7 @@ func (s *selector) Snapshot(dst []ReplicaStats) []ReplicaStats {
 			ServiceTime:  seconds(st.serviceTime.value),
 			QueueLen:     st.queueLen.value,
 			Ping:         seconds(st.ping.value),
+			Pings:        st.pings,
 			Outstanding:  st.outstanding,
 			Chosen:       st.chosen,
 			Failures:     st.failures,

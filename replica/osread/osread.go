@@ -185,8 +185,11 @@ func NewTransport(endpoints []string, base http.RoundTripper, cfg Config, log *s
 	ctx, cancel := context.WithCancel(context.Background())
 	t.stopSampler = cancel
 	if cfg.SampleInterval > 0 {
-		t.samplerDone.Add(1)
-		go t.sampleLoop(ctx)
+		client := &http.Client{Transport: t.base, Timeout: cfg.SampleTimeout}
+		for r := range t.endpoints {
+			t.samplerDone.Add(1)
+			go t.sampleLoop(ctx, client, r)
+		}
 	}
 	return t, nil
 }
@@ -358,23 +361,16 @@ func parseLeadingTook(head []byte) (time.Duration, bool) {
 	return time.Duration(ms) * time.Millisecond, true
 }
 
-// sampleLoop samples every endpoint's node each SampleInterval until ctx ends.
-func (t *Transport) sampleLoop(ctx context.Context) {
+// sampleLoop samples endpoint r's node each SampleInterval until ctx ends.
+// Each endpoint has a loop of its own, so that a node that does not answer
+// (its sample waits out SampleTimeout) holds back no other node's samples.
+func (t *Transport) sampleLoop(ctx context.Context, client *http.Client, r int) {
 	defer t.samplerDone.Done()
-	prev := make([]nodeSearchStats, len(t.endpoints))
-	client := &http.Client{Transport: t.base, Timeout: t.cfg.SampleTimeout}
+	var prev nodeSearchStats
 	ticker := time.NewTicker(t.cfg.SampleInterval)
 	defer ticker.Stop()
-	var wg sync.WaitGroup
 	for {
-		for r := range t.endpoints {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				t.sampleNode(ctx, client, r, &prev[r])
-			}()
-		}
-		wg.Wait()
+		t.sampleNode(ctx, client, r, &prev)
 		select {
 		case <-ctx.Done():
 			return

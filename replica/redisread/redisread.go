@@ -284,9 +284,11 @@ func New(primary *redis.Client, replicas []*redis.Client, cfg Config, log *slog.
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stopSampler = cancel
-	if n > 0 && cfg.SampleInterval > 0 {
-		c.samplerDone.Add(1)
-		go c.sampleLoop(ctx)
+	if cfg.SampleInterval > 0 {
+		for r := range n {
+			c.samplerDone.Add(1)
+			go c.sampleLoop(ctx, r)
+		}
 	}
 	return c, nil
 }
@@ -481,25 +483,18 @@ func (c *ReadClient) Status() Status {
 	return st
 }
 
-// sampleLoop samples every replica each SampleInterval until ctx ends.
-func (c *ReadClient) sampleLoop(ctx context.Context) {
+// sampleLoop samples replica r each SampleInterval until ctx ends. Each
+// replica has a loop of its own: a stopped replica's PING, waiting out its
+// SampleTimeout, must not hold back the samples of the others (with one
+// loop for all, a replica stopped for 200 ms froze every replica's ping
+// for those 200 ms, just when the ping gate compares them).
+func (c *ReadClient) sampleLoop(ctx context.Context, r int) {
 	defer c.samplerDone.Done()
-	samplers := make([]*serverSampler, len(c.replicas))
-	for i := range samplers {
-		samplers[i] = &serverSampler{}
-	}
+	var s serverSampler
 	ticker := time.NewTicker(c.cfg.SampleInterval)
 	defer ticker.Stop()
-	var wg sync.WaitGroup
 	for {
-		for i, s := range samplers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c.sampleReplica(ctx, i, s)
-			}()
-		}
-		wg.Wait()
+		c.sampleReplica(ctx, r, &s)
 		select {
 		case <-ctx.Done():
 			return

@@ -472,3 +472,44 @@ func TestReadHedgesAStoppedReplica(t *testing.T) {
 		t.Fatalf("hedge stats %+v, want at least 3 hedges won (one per read sent to the stopped replica)", hs)
 	}
 }
+
+// TestStoppedReplicaDoesNotHoldBackTheOthersSamples stops (SIGSTOP) one of
+// two real replicas: its PING waits out the sample timeout, and the live
+// replica must still be pinged every sample interval meanwhile.
+func TestStoppedReplicaDoesNotHoldBackTheOthersSamples(t *testing.T) {
+	st := requireReplicaStack(t)
+	extra := startExtraReplica(t, st.RedisAddr)
+	rc := testRedisConfig(st)
+	rc.ReplicaAddrs = []string{extra.addr, st.RedisReplicaAddrs[0]}
+	c, err := Open(rc, Config{SampleInterval: 20 * time.Millisecond, SampleTimeout: 5 * time.Second}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pings := func() (stopped, live uint64) {
+		s := c.Status().Replicas
+		return s[0].Pings, s[1].Pings
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for stopped, live := pings(); stopped == 0 || live == 0; stopped, live = pings() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 5s: %d and %d pings observed, want both replicas pinged", stopped, live)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := syscall.Kill(extra.pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(extra.pid, syscall.SIGCONT)
+	time.Sleep(50 * time.Millisecond) // the stopped replica's sample in flight now waits
+	stoppedBefore, liveBefore := pings()
+	time.Sleep(time.Second)
+	stoppedAfter, liveAfter := pings()
+	// 50 intervals of 20 ms; a loaded machine may lose some ticks.
+	if liveAfter-liveBefore < 10 {
+		t.Errorf("live replica: %d pings in 1s while the other was stopped, want at least 10 (one per 20 ms interval, with slack)", liveAfter-liveBefore)
+	}
+	if stoppedAfter != stoppedBefore {
+		t.Errorf("stopped replica: pings went from %d to %d while it was stopped", stoppedBefore, stoppedAfter)
+	}
+}
