@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -211,7 +213,8 @@ func TestBenchmarkSmoke(t *testing.T) {
 		"stalled.policies.c3-hedge.hedges.hedges", "stalled.best_peer", "opensearch_ars.ars_on.latency.p99_ms",
 		"opensearch_endpoints.victim", "opensearch_endpoints.endpoints", "opensearch_endpoints.degraded.best_peer",
 		"opensearch_endpoints.degraded.policies.c3.latency.p99_ms", "opensearch_endpoints.stalled.policies.c3-psi.replica_shares",
-		"opensearch_endpoints.recovering.policies.round-robin.replica_shares"}, ratioKeys...)
+		"opensearch_endpoints.recovering.policies.round-robin.replica_shares", "recovering.policies.c3.victim_share_by_tenth",
+		"opensearch_endpoints.recovering.policies.c3.victim_share_by_tenth"}, ratioKeys...)
 	if missing := bench.MissingKeys(parsed, keys...); len(missing) > 0 {
 		t.Fatalf("summary lacks %v:\n%s", missing, out.String())
 	}
@@ -411,5 +414,47 @@ func TestPercentileIntervalsCoverTheRounds(t *testing.T) {
 	}
 	if rounds := r.P99RatioRounds.CI95; !(r.P99RatioCI95.Low <= rounds.Low && r.P99RatioCI95.High >= rounds.High) || rounds.High-rounds.Low <= pooled.High-pooled.Low {
 		t.Errorf("p99 interval %v does not cover the rounds' t interval %v, or that is not the wider (pooled %v)", r.P99RatioCI95, rounds, pooled)
+	}
+}
+
+// The victim timeline splits a round into tenths: a policy that sends the
+// victim every read for the first half of a round and none after shows
+// that in its tenths, and a tenth without reads shows 0.
+func TestVictimTimelineSplitsTheRoundIntoTenths(t *testing.T) {
+	p, err := replica.New(3, replica.Config{Policy: replica.PolicyRoundRobin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const d = 400 * time.Millisecond
+	var v victimTimeline
+	for range 2 { // two rounds add up
+		v.record(p, d, func() bench.LoadResult {
+			start := time.Now()
+			for time.Since(start) < d {
+				r := 1 + rand.IntN(2)
+				if time.Since(start) < d/2-d/20 { // the first half, less a sampling step
+					r = 0
+				}
+				p.Start(r)
+				p.Done(r, replica.Result{Latency: time.Millisecond})
+				time.Sleep(time.Millisecond)
+			}
+			return bench.LoadResult{}
+		})
+	}
+	shares := v.shares()
+	if len(shares) != timelineBuckets {
+		t.Fatalf("%d tenths, want %d", len(shares), timelineBuckets)
+	}
+	for b, share := range shares {
+		switch {
+		case b < 4 && share < 0.9:
+			t.Errorf("tenth %d: victim share %.3f, want all reads (tenths %v)", b, share, shares)
+		case b >= 5 && share > 0.1:
+			t.Errorf("tenth %d: victim share %.3f, want none (tenths %v)", b, share, shares)
+		}
+	}
+	if empty := (&victimTimeline{}).shares(); slices.ContainsFunc(empty, func(s float64) bool { return s != 0 }) {
+		t.Errorf("no reads: tenths %v, want all 0", empty)
 	}
 }

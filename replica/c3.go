@@ -74,10 +74,11 @@ func c3RankOf(st *replicaState, clients int) float64 {
 // reads in time before its quota runs out, and without the trial the slow
 // start had flooded it by then. A replica that fails the trial of an early
 // return serves out the ejection it came back from, neither doubled nor
-// with a lower cap: one read told nothing about what it can hold. After probation it
-// may hold at most an in-flight cap, half what it held when ejected,
-// growing by one a step (see growInFlightCap): a CPU-throttled Redis
-// answers a few reads at a time in time, and fails again only with more.
+// with a lower cap: one read told nothing about what it can hold. It may hold
+// at most an in-flight cap, half what it held when ejected, doubled after
+// each step it held that many without an ejection (see growInFlightCap): a
+// CPU-throttled Redis answers a few reads at a time in time, and fails
+// again only with more.
 // Ψ alone does not eject: its queue term q̂³·S grows with this client's
 // outstanding requests and S is the server's CPU time per command, so Ψ
 // keeps feeding a CPU-throttled Redis (it answers in 90 ms bursts, yet
@@ -133,7 +134,7 @@ func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 		switch {
 		case st.hasStats() && now.Before(st.ejectedUntil),
 			st.onProbation(now) && st.outstanding >= st.probeLimit,
-			st.inFlightCap > 0 && st.outstanding >= st.inFlightCap:
+			st.atInFlightCap():
 			s.keys[r] = sortKey{tier: tierSlow, value: rank(r, st)}
 		case st.hasStats():
 			s.keys[r] = sortKey{tier: tierRanked, value: rank(r, st)}
@@ -241,7 +242,7 @@ func ejectOutliers(s *selector, peak *peakEWMAStrategy, now time.Time) {
 				st.probationUntil = now.Add(s.cfg.ProbationTime)
 				st.trialUntil = now.Add(s.cfg.ProbationTime / 10)
 				st.probeLimit = s.cfg.ProbeLimit
-				st.capGrownAt = st.probationUntil
+				st.capGrownAt, st.capFull = st.trialUntil, false
 			}
 		case !s.cfg.PeakCost && st.responseTime.value > limit:
 			eject(s, st, now, ejectedSlow)
@@ -353,32 +354,37 @@ func eject(s *selector, st *replicaState, now time.Time, cause int) {
 	st.lastEjectionEnd = st.ejectedUntil
 }
 
-// growInFlightCap raises the in-flight cap of a replica back from an
-// ejection by one for every tenth of EjectTime since its probation ended,
-// and lifts it once 10 × EjectTime have passed since its last ejection
-// ended (its ejection series is over, see eject).
+// growInFlightCap doubles the in-flight cap of a replica back from an
+// ejection after every step (a tenth of EjectTime) in which it held as many
+// requests as the cap allows, from the end of its trial; a step in which it
+// held fewer tells nothing about what it can hold, and leaves the cap.
 //
 // Probation alone let a CPU-throttled Redis back at full share: with one
 // read at a time it stays within its quota and answers in time, and
 // taken off probation it took its cost's share of 100 clients' reads
 // (about 30) until the quota ran out, and each of them then waited up to a
 // throttling period (90 ms): on the benchmark, those reads were the p99.9.
-// Halving the cap at each ejection (multiplicative decrease) and growing it
-// by one a step (additive increase), as TCP's congestion window, bounds
-// what one such stall holds, and the bound halves with each repeat.
+// Halving the cap at each ejection bounds what one such stall holds, and
+// the bound halves with each repeat. A throttled replica stalls within a
+// step once it holds more than its quota serves, so growing the cap only
+// after full steps without an ejection finds that bound from below.
+//
+// Two rules this replaced: growth by one a step (as TCP's congestion
+// avoidance), which left a replica that had recovered, or had only been
+// stopped for 200 ms, at half its share for seconds; and lifting the cap
+// 10 × EjectTime after the last ejection, which after any pause in the
+// reads sent a still-throttled replica its whole share again.
 func growInFlightCap(s *selector, st *replicaState, now time.Time) {
-	if st.inFlightCap == 0 || !st.ejectedUntil.IsZero() || st.onProbation(now) {
-		return // no cap, or still ejected (until ejectOutliers ends it), or on probation
+	if st.inFlightCap == 0 || !st.ejectedUntil.IsZero() || st.onTrial(now) {
+		return // no cap, or still ejected (until ejectOutliers ends it), or on trial
 	}
-	if now.Sub(st.lastEjectionEnd) > 10*s.cfg.EjectTime {
-		st.inFlightCap = 0
+	if now.Sub(st.capGrownAt) < max(s.cfg.EjectTime/10, time.Millisecond) {
 		return
 	}
-	step := max(s.cfg.EjectTime/10, time.Millisecond)
-	if n := now.Sub(st.capGrownAt) / step; n > 0 {
-		st.inFlightCap += int(n)
-		st.capGrownAt = st.capGrownAt.Add(n * step)
+	if st.capFull {
+		st.inFlightCap *= 2
 	}
+	st.capFull, st.capGrownAt = false, now
 }
 
 // chooseFront moves the winner among the ranked replicas to the front of

@@ -551,9 +551,17 @@ func TestC3ProbationAfterAnEjection(t *testing.T) {
 	if st := statsOf(p, 0); st.Probation {
 		t.Fatal("replica 0 still on probation after ProbationTime")
 	}
-	clock.Advance(100 * ms) // its in-flight cap grows (TestC3InFlightCapAfterAnEjection)
-	if n := burstOnZero(p, 300); n < 2 {
-		t.Fatalf("replica 0 after its probation got %d reads in flight, want several", n)
+	// Its in-flight cap, 1, doubles after each step it was full
+	// (TestC3InFlightCapAfterAnEjection).
+	for _, want := range []int{1, 2, 4} {
+		n := burstOnZero(p, 300)
+		if n != want {
+			t.Fatalf("replica 0 after its probation got %d reads in flight, want %d", n, want)
+		}
+		for range n {
+			p.Done(0, ok(2*ms))
+		}
+		clock.Advance(30 * ms)
 	}
 }
 
@@ -806,10 +814,10 @@ func TestC3PingGateLeavesHealthyReplicasWhoseReadsBeatTheirPings(t *testing.T) {
 	}
 }
 
-// After its probation, a replica back from an ejection may hold at most
-// half the reads it held when it went silent; the cap grows by one every
-// tenth of EjectTime, halves again at the next ejection, and is lifted
-// when the ejection series is over (10 × EjectTime without one).
+// A replica back from an ejection may hold at most half the reads it held
+// when it went silent. The cap doubles after each tenth of EjectTime it
+// held that many without an ejection, stays while the replica holds fewer
+// or takes no reads, and halves again at the next ejection.
 func TestC3InFlightCapAfterAnEjection(t *testing.T) {
 	ms := time.Millisecond
 	p, clock := newEjectingPolicy(t)
@@ -828,15 +836,15 @@ func TestC3InFlightCapAfterAnEjection(t *testing.T) {
 	}
 	clock.Advance(300 * ms) // the ejection ends: probation
 	if n := inFlight(); n != 1 {
-		t.Fatalf("on probation: replica 0 took %d reads at once, want 1", n)
+		t.Fatalf("on trial: replica 0 took %d reads at once, want 1", n)
 	}
 	clock.Advance(260 * ms) // the probation ends
 	if n := inFlight(); n != 4 {
 		t.Fatalf("after probation: replica 0 took %d reads at once, want its cap 4", n)
 	}
-	clock.Advance(50 * ms) // two steps of EjectTime/10
-	if n := inFlight(); n != 6 {
-		t.Fatalf("50ms later: replica 0 took %d reads at once, want 6", n)
+	clock.Advance(30 * ms) // a step (EjectTime/10) at its cap
+	if n := inFlight(); n != 8 {
+		t.Fatalf("a step at its cap later: replica 0 took %d reads at once, want 8", n)
 	}
 	ejectBySilence(p, clock, 6)
 	if st := statsOf(p, 0); st.SilentEjections != 2 || st.InFlightCap != 3 {
@@ -844,14 +852,24 @@ func TestC3InFlightCapAfterAnEjection(t *testing.T) {
 	}
 	clock.Advance(600 * ms) // the second ejection (500ms) ends: probation
 	if n := inFlight(); n != 1 {
-		t.Fatalf("on the second probation: replica 0 took %d reads at once, want 1", n)
+		t.Fatalf("on the second trial: replica 0 took %d reads at once, want 1", n)
 	}
-	clock.Advance(10 * 250 * ms) // the ejection series ends
-	if n := inFlight(); n <= 6 {
-		t.Fatalf("after the ejection series: replica 0 took %d reads at once, want more than its old caps", n)
+	clock.Advance(300 * ms) // the probation ends
+	for _, want := range []int{3, 6, 12} {
+		if n := inFlight(); n != want {
+			t.Fatalf("replica 0 took %d reads at once, want %d (3, doubled after each step at its cap)", n, want)
+		}
+		clock.Advance(30 * ms)
 	}
-	if st := statsOf(p, 0); st.InFlightCap != 0 {
-		t.Fatalf("after the ejection series: cap %d, want none", st.InFlightCap)
+	for range 3 { // steps with one read at a time: the cap stays
+		r := p.Pick()
+		p.Done(r, ok(2*ms))
+		clock.Advance(30 * ms)
+	}
+	clock.Advance(10 * 250 * ms) // a pause in the reads: the cap stays too
+	p.Done(p.Pick(), ok(2*ms))
+	if st := statsOf(p, 0); st.InFlightCap != 24 {
+		t.Fatalf("cap %d, want 24: doubled once more for the step at 12, not for steps below it or the pause", st.InFlightCap)
 	}
 }
 

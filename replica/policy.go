@@ -95,8 +95,9 @@ type ReplicaStats struct {
 	// Config.ProbationTime, then doubled by every answer in time.
 	Probation bool
 	// InFlightCap, when positive, is how many requests the replica may
-	// have in flight after its probation: half what it held when last
-	// ejected, growing by one every tenth of EjectTime (see c3Strategy).
+	// have in flight since its first ejection: half what it held when last
+	// ejected, doubled after every tenth of EjectTime in which it held
+	// that many (see c3Strategy).
 	InFlightCap int
 	// SlowEjections, SilentEjections and PingEjections count every
 	// ejection of the replica since the policy was made, by what set it
@@ -195,15 +196,16 @@ type replicaState struct {
 	// probeLimit requests at a time until then: ProbeLimit until trialUntil,
 	// then doubled by every answer in time, up to inFlightCap (see
 	// c3Strategy). Back early, resumeUntil is when the ejection it came
-	// back from would have ended. After probation it takes at most
-	// inFlightCap (when positive), which grows by one a step from capGrownAt
-	// (see growInFlightCap).
+	// back from would have ended. It takes at most inFlightCap (when
+	// positive), which doubles after a step from capGrownAt in which the
+	// replica was at its cap (capFull; see growInFlightCap).
 	probationUntil time.Time
 	trialUntil     time.Time
 	resumeUntil    time.Time
 	probeLimit     int
 	inFlightCap    int
 	capGrownAt     time.Time
+	capFull        bool
 	// ejectedFor counts ejections by cause (see ReplicaStats).
 	ejectedFor     [ejectionCauses]uint64
 	pingExtensions uint64
@@ -217,6 +219,14 @@ type replicaState struct {
 func (st *replicaState) hasStats() bool { return st.responseTime.set }
 
 func (st *replicaState) onProbation(now time.Time) bool { return now.Before(st.probationUntil) }
+
+// atInFlightCap says the replica holds as many requests as its in-flight
+// cap allows, and notes it for growInFlightCap.
+func (st *replicaState) atInFlightCap() bool {
+	full := st.inFlightCap > 0 && st.outstanding >= st.inFlightCap
+	st.capFull = st.capFull || full
+	return full
+}
 
 // onTrial says the replica is in the first part of its probation, when it
 // takes ProbeLimit requests at a time however timely its answers.
