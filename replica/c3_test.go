@@ -1031,30 +1031,3 @@ func TestC3FailedTrialResumesTheEjection(t *testing.T) {
 		t.Fatalf("after the trial: replica 0 took %d reads, want 2 (the slow start)", n)
 	}
 }
-
-// A replica back from an ejection competes on its fresh answers: its peak
-// latency restarts from the others', not from the stall that ejected it,
-// which would take several decay times (τ = 10 s) to fade.
-func TestC3ReturnRestartsThePeakLatency(t *testing.T) {
-	ms := time.Millisecond
-	clock := newFakeClock()
-	// Every replica starts at a peak latency of 2ms, what they answer in.
-	p := newTestPolicy(t, 3, Config{PeakCost: true, PeakRTT: 2 * ms, SlowFactor: 10, MinSilence: 50 * ms, EjectTime: 250 * ms, PullInterval: time.Hour, Now: clock.Now})
-	for r := range 3 {
-		complete(p, r, ok(2*ms))
-	}
-	ejectBySilence(p, clock, 8) // replica 0 answers its reads in 60ms
-	clock.Advance(300 * ms)     // the ejection ends
-	onZero := 0
-	for range 300 { // one read at a time: every cost is its latency
-		r := p.Pick()
-		if r == 0 {
-			onZero++
-		}
-		clock.Advance(ms)
-		p.Done(r, ok(2*ms))
-	}
-	if onZero < 60 {
-		t.Fatalf("back from its ejection, replica 0 took %d of 300 reads, want at least 60 (a third is 100)", onZero)
-	}
-}

@@ -99,22 +99,6 @@ func (p *peakEWMAStrategy) update(s *selector, r int, rtt float64, now time.Time
 	p.updateAt[r] = now
 }
 
-// restart sets replica r's estimate to the lowest of the other replicas'
-// at now, for a replica whose old peaks no longer say anything (C3's
-// return from an ejection).
-func (p *peakEWMAStrategy) restart(s *selector, r int, now time.Time) {
-	lowest := math.Inf(1)
-	for o := range p.rtt {
-		if o != r {
-			p.update(s, o, 0, now) // decayed to now
-			lowest = min(lowest, p.rtt[o])
-		}
-	}
-	if !math.IsInf(lowest, 1) {
-		p.rtt[r], p.updateAt[r] = lowest, now
-	}
-}
-
 func (p *peakEWMAStrategy) fillKeys(s *selector, now time.Time) {
 	for r := range s.replicas {
 		p.update(s, r, 0, now)
