@@ -18,6 +18,7 @@ const (
 	DefaultHedgeQuantile   = 0.95
 	DefaultHedgeWindow     = 128
 	DefaultHedgeMinSamples = 20
+	DefaultHedgeSuspect    = 2.0
 )
 
 // HedgeConfig tunes hedged reads (see Hedge). Zero fields take the
@@ -45,6 +46,15 @@ type HedgeConfig struct {
 	// whose CPUs are the bottleneck, a read slower than p95 is usually slow
 	// everywhere, and a second copy of it only adds load.
 	EvenIfAnswering bool
+	// Suspect: only a read whose first replica is suspect may be hedged:
+	// its recent quantile is over Suspect × the lowest recent quantile of
+	// the replicas, or it has answered nothing for longer than that lowest
+	// quantile (at least MinDelay). The other reads run in the caller's
+	// goroutine, without the goroutine, channel and timer a hedge needs:
+	// hedging every read cost the benchmark a fifth of its reads/s with
+	// every replica healthy. The price: reads sent to a replica just
+	// before it stops are not hedged. Negative: any read may be hedged.
+	Suspect float64
 }
 
 // WithDefaults returns c with zero fields replaced by the defaults.
@@ -63,6 +73,9 @@ func (c HedgeConfig) WithDefaults() HedgeConfig {
 	}
 	if c.MinSamples == 0 {
 		c.MinSamples = DefaultHedgeMinSamples
+	}
+	if c.Suspect == 0 {
+		c.Suspect = DefaultHedgeSuspect
 	}
 	return c
 }
@@ -85,6 +98,9 @@ func (c HedgeConfig) Validate() error {
 	}
 	if c.Window < 1 || c.MinSamples < 1 || c.MinSamples > c.Window {
 		errs = append(errs, fmt.Errorf("replica: HedgeWindow %d, HedgeMinSamples %d: need 1 <= MinSamples <= Window", c.Window, c.MinSamples))
+	}
+	if math.IsNaN(c.Suspect) || (c.Suspect > 0 && c.Suspect < 1) {
+		errs = append(errs, fmt.Errorf("replica: HedgeSuspect: got %v, allowed: negative (every read) or at least 1", c.Suspect))
 	}
 	if c.MinDelay < 0 {
 		errs = append(errs, fmt.Errorf("replica: HedgeMinDelay: got %s, must not be negative", c.MinDelay))
@@ -166,6 +182,26 @@ func (h *Hedger) Delay(r int) (time.Duration, bool) {
 	return max(w.quantile, h.cfg.MinDelay), w.known
 }
 
+// suspect says whether a read to replica r may be hedged (see
+// HedgeConfig.Suspect).
+func (h *Hedger) suspect(r int, now time.Time) bool {
+	if h.cfg.Suspect < 0 {
+		return true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.replicas[r].known {
+		return false
+	}
+	lowest := h.replicas[r].quantile
+	for _, w := range h.replicas {
+		if w.known {
+			lowest = min(lowest, w.quantile)
+		}
+	}
+	return float64(h.replicas[r].quantile) > h.cfg.Suspect*float64(lowest) || now.Sub(h.answered[r]) > max(lowest, h.cfg.MinDelay)
+}
+
 // silentFor returns how long replica r has answered nothing, at now.
 func (h *Hedger) silentFor(r int, now time.Time) time.Duration {
 	h.mu.Lock()
@@ -213,10 +249,11 @@ func (h *Hedger) Stats() HedgeStats {
 var ErrNoAnswer = errors.New("replica: no replica answered")
 
 // Hedge runs one read through policy p: on the best replica first; when that
-// has not answered within its recent p95 (Hedger.Delay), nor answered any
-// other read for as long (unless HedgeConfig.EvenIfAnswering), and the
-// budget allows, a second time on the next-best replica, and the first answer wins
-// while the other attempt's context is cancelled. A server failure
+// replica is suspect (HedgeConfig.Suspect), has not answered within its
+// recent p95 (Hedger.Delay), nor answered any other read for as long
+// (unless HedgeConfig.EvenIfAnswering), and the budget allows, a second
+// time on the next-best replica, and the first answer wins while the other
+// attempt's context is cancelled. A server failure
 // (failed(ctx, err) true) moves the read to the next replica not tried yet,
 // as Policy's fallback order. An answer (failed false: nil or an error about
 // the request itself) is returned as is; when every replica failed, the
@@ -239,6 +276,9 @@ func Hedge[T any](ctx context.Context, p Policy, h *Hedger, order []int, call fu
 	}
 	order = p.Select(order[:0])
 	h.read()
+	if len(order) < 2 || h.cfg.Budget <= 0 || !h.suspect(order[0], time.Now()) {
+		return readInline(ctx, p, h, order, call, failed)
+	}
 	results := make(chan outcome, len(order))
 	cancels := make([]context.CancelFunc, 0, 2)
 	inFlight, next := 0, 1
@@ -332,4 +372,35 @@ func Hedge[T any](ctx context.Context, p Policy, h *Hedger, order []int, call fu
 			return zero, ctx.Err()
 		}
 	}
+}
+
+// readInline is Hedge for a read that is not hedged: each replica of order
+// in turn, in the caller's goroutine, until one answers.
+func readInline[T any](ctx context.Context, p Policy, h *Hedger, order []int, call func(ctx context.Context, r int) (T, error), failed func(ctx context.Context, err error) bool) (T, error) {
+	var errs []error
+	for i, r := range order {
+		if i > 0 {
+			if ctx.Err() != nil {
+				break
+			}
+			p.Start(r)
+		}
+		start := time.Now()
+		v, err := call(ctx, r)
+		latency := time.Since(start)
+		f := failed(ctx, err)
+		p.Done(r, Result{Latency: latency, Failed: f})
+		if !f {
+			if err == nil && ctx.Err() == nil {
+				h.Observe(r, latency)
+			}
+			return v, err
+		}
+		errs = append(errs, fmt.Errorf("replica %d: %w", r, err))
+	}
+	if ctx.Err() != nil {
+		errs = append(errs, ctx.Err())
+	}
+	var zero T
+	return zero, fmt.Errorf("%w: %w", ErrNoAnswer, errors.Join(errs...))
 }

@@ -10,9 +10,14 @@ import (
 
 // newHedgeTest returns a round-robin policy over 2 replicas (so the first
 // read goes to replica 0, the next-best is 1) and a Hedger that has seen
-// 20 reads of 10 ms on each replica: its p95 delay is 10 ms.
+// 20 reads of 10 ms on each replica: its p95 delay is 10 ms. Unless cfg
+// says otherwise, every read may be hedged (Suspect −1); the default is
+// TestHedgeOnlyReadsToASuspectReplica's.
 func newHedgeTest(t *testing.T, cfg HedgeConfig) (Policy, *Hedger) {
 	t.Helper()
+	if cfg.Suspect == 0 {
+		cfg.Suspect = -1
+	}
 	p := newTestPolicy(t, 2, Config{Policy: PolicyRoundRobin})
 	h, err := NewHedger(2, cfg)
 	if err != nil {
@@ -236,4 +241,48 @@ func TestHedgeWaitsWhileTheReplicaAnswersOthers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// By default only a read whose replica is suspect may be hedged: with both
+// replicas' p95 at 10 ms, a read that stalls on replica 0 runs inline and
+// waits; once replica 0's p95 is 40 ms, over twice replica 1's, a read to
+// it that stalls is hedged.
+func TestHedgeOnlyReadsToASuspectReplica(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, h := newHedgeTest(t, HedgeConfig{Suspect: DefaultHedgeSuspect})
+		stallOnZero := func(ctx context.Context, r int) (int, error) {
+			if r == 0 {
+				select {
+				case <-time.After(100 * time.Millisecond):
+				case <-ctx.Done():
+					return 0, ctx.Err()
+				}
+			}
+			return r, nil
+		}
+		start := time.Now()
+		if v, err := Hedge(context.Background(), p, h, nil, stallOnZero, serverError); err != nil || v != 0 {
+			t.Fatalf("Hedge = %d, %v; want replica 0's late answer", v, err)
+		}
+		if took := time.Since(start); took != 100*time.Millisecond || h.Stats().Hedges != 0 {
+			t.Fatalf("read took %s with %d hedges; want 100ms and none (replica 0 is not suspect)", took, h.Stats().Hedges)
+		}
+		for range 128 { // replica 0's window fills with 40ms reads
+			h.Observe(0, 40*time.Millisecond)
+		}
+		for range 2 { // round-robin: replica 1 first, then replica 0
+			start = time.Now()
+			v, err := Hedge(context.Background(), p, h, nil, stallOnZero, serverError)
+			if err != nil || v != 1 {
+				t.Fatalf("Hedge = %d, %v; want replica 1's answer", v, err)
+			}
+			if took := time.Since(start); took > 40*time.Millisecond {
+				t.Fatalf("read took %s, want at most replica 0's p95, 40ms, then the hedge", took)
+			}
+		}
+		synctest.Wait()
+		if got := h.Stats(); got.Hedges != 1 || got.HedgeWins != 1 {
+			t.Errorf("stats %+v, want one hedge, won (the read to replica 0, suspect)", got)
+		}
+	})
 }

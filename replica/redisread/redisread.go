@@ -124,9 +124,10 @@ type Config struct {
 	// Hedge tunes the hedged reads of Read (not Do): a read that has not
 	// answered within its replica's recent p95 is sent again to the
 	// next-best replica, within a budget. Off unless Hedge.Budget is set
-	// (positive): each read then runs in a goroutine of its own, and on
-	// the benchmark that cost more reads/s than the hedges saved (see
-	// BENCHMARKS.md S3).
+	// (positive). Only a read to a suspect replica (Hedge.Suspect: its p95
+	// over twice the best replica's, or silent) runs in a goroutine of its
+	// own so that it can be hedged; hedging every read that way cost more
+	// reads/s than the hedges saved (see BENCHMARKS.md S3).
 	Hedge replica.HedgeConfig
 }
 

@@ -435,7 +435,7 @@ func TestReadHedgesAStoppedReplica(t *testing.T) {
 	rc := testRedisConfig(st)
 	rc.ReplicaAddrs = []string{extra.addr, st.RedisReplicaAddrs[0]}
 	c, err := Open(rc, Config{Policy: replica.Config{Policy: replica.PolicyRoundRobin}, SampleInterval: -1,
-		Hedge: replica.HedgeConfig{Budget: 0.05, MinSamples: 5, MinDelay: 20 * time.Millisecond}}, nil, nil)
+		Hedge: replica.HedgeConfig{Budget: 0.05, MinSamples: 5, MinDelay: 20 * time.Millisecond, Suspect: -1}}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
