@@ -153,9 +153,10 @@ func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 // prices a replica that stops 200 ms every 2 s at about a tenth of the
 // reads, as the peak-ewma policy does, and restarting it from the others'
 // gave that replica its whole share back, so every stall caught a third
-// of the reads in flight (a p99.9 of 200 ms on the benchmark). The typical signal is the lower median
-// of the replicas' signals (the lowest of two, the second of three or four):
-// not the lowest, because under load the replica that happens to have the
+// of the reads in flight (a p99.9 of 200 ms on the benchmark).
+//
+// The typical signal is the lower median of the replicas' signals (the
+// lowest of two, the second of three or four): not the lowest, because under load the replica that happens to have the
 // fewest reads in flight answers them in a fraction of the others' time,
 // and 10 × that fraction ejected healthy replicas over and over (about one
 // ejection per replica per second of a healthy benchmark round). When every
