@@ -74,11 +74,12 @@ func c3RankOf(st *replicaState, clients int) float64 {
 // reads in time before its quota runs out, and without the trial the slow
 // start had flooded it by then. A replica that fails the trial of an early
 // return serves out the ejection it came back from, neither doubled nor
-// with a lower cap: one read told nothing about what it can hold. It may hold
-// at most an in-flight cap, half what it held when ejected, doubled after
-// each step it held that many without an ejection (see growInFlightCap): a
-// CPU-throttled Redis answers a few reads at a time in time, and fails
-// again only with more.
+// with a lower cap: one read told nothing about what it can hold.
+//
+// A replica back from an ejection may hold at most an in-flight cap, half
+// what it held when ejected, doubled after each step it held that many
+// without an ejection (see growInFlightCap): a CPU-throttled Redis answers
+// a few reads at a time in time, and fails again only with more.
 // Ψ alone does not eject: its queue term q̂³·S grows with this client's
 // outstanding requests and S is the server's CPU time per command, so Ψ
 // keeps feeding a CPU-throttled Redis (it answers in 90 ms bursts, yet
