@@ -277,7 +277,7 @@ func Hedge[T any](ctx context.Context, p Policy, h *Hedger, order []int, call fu
 	order = p.Select(order[:0])
 	h.read()
 	if len(order) < 2 || h.cfg.Budget <= 0 || !h.suspect(order[0], time.Now()) {
-		return readInline(ctx, p, h, order, call, failed)
+		return TryInOrder(ctx, p, h, order, call, failed)
 	}
 	results := make(chan outcome, len(order))
 	cancels := make([]context.CancelFunc, 0, 2)
@@ -374,9 +374,13 @@ func Hedge[T any](ctx context.Context, p Policy, h *Hedger, order []int, call fu
 	}
 }
 
-// readInline is Hedge for a read that is not hedged: each replica of order
-// in turn, in the caller's goroutine, until one answers.
-func readInline[T any](ctx context.Context, p Policy, h *Hedger, order []int, call func(ctx context.Context, r int) (T, error), failed func(ctx context.Context, err error) bool) (T, error) {
+// TryInOrder runs call on each replica of order in turn, in the caller's
+// goroutine, until one answers: order is as Select returned it (its first
+// replica already started). Each attempt reports to p, and each answer's
+// latency to h (when not nil). A server failure (failed true) moves on to
+// the next replica; when every replica failed, the error wraps ErrNoAnswer
+// and each replica's error. Hedge runs a read it will not hedge this way.
+func TryInOrder[T any](ctx context.Context, p Policy, h *Hedger, order []int, call func(ctx context.Context, r int) (T, error), failed func(ctx context.Context, err error) bool) (T, error) {
 	var errs []error
 	for i, r := range order {
 		if i > 0 {
@@ -391,7 +395,7 @@ func readInline[T any](ctx context.Context, p Policy, h *Hedger, order []int, ca
 		f := failed(ctx, err)
 		p.Done(r, Result{Latency: latency, Failed: f})
 		if !f {
-			if err == nil && ctx.Err() == nil {
+			if h != nil && err == nil && ctx.Err() == nil {
 				h.Observe(r, latency)
 			}
 			return v, err

@@ -337,69 +337,34 @@ func (allFailed) UnavailableBackend() string { return "redis" }
 // more than once. Its error is returned unchanged when it is an answer
 // (nil, redis.Nil, an error reply such as WRONGTYPE, or ctx ending).
 func (c *ReadClient) Do(ctx context.Context, fn func(ctx context.Context, rdb *redis.Client) error) error {
+	_, err := Read(ctx, c, func(ctx context.Context, rdb *redis.Client) (struct{}, error) {
+		return struct{}{}, fn(ctx, rdb)
+	})
+	return err
+}
+
+// Read runs fn on the best replica and returns its value, as Do, and, with
+// Config.Hedge, hedges it: when the replica has not answered within its
+// recent p95, fn runs again on the next-best replica, the first answer wins
+// and the other call's context is cancelled (within the budget; see
+// replica.Hedge). fn must be a read that keeps its results in its own
+// variables and returns them: it may run twice at once. When every replica
+// failed, fn runs on the primary (unless NoPrimaryFallback).
+func Read[T any](ctx context.Context, c *ReadClient, fn func(ctx context.Context, rdb *redis.Client) (T, error)) (T, error) {
 	if len(c.replicas) == 0 {
 		return fn(ctx, c.primary)
 	}
 	bufp := c.orders.Get().(*[]int)
 	defer c.orders.Put(bufp)
-	order := c.policy.Select((*bufp)[:0])
-	*bufp = order
-	var errs []error
-	for i, r := range order {
-		if i > 0 {
-			if ctx.Err() != nil {
-				break
-			}
-			c.policy.Start(r)
-		}
-		start := time.Now()
-		err := fn(ctx, c.replicas[r])
-		latency := time.Since(start)
-		failed := serverFailed(ctx, err)
-		c.policy.Done(r, replica.Result{Latency: latency, Failed: failed})
-		if !failed {
-			return err
-		}
-		errs = append(errs, fmt.Errorf("replica %s: %w", c.addrs[r], err))
+	onReplica := func(ctx context.Context, r int) (T, error) { return fn(ctx, c.replicas[r]) }
+	var v T
+	var err error
+	if c.hedger != nil {
+		v, err = replica.Hedge(ctx, c.policy, c.hedger, (*bufp)[:0], onReplica, serverFailed)
+	} else {
+		*bufp = c.policy.Select((*bufp)[:0])
+		v, err = replica.TryInOrder(ctx, c.policy, nil, *bufp, onReplica, serverFailed)
 	}
-	if !c.cfg.NoPrimaryFallback && ctx.Err() == nil {
-		c.primaryReads.Add(1)
-		err := fn(ctx, c.primary)
-		if !serverFailed(ctx, err) {
-			return err
-		}
-		c.primaryFailures.Add(1)
-		errs = append(errs, fmt.Errorf("primary %s: %w", c.primary.Options().Addr, err))
-	}
-	if ctx.Err() != nil {
-		errs = append(errs, ctx.Err())
-	}
-	c.log.Warn("redis read failed on every server", "path", c.cfg.Path, "error", errors.Join(errs...))
-	return fmt.Errorf("%w (path %s): %w", ErrAllFailed, c.cfg.Path, errors.Join(errs...))
-}
-
-// Read runs fn on the best replica and returns its value, as Do, and hedges
-// it: when the replica has not answered within its recent p95, fn runs again
-// on the next-best replica, the first answer wins and the other call's
-// context is cancelled (within Config.Hedge's budget; see replica.Hedge).
-// fn must be a read that keeps its results in its own variables and returns
-// them: it may run twice at once. When every replica failed, fn runs on the
-// primary (unless NoPrimaryFallback).
-func Read[T any](ctx context.Context, c *ReadClient, fn func(ctx context.Context, rdb *redis.Client) (T, error)) (T, error) {
-	if c.hedger == nil || len(c.replicas) < 2 {
-		var v T
-		err := c.Do(ctx, func(ctx context.Context, rdb *redis.Client) error {
-			var err error
-			v, err = fn(ctx, rdb)
-			return err
-		})
-		return v, err
-	}
-	bufp := c.orders.Get().(*[]int)
-	defer c.orders.Put(bufp)
-	v, err := replica.Hedge(ctx, c.policy, c.hedger, (*bufp)[:0], func(ctx context.Context, r int) (T, error) {
-		return fn(ctx, c.replicas[r])
-	}, serverFailed)
 	if !errors.Is(err, replica.ErrNoAnswer) {
 		return v, err
 	}
@@ -412,9 +377,9 @@ func Read[T any](ctx context.Context, c *ReadClient, fn func(ctx context.Context
 		c.primaryFailures.Add(1)
 		err = errors.Join(err, fmt.Errorf("primary %s: %w", c.primary.Options().Addr, perr))
 	}
-	c.log.Warn("redis read failed on every server", "path", c.cfg.Path, "error", err)
+	c.log.Warn("redis read failed on every server", "path", c.cfg.Path, "replicas", c.addrs, "error", err)
 	var zero T
-	return zero, fmt.Errorf("%w (path %s): %w", ErrAllFailed, c.cfg.Path, err)
+	return zero, fmt.Errorf("%w (path %s, replicas %v in policy order): %w", ErrAllFailed, c.cfg.Path, c.addrs, err)
 }
 
 // serverFailed says whether err means the server could not answer, so the
