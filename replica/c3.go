@@ -88,8 +88,17 @@ func c3RankOf(st *replicaState, clients int) float64 {
 //
 // With Config.PeakCost, the rank is peak-EWMA latency × (outstanding+1)
 // (see peakEWMAStrategy) instead of Ψ; probes, ejection and the choice of
-// the winner stay. With Config.Concentrate, the front is the home replica
-// instead (see chooseHome).
+// the winner stay. The latency there is at least how long the replica has
+// been silent while another answered (silentWhileOthersAnswer): a stopped
+// server's peak latency rises only when its first late reply comes back,
+// and until then peak-EWMA kept sending it its share of the reads, each
+// caught for the rest of the stall. An OpenSearch node's searches take
+// tens of milliseconds on a busy host, so 10 × that is longer than a
+// 200 ms GC pause, and its silence never ejects it: the cost is what
+// steers reads away from it.
+//
+// With Config.Concentrate, the front is the home replica instead (see
+// chooseHome).
 type c3Strategy struct {
 	next int
 	rng  *rand.Rand
@@ -127,7 +136,8 @@ func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 	if c.peak != nil {
 		rank = func(r int, st *replicaState) float64 {
 			c.peak.update(s, r, 0, now)
-			return c.peak.rtt[r] * float64(st.outstanding+1)
+			latency := max(c.peak.rtt[r], silentWhileOthersAnswer(s, r, now))
+			return latency * float64(st.outstanding+1)
 		}
 	}
 	for r := range s.replicas {

@@ -1031,3 +1031,54 @@ func TestC3FailedTrialResumesTheEjection(t *testing.T) {
 		t.Fatalf("after the trial: replica 0 took %d reads, want 2 (the slow start)", n)
 	}
 }
+
+// With PeakCost, a replica silent while the others answer costs at least
+// its silence per read in flight: stopped with two reads in flight, it
+// stops winning reads long before SlowFactor ejects it, although its peak
+// latency (2ms, from before the stall) is the others' and they hold more
+// reads. Peak-EWMA alone keeps sending it reads until its first late reply.
+func TestC3PeakCostCountsSilence(t *testing.T) {
+	ms := time.Millisecond
+	for _, peer := range []bool{false, true} {
+		clock := newFakeClock()
+		// PeakRTT 2ms: every replica's peak latency starts at its replies'.
+		cfg := Config{PeakCost: true, PeakRTT: 2 * ms, SlowFactor: 1000, PullInterval: time.Hour, Now: clock.Now, Seed: 5}
+		if peer {
+			cfg = Config{Policy: PolicyPeakEWMA, PeakRTT: 2 * ms, Now: clock.Now, Seed: 5}
+		}
+		p := newTestPolicy(t, 3, cfg)
+		for r := range 3 {
+			complete(p, r, ok(2*ms))
+		}
+		p.Start(0)
+		p.Start(0)
+		for range 4 { // four reads in flight on each of the others
+			p.Start(1)
+			p.Start(2)
+		}
+		// 30ms on: replicas 1 and 2 each answered one read and took
+		// another; replica 0 answered nothing.
+		clock.Advance(30 * ms)
+		for _, r := range []int{1, 2} {
+			p.Done(r, ok(2*ms))
+			p.Start(r)
+		}
+		onZero := 0
+		for range 200 {
+			if r := p.Pick(); r == 0 {
+				onZero++ // and left in flight: replica 0 is stopped
+			} else {
+				p.Done(r, ok(2*ms))
+			}
+		}
+		switch {
+		case !peer && onZero != 0:
+			t.Errorf("C3: the replica silent for 30ms won %d of 200 reads; want none (cost 30ms × 3 against 2ms × 5)", onZero)
+		case peer && onZero == 0:
+			t.Errorf("peak-ewma: the silent replica won no read; the test no longer shows what C3 adds")
+		}
+		if st := statsOf(p, 0); st.SilentEjections != 0 {
+			t.Errorf("peer %t: replica 0 ejected (%d); the test is about the cost, not ejection", peer, st.SilentEjections)
+		}
+	}
+}
