@@ -60,13 +60,15 @@ func endpointContenders(cfg Config) []contender {
 }
 
 // endpointConfig is the osread configuration of one contender. Peers rank
-// neither by service time nor by queue length, so their Transports run no
-// background sampler: eight samplers at once would add load on the nodes
-// that one Transport in production does not.
+// neither by service time nor by queue length, and none of them ejects by
+// ping, so their Transports run no background sampler (no stats, no
+// pings): eight samplers at once would add load on the nodes that one
+// Transport in production does not. Lowest-ping thus ranks by response
+// time, as go-redis does for a node it has not pinged.
 func (k contender) endpointConfig(cfg Config, scenario string) osread.Config {
 	oc := osread.Config{Policy: tuned(cfg.Tuning, k.policy, cfg.Seed), Path: "replbench-" + scenario + "-" + k.name, PsiRank: k.psi}
 	if !k.ours {
-		oc.SampleInterval = -1
+		oc.SampleInterval, oc.PingInterval = -1, -1
 	}
 	return oc
 }

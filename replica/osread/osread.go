@@ -23,7 +23,12 @@
 //
 // C3 ranks endpoints by peak-EWMA latency × (outstanding+1) and ejects
 // silent ones (replica.Config.PeakCost, SlowFactor), unless Config.PsiRank:
-// then by Ψ from the terms above.
+// then by Ψ from the terms above. The sampler also pings every node
+// (HEAD /, PingInterval): an ejected node whose pings are fast again is
+// back early (replica.Config.PingGate), and one whose pings stay slow is
+// kept out. Without pings an ejection only ended when its timer did, and
+// the timer doubles with each repeat up to MaxEjectTime (30 s): a node
+// that recovered from a CPU cap, or from a GC pause, stayed out that long.
 //
 // Main invariant: every request the Transport starts on an endpoint is ended
 // at the policy exactly once: on a transport error, on a retried 502/503/504,
@@ -58,7 +63,13 @@ const (
 	// path's (redisread), where peak cost was tuned.
 	DefaultSlowFactor     = 10
 	DefaultPullInterval   = 100 * time.Millisecond
+	// DefaultPingGate is the Policy.PingGate with C3 unless PsiRank, as
+	// redisread's: a node whose pings take over 10 × the typical node's,
+	// and longer than the best node's searches, is ejected until they
+	// recover.
+	DefaultPingGate       = 10
 	DefaultSampleInterval = time.Second
+	DefaultPingInterval   = 250 * time.Millisecond
 	DefaultSampleTimeout  = 2 * time.Second
 	DefaultPath           = "opensearch"
 )
@@ -70,6 +81,9 @@ type Config struct {
 	// SampleInterval is how often the background sampler reads each node's
 	// search thread pool and query stats. Negative disables it.
 	SampleInterval time.Duration
+	// PingInterval is how often the background sampler pings each node
+	// (HEAD /, timed). Negative disables the pings.
+	PingInterval time.Duration
 	// SampleTimeout bounds one sample of one node.
 	SampleTimeout time.Duration
 	// Path names this read path in metrics and logs.
@@ -92,10 +106,16 @@ func (c Config) WithDefaults() Config {
 		if c.Policy.PullInterval == 0 {
 			c.Policy.PullInterval = DefaultPullInterval
 		}
+		if c.Policy.PingGate == 0 {
+			c.Policy.PingGate = DefaultPingGate
+		}
 	}
 	c.Policy = c.Policy.WithDefaults()
 	if c.SampleInterval == 0 {
 		c.SampleInterval = DefaultSampleInterval
+	}
+	if c.PingInterval == 0 {
+		c.PingInterval = DefaultPingInterval
 	}
 	if c.SampleTimeout == 0 {
 		c.SampleTimeout = DefaultSampleTimeout
@@ -109,7 +129,8 @@ func (c Config) WithDefaults() Config {
 // Validate reports every invalid field by name.
 func (c Config) Validate() error {
 	d := c.WithDefaults()
-	return errors.Join(c.Policy.Validate(), replica.ValidateSampler("osread", d.SampleInterval, d.SampleTimeout))
+	return errors.Join(c.Policy.Validate(), replica.ValidateSampler("osread", d.SampleInterval, d.SampleTimeout),
+		replica.ValidateSampler("osread ping", d.PingInterval, d.SampleTimeout))
 }
 
 // Flags binds the configuration to flags named prefix+"policy", … (e.g.
@@ -118,6 +139,7 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 	*c = c.WithDefaults()
 	c.Policy.Flags(fs, prefix)
 	fs.DurationVar(&c.SampleInterval, prefix+"sample-interval", c.SampleInterval, "how often to sample each node's search thread pool (negative: off)")
+	fs.DurationVar(&c.PingInterval, prefix+"ping-interval", c.PingInterval, "how often to ping each node, HEAD / (negative: off)")
 	fs.DurationVar(&c.SampleTimeout, prefix+"sample-timeout", c.SampleTimeout, "timeout of one sample of one node")
 	fs.BoolVar(&c.PsiRank, prefix+"psi-rank", c.PsiRank, "C3: rank by Ψ instead of peak-EWMA latency × (outstanding+1)")
 }
@@ -184,7 +206,7 @@ func NewTransport(endpoints []string, base http.RoundTripper, cfg Config, log *s
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.stopSampler = cancel
-	if cfg.SampleInterval > 0 {
+	if cfg.SampleInterval > 0 || cfg.PingInterval > 0 {
 		client := &http.Client{Transport: t.base, Timeout: cfg.SampleTimeout}
 		for r := range t.endpoints {
 			t.samplerDone.Add(1)
@@ -361,21 +383,55 @@ func parseLeadingTook(head []byte) (time.Duration, bool) {
 	return time.Duration(ms) * time.Millisecond, true
 }
 
-// sampleLoop samples endpoint r's node each SampleInterval until ctx ends.
-// Each endpoint has a loop of its own, so that a node that does not answer
-// (its sample waits out SampleTimeout) holds back no other node's samples.
+// sampleLoop pings endpoint r's node each PingInterval and samples its
+// stats each SampleInterval (each off when negative) until ctx ends. Each
+// endpoint has a loop of its own, so that a node that does not answer (its
+// sample waits out SampleTimeout) holds back no other node's samples.
 func (t *Transport) sampleLoop(ctx context.Context, client *http.Client, r int) {
 	defer t.samplerDone.Done()
 	var prev nodeSearchStats
-	ticker := time.NewTicker(t.cfg.SampleInterval)
+	var sampledAt time.Time
+	tick := t.cfg.PingInterval
+	if tick <= 0 || (t.cfg.SampleInterval > 0 && t.cfg.SampleInterval < tick) {
+		tick = t.cfg.SampleInterval
+	}
+	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
 	for {
-		t.sampleNode(ctx, client, r, &prev)
+		if t.cfg.PingInterval > 0 {
+			t.pingNode(ctx, client, r)
+		}
+		if t.cfg.SampleInterval > 0 && time.Since(sampledAt) >= t.cfg.SampleInterval {
+			sampledAt = time.Now()
+			t.sampleNode(ctx, client, r, &prev)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
 		}
+	}
+}
+
+// pingNode times HEAD / on endpoint r (OpenSearch answers it from the node
+// itself) and reports the round trip to the policy; a ping that fails or
+// times out reports nothing, as silence already counts against the node.
+func (t *Transport) pingNode(ctx context.Context, client *http.Client, r int) {
+	ctx, cancel := context.WithTimeout(ctx, t.cfg.SampleTimeout)
+	defer cancel()
+	u := t.endpoints[r]
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, u.Scheme+"://"+u.Host+"/", nil)
+	if err != nil {
+		return
+	}
+	start := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		t.policy.ObservePing(r, time.Since(start))
 	}
 }
 

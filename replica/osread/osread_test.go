@@ -117,8 +117,67 @@ func TestConfigPeakCostUnlessPsiRank(t *testing.T) {
 			t.Errorf("%s: PeakCost %t, SlowFactor %v; want peak cost %t, ejection %t", c.name, c.cfg.Policy.PeakCost, c.cfg.Policy.SlowFactor, c.peak, c.ejected)
 		}
 	}
-	if d := (Config{}).WithDefaults(); d.Policy.SlowFactor != DefaultSlowFactor || d.Policy.PullInterval != DefaultPullInterval {
-		t.Errorf("defaults: SlowFactor %v, PullInterval %v; want %v, %v", d.Policy.SlowFactor, d.Policy.PullInterval, DefaultSlowFactor, DefaultPullInterval)
+	if d := (Config{}).WithDefaults(); d.Policy.SlowFactor != DefaultSlowFactor || d.Policy.PullInterval != DefaultPullInterval || d.Policy.PingGate != DefaultPingGate {
+		t.Errorf("defaults: SlowFactor %v, PullInterval %v, PingGate %v; want %v, %v, %v", d.Policy.SlowFactor, d.Policy.PullInterval, d.Policy.PingGate, DefaultSlowFactor, DefaultPullInterval, DefaultPingGate)
+	}
+}
+
+// hangingEndpoint returns an http:// URL whose listener accepts
+// connections and never answers, as a stopped node's does.
+func hangingEndpoint(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		<-done
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return "http://" + l.Addr().String()
+}
+
+// The sampler pings every node and samples its stats on a loop of its own:
+// a node that never answers (stopped) gets no ping counted and holds back
+// neither the live node's pings nor its stats.
+func TestSamplerPingsEachNodeWhileAnotherHangs(t *testing.T) {
+	st := stacktest.Require(t)
+	// A shared loop would wait out the hanging node's 30 s timeout
+	// between two pings of the live one.
+	cfg := Config{SampleInterval: 50 * time.Millisecond, PingInterval: 20 * time.Millisecond, SampleTimeout: 30 * time.Second}
+	tr, err := NewTransport([]string{hangingEndpoint(t), st.OpenSearchURLs[0]}, nil, cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		live := statsOf(tr, 1)
+		if live.Pings >= 5 && live.Ping > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("live node after 10 s: %+v; want at least 5 pings while the other node hangs", live)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if hung := statsOf(tr, 0); hung.Pings != 0 {
+		t.Fatalf("the node that never answers has %d pings counted", hung.Pings)
 	}
 }
 
