@@ -61,8 +61,8 @@ const (
 	// DefaultSlowFactor and DefaultPullInterval are the Policy's
 	// SlowFactor and PullInterval with C3 unless PsiRank: the Redis read
 	// path's (redisread), where peak cost was tuned.
-	DefaultSlowFactor     = 10
-	DefaultPullInterval   = 100 * time.Millisecond
+	DefaultSlowFactor   = 10
+	DefaultPullInterval = 100 * time.Millisecond
 	// DefaultPingGate is the Policy.PingGate with C3 unless PsiRank, as
 	// redisread's: a node whose pings take over 10 × the typical node's,
 	// and longer than the best node's searches, is ejected until they
