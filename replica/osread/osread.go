@@ -390,7 +390,14 @@ func parseLeadingTook(head []byte) (time.Duration, bool) {
 func (t *Transport) sampleLoop(ctx context.Context, client *http.Client, r int) {
 	defer t.samplerDone.Done()
 	var prev nodeSearchStats
-	var sampledAt time.Time
+	var pingedAt, sampledAt time.Time
+	due := func(last *time.Time, every time.Duration) bool {
+		if every <= 0 || time.Since(*last) < every {
+			return false
+		}
+		*last = time.Now()
+		return true
+	}
 	tick := t.cfg.PingInterval
 	if tick <= 0 || (t.cfg.SampleInterval > 0 && t.cfg.SampleInterval < tick) {
 		tick = t.cfg.SampleInterval
@@ -398,11 +405,10 @@ func (t *Transport) sampleLoop(ctx context.Context, client *http.Client, r int) 
 	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
 	for {
-		if t.cfg.PingInterval > 0 {
+		if due(&pingedAt, t.cfg.PingInterval) {
 			t.pingNode(ctx, client, r)
 		}
-		if t.cfg.SampleInterval > 0 && time.Since(sampledAt) >= t.cfg.SampleInterval {
-			sampledAt = time.Now()
+		if due(&sampledAt, t.cfg.SampleInterval) {
 			t.sampleNode(ctx, client, r, &prev)
 		}
 		select {
@@ -419,8 +425,7 @@ func (t *Transport) sampleLoop(ctx context.Context, client *http.Client, r int) 
 func (t *Transport) pingNode(ctx context.Context, client *http.Client, r int) {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.SampleTimeout)
 	defer cancel()
-	u := t.endpoints[r]
-	req, err := http.NewRequestWithContext(ctx, http.MethodHead, u.Scheme+"://"+u.Host+"/", nil)
+	req, err := t.nodeRequest(ctx, http.MethodHead, r, "/")
 	if err != nil {
 		return
 	}
@@ -433,6 +438,12 @@ func (t *Transport) pingNode(ctx context.Context, client *http.Client, r int) {
 	if resp.StatusCode == http.StatusOK {
 		t.policy.ObservePing(r, time.Since(start))
 	}
+}
+
+// nodeRequest is a request for path on endpoint r's node itself.
+func (t *Transport) nodeRequest(ctx context.Context, method string, r int, path string) (*http.Request, error) {
+	u := t.endpoints[r]
+	return http.NewRequestWithContext(ctx, method, u.Scheme+"://"+u.Host+path, nil)
 }
 
 // nodeSearchStats is the part of _nodes/_local/stats the sampler reads.
@@ -450,8 +461,7 @@ const sampleStatsPath = "/_nodes/_local/stats/thread_pool,indices?filter_path=no
 func (t *Transport) sampleNode(ctx context.Context, client *http.Client, r int, prev *nodeSearchStats) {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.SampleTimeout)
 	defer cancel()
-	u := *t.endpoints[r]
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.Scheme+"://"+u.Host+sampleStatsPath, nil)
+	req, err := t.nodeRequest(ctx, http.MethodGet, r, sampleStatsPath)
 	if err != nil {
 		return
 	}
