@@ -169,10 +169,10 @@ func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 // The typical signal is the lower median of the replicas' signals (the
 // lowest of two, the second of three or four): not the lowest, because
 // under load the replica that happens to have the fewest reads in flight
-// answers them in a fraction of the others' time,
-// and 10 × that fraction ejected healthy replicas over and over (about one
-// ejection per replica per second of a healthy benchmark round). When every
-// replica stalls at once (a pause of this client, not of a server), the
+// answers them in a fraction of the others' time, and 10 × that fraction
+// ejected healthy replicas over and over (about one ejection per replica
+// per second of a healthy benchmark round). When every replica stalls at
+// once (a pause of this client, not of a server), the
 // typical signal rises with them and none is an outlier. Silence must also
 // last MinSilence.
 //
