@@ -172,9 +172,8 @@ func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 // answers them in a fraction of the others' time, and 10 × that fraction
 // ejected healthy replicas over and over (about one ejection per replica
 // per second of a healthy benchmark round). When every replica stalls at
-// once (a pause of this client, not of a server), the
-// typical signal rises with them and none is an outlier. Silence must also
-// last MinSilence.
+// once (a pause of this client, not of a server), the typical signal rises
+// with them and none is an outlier. Silence must also last MinSilence.
 //
 // With PeakCost a replica is not ejected for its response time: the cost
 // already sends a replica that answers k times slower about k times fewer
