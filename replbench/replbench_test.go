@@ -252,7 +252,7 @@ func TestBenchmarkSmoke(t *testing.T) {
 		if sc.s.BestPeer != "round-robin" { // the only peer in this run
 			t.Errorf("%s: best peer %q, want round-robin", sc.name, sc.s.BestPeer)
 		}
-		for _, variant := range []string{"c3-psi", "c3-no-ping-gate", "c3-no-probation"} {
+		for _, variant := range []string{"c3-psi", "c3-no-ping-gate", "c3-no-probation", "c3-keep-peak"} {
 			if _, ok := sc.s.Policies[variant]; !ok {
 				t.Errorf("%s: no %s variant in %v", sc.name, variant, sc.s.Policies)
 			}

@@ -34,8 +34,9 @@ type contender struct {
 	// psi ranks C3 by Ψ instead of peak-EWMA cost; concentrate sends every
 	// read to one home replica; hedge turns hedged reads on (Redis);
 	// noPingGate turns the ping gate off (Redis, replica.Config.PingGate);
-	// noProbation lets an ejected replica back without probation.
-	psi, concentrate, hedge, noPingGate, noProbation bool
+	// noProbation lets an ejected replica back without probation;
+	// keepPeak keeps a replica's peak latency when it is back early.
+	psi, concentrate, hedge, noPingGate, noProbation, keepPeak bool
 }
 
 // oursName is the side that is baedal's selector as it ships.
@@ -43,8 +44,8 @@ const oursName = "c3"
 
 // contenders returns our selector, its variants (unless cfg.NoAblations:
 // ranked by Ψ, concentrating reads on one home replica, with hedged reads,
-// without the ping gate, without probation after an ejection) and the
-// peers in cfg.Policies.
+// without the ping gate, without probation after an ejection, keeping the
+// peak latency of a replica back early) and the peers in cfg.Policies.
 func contenders(cfg Config) []contender {
 	list := []contender{{name: oursName, policy: replica.PolicyC3, ours: true}}
 	if !cfg.NoAblations {
@@ -53,7 +54,8 @@ func contenders(cfg Config) []contender {
 			contender{name: "c3-concentrate", policy: replica.PolicyC3, ours: true, concentrate: true},
 			contender{name: "c3-hedge", policy: replica.PolicyC3, ours: true, hedge: true},
 			contender{name: "c3-no-ping-gate", policy: replica.PolicyC3, ours: true, noPingGate: true},
-			contender{name: "c3-no-probation", policy: replica.PolicyC3, ours: true, noProbation: true})
+			contender{name: "c3-no-probation", policy: replica.PolicyC3, ours: true, noProbation: true},
+			contender{name: "c3-keep-peak", policy: replica.PolicyC3, ours: true, keepPeak: true})
 	}
 	for _, p := range cfg.Policies {
 		if p != replica.PolicyC3 {
@@ -71,6 +73,7 @@ func (k contender) readConfig(cfg Config, scenario string) redisread.Config {
 		rc.Policy.PingGate = -1
 	}
 	rc.Policy.NoProbation = rc.Policy.NoProbation || k.noProbation
+	rc.Policy.KeepPeak = rc.Policy.KeepPeak || k.keepPeak
 	rc.Hedge.Budget = -1
 	if k.hedge {
 		rc.Hedge.Budget = replica.DefaultHedgeBudget

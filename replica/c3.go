@@ -130,7 +130,7 @@ func (c *c3Strategy) observe(s *selector, r int, latency time.Duration, now time
 
 func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 	if s.cfg.SlowFactor > 0 {
-		ejectOutliers(s, now)
+		c.ejectOutliers(s, now)
 	}
 	rank := func(r int, st *replicaState) float64 { return c3RankOf(st, s.cfg.Clients) }
 	if c.peak != nil {
@@ -160,11 +160,17 @@ func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 // ejectOutliers ejects the replicas whose latency signal is over SlowFactor
 // times the typical one (with PeakCost, only for silence: see below), and
 // lets those whose ejection has ended back in, on probation, with their R
-// reset to the lowest R. With PeakCost their peak latency is kept: it
-// prices a replica that stops 200 ms every 2 s at about a tenth of the
-// reads, as the peak-ewma policy does, and restarting it from the others'
-// gave that replica its whole share back, so every stall caught a third
-// of the reads in flight (a p99.9 of 200 ms on the benchmark).
+// reset to the lowest R. With PeakCost, a replica whose ejection ran out
+// keeps its peak latency, and one back early (it answered every read it
+// held and pings in time again: see below) restarts it from the lowest of
+// the others', unless KeepPeak. The reads a 200 ms stall caught come back
+// 200 ms late, and peak-EWMA forgets a peak over its DecayTime (10 s): a
+// replica stopped 200 ms every 2 s kept a fifth of the reads all the time
+// it was up, and when each replica has a host of its own the other two
+// ran out of CPU. Before the silence counted in the cost, restarting the
+// peak had given the replica its whole share into the next stall, which
+// caught a third of the reads in flight; now its cost rises with its
+// silence within milliseconds.
 //
 // The typical signal is the lower median of the replicas' signals (the
 // lowest of two, the second of three or four): not the lowest, because
@@ -199,7 +205,7 @@ func (c *c3Strategy) fillKeys(s *selector, now time.Time) {
 // (see c3Strategy) is what keeps it out; a replica that recovers is back
 // within a few pings, not when an ejection doubled up to seconds ends.
 // The replica with the lowest ping is never ejected by the gate.
-func ejectOutliers(s *selector, now time.Time) {
+func (c *c3Strategy) ejectOutliers(s *selector, now time.Time) {
 	typical, lowestR := typicalSignal(s, now)
 	limit := typical * s.cfg.SlowFactor
 	pings := s.scratch[:0]
@@ -245,6 +251,9 @@ func ejectOutliers(s *selector, now time.Time) {
 			st.resumeUntil = time.Time{}
 			if early {
 				st.resumeUntil, st.lastEjectionEnd = st.ejectedUntil, now
+				if c.peak != nil && !s.cfg.KeepPeak {
+					c.peak.rtt[r] = c.lowestPeakOfOthers(s, r, now)
+				}
 			}
 			st.ejectedUntil = time.Time{}
 			st.responseTime.value = lowestR
@@ -262,6 +271,19 @@ func ejectOutliers(s *selector, now time.Time) {
 			eject(s, st, now, ejectedPing)
 		}
 	}
+}
+
+// lowestPeakOfOthers is the lowest peak-EWMA latency of the replicas other
+// than r that are not ejected (r's own when there is none).
+func (c *c3Strategy) lowestPeakOfOthers(s *selector, r int, now time.Time) float64 {
+	lowest := c.peak.rtt[r]
+	for o := range s.replicas {
+		if o != r && !now.Before(s.replicas[o].ejectedUntil) {
+			c.peak.update(s, o, 0, now)
+			lowest = min(lowest, c.peak.rtt[o])
+		}
+	}
+	return lowest
 }
 
 // typicalSignal returns the lower median of the latency signals, max(R,

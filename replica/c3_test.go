@@ -1082,3 +1082,56 @@ func TestC3PeakCostCountsSilence(t *testing.T) {
 		}
 	}
 }
+
+// With PeakCost, a replica back early from an ejection for silence (it
+// answered the reads it held, late, and two pings since were fast)
+// restarts its peak latency from the others': it wins its share of
+// sequential reads again. With KeepPeak, or when its ejection merely ran
+// out (no ping gate, so no early return), the late replies of its stall
+// keep it losing every pair it is drawn in.
+func TestC3BackEarlyRestartsThePeakLatency(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct {
+		name       string
+		keepPeak   bool
+		gate       float64
+		wait       time.Duration
+		wantAShare bool
+	}{
+		{name: "back early", gate: 10, wait: 500 * ms, wantAShare: true},
+		{name: "back early, KeepPeak", keepPeak: true, gate: 10, wait: 500 * ms},
+		{name: "ejection ran out", gate: -1, wait: 1100 * ms},
+	} {
+		clock := newFakeClock()
+		p := newTestPolicy(t, 3, Config{PeakCost: true, PeakRTT: 2 * ms, KeepPeak: c.keepPeak, SlowFactor: 10, PingGate: c.gate, MinSilence: 50 * ms,
+			EjectTime: time.Second, PullInterval: time.Hour, Now: clock.Now, Seed: 3})
+		for r := range 3 {
+			complete(p, r, ok(2*ms))
+			p.ObservePing(r, 300*time.Microsecond)
+		}
+		ejectBySilence(p, clock, 8) // its 8 reads come back 60ms late
+		for elapsed := time.Duration(0); elapsed < c.wait; elapsed += 250 * ms {
+			clock.Advance(min(250*ms, c.wait-elapsed))
+			for r := range 3 {
+				p.ObservePing(r, 300*time.Microsecond)
+			}
+		}
+		onZero := 0
+		for range 300 { // one read at a time: no read in flight, the cost is the peak latency
+			r := p.Pick()
+			if r == 0 {
+				onZero++
+			}
+			p.Done(r, ok(2*ms))
+		}
+		if back := statsOf(p, 0).EjectedUntil.IsZero(); !back {
+			t.Fatalf("%s: replica 0 still ejected after %v", c.name, c.wait)
+		}
+		switch {
+		case c.wantAShare && onZero < 60:
+			t.Errorf("%s: replica 0 won %d of 300 reads; want about a third (peak restarted from the others' 2ms)", c.name, onZero)
+		case !c.wantAShare && onZero != 0:
+			t.Errorf("%s: replica 0 won %d of 300 reads; want none (its 60ms peak kept)", c.name, onZero)
+		}
+	}
+}

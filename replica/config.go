@@ -192,6 +192,11 @@ type Config struct {
 	// share; the peak of the client-seen latency does. It has no flag: the
 	// read paths (redisread, osread) set it for C3 unless their PsiRank.
 	PeakCost bool
+	// KeepPeak, with PeakCost, keeps the peak latency of a replica back
+	// early from an ejection instead of restarting it from the lowest of
+	// the others' (see ejectOutliers): the reads its stall caught then
+	// price it for several DecayTimes. For comparison only.
+	KeepPeak bool
 	// PingGate, with SlowFactor, ejects a replica whose ping EWMA is over
 	// PingGate × the typical (lower median) ping EWMA and over the lowest
 	// response-time EWMA R, and keeps an ejected one out (EjectTime at a
