@@ -45,11 +45,14 @@ func (e EndpointsResult) scenarios() []namedScenario {
 // endpointContenders returns the sides of the endpoint comparison: our
 // selector as osread ships it (peak-EWMA cost, silent endpoints ejected;
 // oursName), unless cfg.NoAblations C3 ranked by Ψ (c3-psi, osread's
-// default until 2026-11-27), and the peers in cfg.Policies.
+// default until 2026-11-27) and C3 concentrating in the epochs where that
+// was faster (c3-auto-concentrate), and the peers in cfg.Policies.
 func endpointContenders(cfg Config) []contender {
 	list := []contender{{name: oursName, policy: replica.PolicyC3, ours: true}}
 	if !cfg.NoAblations {
-		list = append(list, contender{name: "c3-psi", policy: replica.PolicyC3, ours: true, psi: true})
+		list = append(list,
+			contender{name: "c3-psi", policy: replica.PolicyC3, ours: true, psi: true},
+			contender{name: "c3-auto-concentrate", policy: replica.PolicyC3, ours: true, autoConcentrate: true})
 	}
 	for _, p := range cfg.Policies {
 		if p != replica.PolicyC3 {
@@ -67,6 +70,7 @@ func endpointContenders(cfg Config) []contender {
 // time, as go-redis does for a node it has not pinged.
 func (k contender) endpointConfig(cfg Config, scenario string) osread.Config {
 	oc := osread.Config{Policy: tuned(cfg.Tuning, k.policy, cfg.Seed), Path: "replbench-" + scenario + "-" + k.name, PsiRank: k.psi}
+	oc.Policy.AutoConcentrate = oc.Policy.AutoConcentrate || k.autoConcentrate
 	if !k.ours {
 		oc.SampleInterval, oc.PingInterval = -1, -1
 	}
@@ -99,7 +103,7 @@ func compareEndpoints(ctx context.Context, cfg Config, urls []string, index stri
 	res := EndpointsResult{Endpoints: endpoints, Victim: fmt.Sprintf("%s (endpoint 1, %s, pid %d)", victim.name, victim.url, victim.pid)}
 	rep.Add(bench.Section{Title: "OpenSearch endpoints: setup", Text: fmt.Sprintf(
 		"The searches of the ARS part (index %s, %d concurrent clients) sent through replica/osread's Transport over the 3 HTTP endpoints %v, one Transport per policy: "+
-			"our selector as osread ships it (c3: peak-EWMA latency × (in-flight+1), silent endpoints ejected, osread's sampler on), c3-psi (C3 ranked by Ψ, osread's default until 2026-11-27) and the peers %v, "+
+			"our selector as osread ships it (c3: peak-EWMA latency × (in-flight+1), silent endpoints ejected, osread's sampler on), c3-psi (C3 ranked by Ψ, osread's default until 2026-11-27), c3-auto-concentrate (every search to one home endpoint in the 250 ms epochs where that answered faster on average than spreading) and the peers %v, "+
 			"interleaved (ABBA) for %d rounds of %s each, in four scenarios. The victim is %s: its JVM is degraded (cgroup-v1 quota, %d%% of one core), stalled (SIGSTOP %s every %s) or recovering (degraded for the first half of each round). "+
 			"%s Shard-copy ARS is on (OpenSearch's default). Endpoint shares are the fraction of searches each policy sent to endpoints 1 / 2 / 3; endpoint 1 is the victim.",
 		index, cfg.OpenSearchClients, endpoints, cfg.Policies, cfg.Rounds, cfg.OpenSearchEndpointRoundDuration, res.Victim, cfg.OpenSearchDegradePercent, cfg.StallFor, cfg.StallEvery, serverCores("node", cfg.OpenSearchNodeCPUPercent, cfg.IsolateServers))})

@@ -81,8 +81,8 @@ type Config struct {
 	Policies []replica.PolicyName
 	// NoAblations leaves out the variants of our selector (c3-psi,
 	// c3-concentrate, c3-hedge, c3-no-ping-gate, c3-no-probation,
-	// c3-keep-peak) that show what its parts, and the ideas it does not
-	// use by default, are worth.
+	// c3-keep-peak, c3-auto-concentrate) that show what its parts, and the
+	// ideas it does not use by default, are worth.
 	NoAblations bool
 	// HedgeBudget is the hedge budget of the hedged variants (0:
 	// replica.DefaultHedgeBudget).
@@ -248,7 +248,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.OpenSearchDegradePercent, "opensearch-degrade-percent", c.OpenSearchDegradePercent, "CPU quota of the degraded or recovering OpenSearch node, % of one core (0: 10)")
 	fs.IntVar(&c.OpenSearchNodeCPUPercent, "opensearch-node-cpu-percent", c.OpenSearchNodeCPUPercent, "cap every OpenSearch node at this % of one core in the endpoint part, as on a host of its own (0: no cap, the nodes share the cores)")
 	fs.BoolVar(&c.IsolateServers, "isolate-servers", c.IsolateServers, "run the Redis replicas and, in the endpoint part, the OpenSearch nodes on the machine's last CPU and the clients on the others (needs 2 CPUs and the cgroup-v1 cpuset controller)")
-	fs.BoolVar(&c.NoAblations, "no-ablations", c.NoAblations, "leave out the variants of C3 (c3-psi, c3-concentrate, c3-hedge, c3-no-ping-gate, c3-no-probation, c3-keep-peak)")
+	fs.BoolVar(&c.NoAblations, "no-ablations", c.NoAblations, "leave out the variants of C3 (c3-psi, c3-concentrate, c3-hedge, c3-no-ping-gate, c3-no-probation, c3-keep-peak, c3-auto-concentrate)")
 	fs.Float64Var(&c.HedgeBudget, "hedge-budget", c.HedgeBudget, "hedge budget of the hedged C3 variants, a fraction of reads (0: 0.05)")
 	fs.DurationVar(&c.StallFor, "stall-for", c.StallFor, "stalled scenario: how long replica 1 is stopped each time (0: 200ms)")
 	fs.DurationVar(&c.StallEvery, "stall-every", c.StallEvery, "stalled scenario: how often replica 1 is stopped (0: 2s)")
@@ -819,7 +819,7 @@ func runScenario(ctx context.Context, cfg Config, rcfg backend.RedisConfig, pref
 	rep.Add(bench.Section{
 		Title: "Redis timelines, " + name,
 		Text: fmt.Sprintf("Degradation: %s.\n\nC3 / round-robin: throughput %.3f, p50 %.3f, p90 %.3f, p99 %.3f. C3 / the best peer (%s): throughput %.3f, p99 %.3f, p99.9 %.3f. "+
-			"Replica shares are the fraction of reads each policy sent to replicas 1 / 2 / 3 (replica 1 is the one degraded or stalled). c3-psi, c3-concentrate, c3-hedge, c3-no-ping-gate, c3-no-probation and c3-keep-peak are C3 variants: ranked by Ψ instead of peak-EWMA latency × (in-flight+1); every read sent to one home replica (lowest ping, not ejected); with hedged reads (a read late past its replica's p95 while that replica answers nothing is sent to the next-best; at most 5%% of reads; only reads to a suspect replica, whose p95 is over twice the best replica's or which is silent, can be hedged); without the ping gate (a replica whose PINGs take over 10× the typical replica's and longer than its reads is not ejected for it); without probation and in-flight cap (a replica back from an ejection takes reads at once, not one at a time for a 100 ms trial, then twice as many per answer in time up to half what it held when ejected, a cap that doubles after each 100 ms the replica held it); keeping the peak latency of a replica back early from an ejection (its stall's late replies) instead of restarting it from the others'. Ejections are our selector's, per replica, as slow / silent / ping (+ ping extensions). %s",
+			"Replica shares are the fraction of reads each policy sent to replicas 1 / 2 / 3 (replica 1 is the one degraded or stalled). c3-psi, c3-concentrate, c3-hedge, c3-no-ping-gate, c3-no-probation, c3-keep-peak and c3-auto-concentrate are C3 variants: ranked by Ψ instead of peak-EWMA latency × (in-flight+1); every read sent to one home replica (lowest ping, not ejected); with hedged reads (a read late past its replica's p95 while that replica answers nothing is sent to the next-best; at most 5%% of reads; only reads to a suspect replica, whose p95 is over twice the best replica's or which is silent, can be hedged); without the ping gate (a replica whose PINGs take over 10× the typical replica's and longer than its reads is not ejected for it); without probation and in-flight cap (a replica back from an ejection takes reads at once, not one at a time for a 100 ms trial, then twice as many per answer in time up to half what it held when ejected, a cap that doubles after each 100 ms the replica held it); keeping the peak latency of a replica back early from an ejection (its stall's late replies) instead of restarting it from the others'; every read to the home replica only in the 250 ms epochs where that answered faster on average than spreading (one epoch in 4 to 64 tries the other way). Ejections are our selector's, per replica, as slow / silent / ping (+ ping extensions). %s",
 			sc.Degradation, sc.ThroughputRatio, sc.P50Ratio, sc.P90Ratio, sc.P99Ratio, sc.BestPeer, sc.VsBestPeer.ThroughputRatio, sc.VsBestPeer.P99Ratio, sc.VsBestPeer.P999Ratio, victimTimelineText(sc)),
 		Table:  &table,
 		Charts: charts,

@@ -35,8 +35,9 @@ type contender struct {
 	// read to one home replica; hedge turns hedged reads on (Redis);
 	// noPingGate turns the ping gate off (Redis, replica.Config.PingGate);
 	// noProbation lets an ejected replica back without probation;
-	// keepPeak keeps a replica's peak latency when it is back early.
-	psi, concentrate, hedge, noPingGate, noProbation, keepPeak bool
+	// keepPeak keeps a replica's peak latency when it is back early;
+	// autoConcentrate concentrates in the epochs where that was faster.
+	psi, concentrate, hedge, noPingGate, noProbation, keepPeak, autoConcentrate bool
 }
 
 // oursName is the side that is baedal's selector as it ships.
@@ -45,7 +46,8 @@ const oursName = "c3"
 // contenders returns our selector, its variants (unless cfg.NoAblations:
 // ranked by Ψ, concentrating reads on one home replica, with hedged reads,
 // without the ping gate, without probation after an ejection, keeping the
-// peak latency of a replica back early) and the peers in cfg.Policies.
+// peak latency of a replica back early, concentrating only in the epochs
+// where that was faster) and the peers in cfg.Policies.
 func contenders(cfg Config) []contender {
 	list := []contender{{name: oursName, policy: replica.PolicyC3, ours: true}}
 	if !cfg.NoAblations {
@@ -55,7 +57,8 @@ func contenders(cfg Config) []contender {
 			contender{name: "c3-hedge", policy: replica.PolicyC3, ours: true, hedge: true},
 			contender{name: "c3-no-ping-gate", policy: replica.PolicyC3, ours: true, noPingGate: true},
 			contender{name: "c3-no-probation", policy: replica.PolicyC3, ours: true, noProbation: true},
-			contender{name: "c3-keep-peak", policy: replica.PolicyC3, ours: true, keepPeak: true})
+			contender{name: "c3-keep-peak", policy: replica.PolicyC3, ours: true, keepPeak: true},
+			contender{name: "c3-auto-concentrate", policy: replica.PolicyC3, ours: true, autoConcentrate: true})
 	}
 	for _, p := range cfg.Policies {
 		if p != replica.PolicyC3 {
@@ -74,6 +77,7 @@ func (k contender) readConfig(cfg Config, scenario string) redisread.Config {
 	}
 	rc.Policy.NoProbation = rc.Policy.NoProbation || k.noProbation
 	rc.Policy.KeepPeak = rc.Policy.KeepPeak || k.keepPeak
+	rc.Policy.AutoConcentrate = rc.Policy.AutoConcentrate || k.autoConcentrate
 	rc.Hedge.Budget = -1
 	if k.hedge {
 		rc.Hedge.Budget = replica.DefaultHedgeBudget

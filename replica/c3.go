@@ -98,7 +98,8 @@ func c3RankOf(st *replicaState, clients int) float64 {
 // steers reads away from it.
 //
 // With Config.Concentrate, the front is the home replica instead (see
-// chooseHome).
+// chooseHome); with Config.AutoConcentrate, in the epochs where
+// concentrating has given the lower mean latency (see modeChooser).
 type c3Strategy struct {
 	next int
 	rng  *rand.Rand
@@ -108,6 +109,9 @@ type c3Strategy struct {
 	hasHome bool
 	// peak is the peak-EWMA state with Config.PeakCost, else nil.
 	peak *peakEWMAStrategy
+	// modes chooses between spreading and concentrating with
+	// Config.AutoConcentrate, else nil.
+	modes *modeChooser
 }
 
 // observe feeds PeakCost's peak-EWMA estimates and judges a replica on
@@ -117,6 +121,9 @@ type c3Strategy struct {
 func (c *c3Strategy) observe(s *selector, r int, latency time.Duration, now time.Time) {
 	if c.peak != nil {
 		c.peak.observe(s, r, latency, now)
+	}
+	if c.modes != nil {
+		c.modes.observe(latency, now)
 	}
 	if st := &s.replicas[r]; st.onProbation(now) {
 		typical, _ := typicalSignal(s, now)
@@ -446,7 +453,7 @@ func (c *c3Strategy) chooseFront(s *selector, sorted []int) {
 	}
 	best := 0
 	switch {
-	case s.cfg.Concentrate:
+	case s.cfg.Concentrate || c.modes != nil && c.modes.concentrating(s.cfg.Now()):
 		home := c.chooseHome(s, sorted[:ranked])
 		for i, r := range sorted[:ranked] {
 			if r == home {

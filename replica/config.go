@@ -184,6 +184,16 @@ type Config struct {
 	// serves more reads than three servers sharing them; SlowFactor ejection
 	// is what keeps a slow or stalled home from holding the reads.
 	Concentrate bool
+	// AutoConcentrate makes C3 concentrate reads as Concentrate does only
+	// in the epochs (250 ms) where that has given a lower mean reply
+	// latency than spreading, trying the other way now and then (see
+	// modeChooser). Off by default: on the 2-core benchmark host, replicas
+	// sharing the cores with the clients, it served 6-11% more reads than
+	// C3 spreading, yet each try on replicas with CPUs of their own floods
+	// one of them (p99.9 up to 1.5x C3's), and many client processes
+	// measuring each other's load might all settle on the same home; one
+	// benchmark process cannot show that.
+	AutoConcentrate bool
 	// PeakCost makes C3 rank replicas by peak-EWMA latency × (outstanding
 	// + 1), the cost of the peak-ewma policy (DecayTime, PeakRTT), instead
 	// of Ψ, keeping C3's probes, outlier ejection (SlowFactor) and choice
@@ -362,6 +372,8 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 	fs.DurationVar(&c.EjectTime, prefix+"eject-time", d.EjectTime, "C3: how long a replica found slow (slow-factor) ranks last; doubles on repeats")
 	fs.DurationVar(&c.MaxEjectTime, prefix+"max-eject-time", d.MaxEjectTime, "C3: cap of the ejection time")
 	fs.BoolVar(&c.Concentrate, prefix+"concentrate", d.Concentrate, "C3: send every read to one home replica (lowest ping, not ejected) instead of spreading by rank")
+	fs.BoolVar(&c.AutoConcentrate, prefix+"auto-concentrate", d.AutoConcentrate, "C3: send every read to one home replica only in the 250 ms epochs where that has answered faster on average than spreading, trying the other way now and then")
+	fs.BoolVar(&c.KeepPeak, prefix+"keep-peak", d.KeepPeak, "C3: keep the peak latency of a replica back early from an ejection instead of restarting it from the others'")
 	fs.DurationVar(&c.PingTolerance, prefix+"ping-tolerance", d.PingTolerance, "lowest-ping-tolerance: replicas within this much of the lowest latency rotate")
 	fs.DurationVar(&c.DecayTime, prefix+"decay-time", d.DecayTime, "peak-ewma: decay constant of the latency estimate")
 	fs.DurationVar(&c.PeakRTT, prefix+"peak-rtt", d.PeakRTT, "peak-ewma: latency estimate of a replica not measured yet")

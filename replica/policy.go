@@ -133,6 +133,9 @@ func New(replicas int, cfg Config) (Policy, error) {
 		if cfg.PeakCost {
 			c3.peak = newPeakEWMA(replicas, cfg)
 		}
+		if cfg.AutoConcentrate {
+			c3.modes = &modeChooser{}
+		}
 		s.strategy = c3
 	case PolicyRoundRobin:
 		s.strategy = &roundRobinStrategy{}
