@@ -190,7 +190,7 @@ type Config struct {
 	// modeChooser). Off by default: on the 2-core benchmark host, replicas
 	// sharing the cores with the clients, it served 6-11% more reads than
 	// C3 spreading, yet each try on replicas with CPUs of their own floods
-	// one of them (p99.9 up to 1.5x C3's), and many client processes
+	// one of them (p99.9 up to 2x C3's), and many client processes
 	// measuring each other's load might all settle on the same home; one
 	// benchmark process cannot show that.
 	AutoConcentrate bool

@@ -34,8 +34,8 @@ const (
 // compare. Whichever mode wins depends on the machine, not on the replicas
 // alone: where the clients and the replicas share a few cores, one Redis
 // that takes every read batches them into fewer event-loop turns and
-// leaves the cores to the clients (lowest-ping served 27% more reads than
-// any spreading policy on the 2-core benchmark host); where each replica has
+// leaves the cores to the clients (lowest-ping served 17-27% more reads than
+// the spreading policies on the 2-core benchmark host); where each replica has
 // a CPU of its own, the home runs out of it (0.37× the reads).
 type modeChooser struct {
 	epochStart  time.Time
