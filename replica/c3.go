@@ -286,7 +286,6 @@ func (c *c3Strategy) lowestPeakOfOthers(s *selector, r int, now time.Time) float
 	lowest := c.peak.rtt[r]
 	for o := range s.replicas {
 		if o != r && !now.Before(s.replicas[o].ejectedUntil) {
-			c.peak.update(s, o, 0, now)
 			lowest = min(lowest, c.peak.rtt[o])
 		}
 	}
