@@ -42,26 +42,6 @@ func (e EndpointsResult) scenarios() []namedScenario {
 	return []namedScenario{{scenarioHealthy, e.Healthy}, {scenarioDegraded, e.Degraded}, {scenarioStalled, e.Stalled}, {scenarioRecovering, e.Recovering}}
 }
 
-// endpointContenders returns the sides of the endpoint comparison: our
-// selector as osread ships it (peak-EWMA cost, silent endpoints ejected;
-// oursName), unless cfg.NoAblations C3 ranked by Ψ (c3-psi, osread's
-// default until 2026-11-27) and C3 concentrating in the epochs where that
-// was faster (c3-auto-concentrate), and the peers in cfg.Policies.
-func endpointContenders(cfg Config) []contender {
-	list := []contender{{name: oursName, policy: replica.PolicyC3, ours: true}}
-	if !cfg.NoAblations {
-		list = append(list,
-			contender{name: "c3-psi", policy: replica.PolicyC3, ours: true, psi: true},
-			contender{name: "c3-auto-concentrate", policy: replica.PolicyC3, ours: true, autoConcentrate: true})
-	}
-	for _, p := range cfg.Policies {
-		if p != replica.PolicyC3 {
-			list = append(list, contender{name: string(p), policy: p})
-		}
-	}
-	return list
-}
-
 // endpointConfig is the osread configuration of one contender. Peers rank
 // neither by service time nor by queue length, and none of them ejects by
 // ping, so their Transports run no background sampler (no stats, no
@@ -142,7 +122,7 @@ func compareEndpoints(ctx context.Context, cfg Config, urls []string, index stri
 // report section; limit and cond are as for runScenario.
 func runEndpointScenario(ctx context.Context, cfg Config, endpoints []string, index, name, degradation string, limit *CPULimit, cond condition, rep *bench.Report, out io.Writer) (Scenario, error) {
 	sc := Scenario{Degradation: degradation, Policies: map[string]PolicyResult{}}
-	list := endpointContenders(cfg)
+	list := contenders(cfg, true)
 	transports := make([]*osread.Transport, len(list))
 	clients := make([]*http.Client, len(list))
 	defer func() {

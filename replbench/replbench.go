@@ -40,6 +40,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -84,6 +85,9 @@ type Config struct {
 	// c3-keep-peak, c3-auto-concentrate) that show what its parts, and the
 	// ideas it does not use by default, are worth.
 	NoAblations bool
+	// Variants, when not empty, are the only variants of our selector to
+	// run (names from c3Variants); empty: all of them unless NoAblations.
+	Variants []string
 	// HedgeBudget is the hedge budget of the hedged variants (0:
 	// replica.DefaultHedgeBudget).
 	HedgeBudget float64
@@ -222,6 +226,14 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("policies: %w", err))
 		}
 	}
+	for _, name := range c.Variants {
+		if !slices.Contains(variantNames(), name) {
+			errs = append(errs, fmt.Errorf("variants: got %q, allowed: %s", name, strings.Join(variantNames(), ", ")))
+		}
+	}
+	if c.NoAblations && len(c.Variants) > 0 {
+		errs = append(errs, errors.New("variants and no-ablations: got both; no-ablations runs no variant, leave out one"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -248,7 +260,14 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.OpenSearchDegradePercent, "opensearch-degrade-percent", c.OpenSearchDegradePercent, "CPU quota of the degraded or recovering OpenSearch node, % of one core (0: 10)")
 	fs.IntVar(&c.OpenSearchNodeCPUPercent, "opensearch-node-cpu-percent", c.OpenSearchNodeCPUPercent, "cap every OpenSearch node at this % of one core in the endpoint part, as on a host of its own (0: no cap, the nodes share the cores)")
 	fs.BoolVar(&c.IsolateServers, "isolate-servers", c.IsolateServers, "run the Redis replicas and, in the endpoint part, the OpenSearch nodes on the machine's last CPU and the clients on the others (needs 2 CPUs and the cgroup-v1 cpuset controller)")
-	fs.BoolVar(&c.NoAblations, "no-ablations", c.NoAblations, "leave out the variants of C3 (c3-psi, c3-concentrate, c3-hedge, c3-no-ping-gate, c3-no-probation, c3-keep-peak, c3-auto-concentrate)")
+	fs.BoolVar(&c.NoAblations, "no-ablations", c.NoAblations, "leave out the variants of C3 ("+strings.Join(variantNames(), ", ")+")")
+	fs.Func("variants", "comma-separated variants of C3 to run (default: all, or none with --no-ablations): "+strings.Join(variantNames(), ", "), func(s string) error {
+		c.Variants = nil
+		for _, part := range strings.Split(s, ",") {
+			c.Variants = append(c.Variants, strings.TrimSpace(part))
+		}
+		return nil
+	})
 	fs.Float64Var(&c.HedgeBudget, "hedge-budget", c.HedgeBudget, "hedge budget of the hedged C3 variants, a fraction of reads (0: 0.05)")
 	fs.DurationVar(&c.StallFor, "stall-for", c.StallFor, "stalled scenario: how long replica 1 is stopped each time (0: 200ms)")
 	fs.DurationVar(&c.StallEvery, "stall-every", c.StallEvery, "stalled scenario: how often replica 1 is stopped (0: 2s)")
@@ -273,6 +292,15 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 		}
 		return nil
 	})
+}
+
+// runsVariant says whether the run includes the variant of our selector
+// named name.
+func (c Config) runsVariant(name string) bool {
+	if len(c.Variants) > 0 {
+		return slices.Contains(c.Variants, name)
+	}
+	return !c.NoAblations
 }
 
 // tuned is the policy configuration of one compared client.
@@ -779,7 +807,7 @@ func loadTimelines(ctx context.Context, st *localstack.State, prefix string, cfg
 // the whole scenario; cond, when not nil, is applied to each side's round.
 func runScenario(ctx context.Context, cfg Config, rcfg backend.RedisConfig, prefix, name, degradation string, limit *CPULimit, cond condition, rep *bench.Report, out io.Writer) (Scenario, error) {
 	sc := Scenario{Degradation: degradation, Policies: map[string]PolicyResult{}}
-	list := contenders(cfg)
+	list := contenders(cfg, false)
 	clients := make([]*redisread.ReadClient, len(list))
 	defer func() {
 		for _, c := range clients {

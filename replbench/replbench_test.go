@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -311,7 +312,7 @@ func TestBenchmarkSmoke(t *testing.T) {
 // peer without a sampler.
 func TestEndpointContendersAreOsreadAsShippedAndEveryPeer(t *testing.T) {
 	cfg := Config{}.WithDefaults()
-	list := endpointContenders(cfg)
+	list := contenders(cfg, true)
 	var names []string
 	for _, k := range list {
 		names = append(names, k.name)
@@ -338,8 +339,46 @@ func TestEndpointContendersAreOsreadAsShippedAndEveryPeer(t *testing.T) {
 			t.Errorf("%s: AutoConcentrate %t, want it exactly on c3-auto-concentrate", k.name, oc.Policy.AutoConcentrate)
 		}
 	}
-	if got := endpointContenders(Config{NoAblations: true, Policies: []replica.PolicyName{replica.PolicyRoundRobin}}); len(got) != 2 {
+	if got := contenders(Config{NoAblations: true, Policies: []replica.PolicyName{replica.PolicyRoundRobin}}, true); len(got) != 2 {
 		t.Errorf("no ablations, round-robin only: %d contenders %+v, want c3 and round-robin", len(got), got)
+	}
+}
+
+// TestVariantsPickTheVariantsOfC3 checks --variants: only the variants
+// named run, the endpoint part keeps those that apply to osread, and an
+// unknown name is an error naming the allowed ones.
+func TestVariantsPickTheVariantsOfC3(t *testing.T) {
+	fs := flag.NewFlagSet("replicas", flag.ContinueOnError)
+	var cfg Config
+	cfg.Flags(fs)
+	if err := fs.Parse([]string{"--variants", "c3-hedge, c3-auto-concentrate", "--policies", "lowest-ping"}); err != nil {
+		t.Fatal(err)
+	}
+	names := func(list []contender) string {
+		var out []string
+		for _, k := range list {
+			out = append(out, k.name)
+		}
+		return strings.Join(out, ",")
+	}
+	if got, want := names(contenders(cfg, false)), "c3,c3-hedge,c3-auto-concentrate,lowest-ping"; got != want {
+		t.Errorf("Redis contenders %s, want %s", got, want)
+	}
+	if got, want := names(contenders(cfg, true)), "c3,c3-auto-concentrate,lowest-ping"; got != want {
+		t.Errorf("endpoint contenders %s, want %s", got, want)
+	}
+	for k, v := range contenders(cfg, false) {
+		if v.ours != (k < 3) || v.hedge != (v.name == "c3-hedge") || v.autoConcentrate != (v.name == "c3-auto-concentrate") {
+			t.Errorf("contender %+v: wrong flags", v)
+		}
+	}
+	cfg.Variants = []string{"c3-fast"}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "variants") || !strings.Contains(err.Error(), "c3-keep-peak") {
+		t.Errorf("unknown variant: error %v, want one naming the field and the allowed variants", err)
+	}
+	cfg.Variants, cfg.NoAblations = []string{"c3-psi"}, true
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "no-ablations") {
+		t.Errorf("variants with no-ablations: error %v, want one naming both", err)
 	}
 }
 

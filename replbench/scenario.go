@@ -43,22 +43,44 @@ type contender struct {
 // oursName is the side that is baedal's selector as it ships.
 const oursName = "c3"
 
-// contenders returns our selector, its variants (unless cfg.NoAblations:
-// ranked by Ψ, concentrating reads on one home replica, with hedged reads,
-// without the ping gate, without probation after an ejection, keeping the
-// peak latency of a replica back early, concentrating only in the epochs
-// where that was faster) and the peers in cfg.Policies.
-func contenders(cfg Config) []contender {
+// c3Variants are the variants of our selector, in report order: ranked by
+// Ψ, concentrating reads on one home replica, with hedged reads, without
+// the ping gate, without probation after an ejection, keeping the peak
+// latency of a replica back early, concentrating only in the epochs where
+// that was faster. endpoint marks those the endpoint part runs too.
+var c3Variants = []struct {
+	contender
+	endpoint bool
+}{
+	{contender{name: "c3-psi", psi: true}, true},
+	{contender{name: "c3-concentrate", concentrate: true}, false},
+	{contender{name: "c3-hedge", hedge: true}, false},
+	{contender{name: "c3-no-ping-gate", noPingGate: true}, false},
+	{contender{name: "c3-no-probation", noProbation: true}, false},
+	{contender{name: "c3-keep-peak", keepPeak: true}, false},
+	{contender{name: "c3-auto-concentrate", autoConcentrate: true}, true},
+}
+
+// variantNames lists c3Variants' names.
+func variantNames() []string {
+	var names []string
+	for _, v := range c3Variants {
+		names = append(names, v.name)
+	}
+	return names
+}
+
+// contenders returns our selector, the variants of it that cfg runs (see
+// Config.Variants) and the peers in cfg.Policies; for the endpoint part
+// (endpoints), only the variants that apply to osread.
+func contenders(cfg Config, endpoints bool) []contender {
 	list := []contender{{name: oursName, policy: replica.PolicyC3, ours: true}}
-	if !cfg.NoAblations {
-		list = append(list,
-			contender{name: "c3-psi", policy: replica.PolicyC3, ours: true, psi: true},
-			contender{name: "c3-concentrate", policy: replica.PolicyC3, ours: true, concentrate: true},
-			contender{name: "c3-hedge", policy: replica.PolicyC3, ours: true, hedge: true},
-			contender{name: "c3-no-ping-gate", policy: replica.PolicyC3, ours: true, noPingGate: true},
-			contender{name: "c3-no-probation", policy: replica.PolicyC3, ours: true, noProbation: true},
-			contender{name: "c3-keep-peak", policy: replica.PolicyC3, ours: true, keepPeak: true},
-			contender{name: "c3-auto-concentrate", policy: replica.PolicyC3, ours: true, autoConcentrate: true})
+	for _, v := range c3Variants {
+		if (v.endpoint || !endpoints) && cfg.runsVariant(v.name) {
+			k := v.contender
+			k.policy, k.ours = replica.PolicyC3, true
+			list = append(list, k)
+		}
 	}
 	for _, p := range cfg.Policies {
 		if p != replica.PolicyC3 {
