@@ -36,8 +36,9 @@ type contender struct {
 	// noPingGate turns the ping gate off (Redis, replica.Config.PingGate);
 	// noProbation lets an ejected replica back without probation;
 	// keepPeak keeps a replica's peak latency when it is back early;
-	// autoConcentrate concentrates in the epochs where that was faster.
-	psi, concentrate, hedge, noPingGate, noProbation, keepPeak, autoConcentrate bool
+	// autoConcentrate concentrates in the epochs where that was faster;
+	// noEjectedPings pings an ejected replica only as often as the others.
+	psi, concentrate, hedge, noPingGate, noProbation, keepPeak, autoConcentrate, noEjectedPings bool
 }
 
 // oursName is the side that is baedal's selector as it ships.
@@ -47,7 +48,8 @@ const oursName = "c3"
 // Ψ, concentrating reads on one home replica, with hedged reads, without
 // the ping gate, without probation after an ejection, keeping the peak
 // latency of a replica back early, concentrating only in the epochs where
-// that was faster. endpoint marks those the endpoint part runs too.
+// that was faster, pinging an ejected replica no more often than the
+// others. endpoint marks those the endpoint part runs too.
 var c3Variants = []struct {
 	contender
 	endpoint bool
@@ -59,6 +61,7 @@ var c3Variants = []struct {
 	{contender{name: "c3-no-probation", noProbation: true}, false},
 	{contender{name: "c3-keep-peak", keepPeak: true}, false},
 	{contender{name: "c3-auto-concentrate", autoConcentrate: true}, true},
+	{contender{name: "c3-no-ejected-pings", noEjectedPings: true}, true},
 }
 
 // variantNames lists c3Variants' names.
@@ -100,6 +103,9 @@ func (k contender) readConfig(cfg Config, scenario string) redisread.Config {
 	rc.Policy.NoProbation = rc.Policy.NoProbation || k.noProbation
 	rc.Policy.KeepPeak = rc.Policy.KeepPeak || k.keepPeak
 	rc.Policy.AutoConcentrate = rc.Policy.AutoConcentrate || k.autoConcentrate
+	if k.noEjectedPings {
+		rc.EjectedPingInterval = -1
+	}
 	rc.Hedge.Budget = -1
 	if k.hedge {
 		rc.Hedge.Budget = replica.DefaultHedgeBudget

@@ -380,6 +380,15 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 	fs.Uint64Var(&c.Seed, prefix+"seed", d.Seed, "seed of the random policy and of C3's two random choices")
 }
 
+// ValidateEjectedPingInterval checks how often a read path's sampler pings
+// an ejected replica (after defaults), naming the field under name.
+func ValidateEjectedPingInterval(name string, interval time.Duration) error {
+	if interval > 0 && interval < 5*time.Millisecond {
+		return fmt.Errorf("%s: EjectedPingInterval: got %s, allowed: negative (only with the samples) or at least 5ms", name, interval)
+	}
+	return nil
+}
+
 // ValidateSampler checks the background stats sampler of a read path
 // (interval and timeout after defaults), naming the fields under name
 // ("redisread", "osread").

@@ -35,6 +35,10 @@ type Policy interface {
 	// ObservePing records a ping round trip. Only lowest-ping ranks by it;
 	// C3 ranks by the response times of real requests.
 	ObservePing(r int, rtt time.Duration)
+	// Ejected says whether C3 keeps replica r out now (always false for the
+	// other policies): a sampler pings such a replica more often, as its
+	// pings are what bring it back early.
+	Ejected(r int) bool
 	// Snapshot appends the stats of every replica to dst[:0] and returns it.
 	Snapshot(dst []ReplicaStats) []ReplicaStats
 }
@@ -417,6 +421,12 @@ func (s *selector) ObservePing(r int, rtt time.Duration) {
 	st.ping.add(st.lastPing, alpha)
 	st.pings++
 	s.mu.Unlock()
+}
+
+func (s *selector) Ejected(r int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg.Now().Before(s.replicas[r].ejectedUntil)
 }
 
 func (s *selector) Snapshot(dst []ReplicaStats) []ReplicaStats {

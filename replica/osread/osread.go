@@ -71,6 +71,9 @@ const (
 	DefaultSampleInterval = time.Second
 	DefaultPingInterval   = 250 * time.Millisecond
 	DefaultSampleTimeout  = 2 * time.Second
+	// DefaultEjectedPingInterval is how often a node C3 has ejected is
+	// pinged instead, as redisread does: its pings bring it back early.
+	DefaultEjectedPingInterval = 25 * time.Millisecond
 	DefaultPath           = "opensearch"
 )
 
@@ -84,6 +87,9 @@ type Config struct {
 	// PingInterval is how often the background sampler pings each node
 	// (HEAD /, timed). Negative disables the pings.
 	PingInterval time.Duration
+	// EjectedPingInterval is how often a node C3 has ejected is pinged,
+	// with pings on. Negative: every PingInterval, as the others.
+	EjectedPingInterval time.Duration
 	// SampleTimeout bounds one sample of one node.
 	SampleTimeout time.Duration
 	// Path names this read path in metrics and logs.
@@ -117,6 +123,9 @@ func (c Config) WithDefaults() Config {
 	if c.PingInterval == 0 {
 		c.PingInterval = DefaultPingInterval
 	}
+	if c.EjectedPingInterval == 0 {
+		c.EjectedPingInterval = DefaultEjectedPingInterval
+	}
 	if c.SampleTimeout == 0 {
 		c.SampleTimeout = DefaultSampleTimeout
 	}
@@ -130,7 +139,8 @@ func (c Config) WithDefaults() Config {
 func (c Config) Validate() error {
 	d := c.WithDefaults()
 	return errors.Join(c.Policy.Validate(), replica.ValidateSampler("osread", d.SampleInterval, d.SampleTimeout),
-		replica.ValidateSampler("osread ping", d.PingInterval, d.SampleTimeout))
+		replica.ValidateSampler("osread ping", d.PingInterval, d.SampleTimeout),
+		replica.ValidateEjectedPingInterval("osread", d.EjectedPingInterval))
 }
 
 // Flags binds the configuration to flags named prefix+"policy", … (e.g.
@@ -140,6 +150,7 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 	c.Policy.Flags(fs, prefix)
 	fs.DurationVar(&c.SampleInterval, prefix+"sample-interval", c.SampleInterval, "how often to sample each node's search thread pool (negative: off)")
 	fs.DurationVar(&c.PingInterval, prefix+"ping-interval", c.PingInterval, "how often to ping each node, HEAD / (negative: off)")
+	fs.DurationVar(&c.EjectedPingInterval, prefix+"ejected-ping-interval", c.EjectedPingInterval, "how often to ping a node C3 has ejected, with pings on (negative: every ping-interval)")
 	fs.DurationVar(&c.SampleTimeout, prefix+"sample-timeout", c.SampleTimeout, "timeout of one sample of one node")
 	fs.BoolVar(&c.PsiRank, prefix+"psi-rank", c.PsiRank, "C3: rank by Ψ instead of peak-EWMA latency × (outstanding+1)")
 }
@@ -383,8 +394,9 @@ func parseLeadingTook(head []byte) (time.Duration, bool) {
 	return time.Duration(ms) * time.Millisecond, true
 }
 
-// sampleLoop pings endpoint r's node each PingInterval and samples its
-// stats each SampleInterval (each off when negative) until ctx ends. Each
+// sampleLoop pings endpoint r's node each PingInterval (each
+// EjectedPingInterval while C3 has it ejected) and samples its stats each
+// SampleInterval (each off when negative) until ctx ends. Each
 // endpoint has a loop of its own, so that a node that does not answer (its
 // sample waits out SampleTimeout) holds back no other node's samples.
 func (t *Transport) sampleLoop(ctx context.Context, client *http.Client, r int) {
@@ -402,10 +414,14 @@ func (t *Transport) sampleLoop(ctx context.Context, client *http.Client, r int) 
 	if tick <= 0 || (t.cfg.SampleInterval > 0 && t.cfg.SampleInterval < tick) {
 		tick = t.cfg.SampleInterval
 	}
+	ejectedPings := t.cfg.PingInterval > 0 && t.cfg.EjectedPingInterval > 0
+	if ejectedPings {
+		tick = min(tick, t.cfg.EjectedPingInterval)
+	}
 	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
 	for {
-		if due(&pingedAt, t.cfg.PingInterval) {
+		if due(&pingedAt, t.cfg.PingInterval) || ejectedPings && t.policy.Ejected(r) && due(&pingedAt, t.cfg.EjectedPingInterval) {
 			t.pingNode(ctx, client, r)
 		}
 		if due(&sampledAt, t.cfg.SampleInterval) {

@@ -101,6 +101,11 @@ const (
 	DefaultMinSilence     = 50 * time.Millisecond
 	DefaultSampleInterval = 250 * time.Millisecond
 	DefaultSampleTimeout  = time.Second
+	// DefaultEjectedPingInterval is how often the sampler PINGs a replica
+	// C3 has ejected, between its samples: two fast pings bring it back
+	// early, and at the sample interval that took up to half a second
+	// after a 200 ms stall had ended.
+	DefaultEjectedPingInterval = 25 * time.Millisecond
 	DefaultPath           = "redis"
 )
 
@@ -113,6 +118,9 @@ type Config struct {
 	SampleInterval time.Duration
 	// SampleTimeout bounds one sample of one replica.
 	SampleTimeout time.Duration
+	// EjectedPingInterval is how often the sampler PINGs a replica that C3
+	// has ejected, between samples. Negative: only with the samples.
+	EjectedPingInterval time.Duration
 	// NoPrimaryFallback stops Do from trying the primary when every replica
 	// failed.
 	NoPrimaryFallback bool
@@ -159,6 +167,9 @@ func (c Config) WithDefaults() Config {
 	if c.SampleTimeout == 0 {
 		c.SampleTimeout = DefaultSampleTimeout
 	}
+	if c.EjectedPingInterval == 0 {
+		c.EjectedPingInterval = DefaultEjectedPingInterval
+	}
 	if c.Path == "" {
 		c.Path = DefaultPath
 	}
@@ -168,7 +179,8 @@ func (c Config) WithDefaults() Config {
 // Validate reports every invalid field by name.
 func (c Config) Validate() error {
 	d := c.WithDefaults()
-	return errors.Join(c.Policy.Validate(), c.Hedge.Validate(), replica.ValidateSampler("redisread", d.SampleInterval, d.SampleTimeout))
+	return errors.Join(c.Policy.Validate(), c.Hedge.Validate(), replica.ValidateSampler("redisread", d.SampleInterval, d.SampleTimeout),
+		replica.ValidateEjectedPingInterval("redisread", d.EjectedPingInterval))
 }
 
 // Flags binds the configuration to flags named prefix+"policy",
@@ -178,6 +190,7 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 	c.Policy.Flags(fs, prefix)
 	fs.DurationVar(&c.SampleInterval, prefix+"sample-interval", c.SampleInterval, "how often to sample INFO commandstats and PING on each replica (negative: off)")
 	fs.DurationVar(&c.SampleTimeout, prefix+"sample-timeout", c.SampleTimeout, "timeout of one sample of one replica")
+	fs.DurationVar(&c.EjectedPingInterval, prefix+"ejected-ping-interval", c.EjectedPingInterval, "how often to PING a replica C3 has ejected, between samples (negative: only with the samples)")
 	fs.BoolVar(&c.NoPrimaryFallback, prefix+"no-primary-fallback", c.NoPrimaryFallback, "do not read from the primary when every replica failed")
 	fs.BoolVar(&c.PsiRank, prefix+"psi-rank", c.PsiRank, "C3: rank by Ψ instead of peak-EWMA latency × (outstanding+1)")
 	fs.Float64Var(&c.Hedge.Budget, prefix+"hedge-budget", c.Hedge.Budget, "hedged reads of Read: at most this fraction of reads is sent a second time (0 or negative: off)")
@@ -449,18 +462,29 @@ func (c *ReadClient) Status() Status {
 	return st
 }
 
-// sampleLoop samples replica r each SampleInterval until ctx ends. Each
-// replica has a loop of its own: a stopped replica's PING, waiting out its
-// SampleTimeout, must not hold back the samples of the others (with one
-// loop for all, a replica stopped for 200 ms froze every replica's ping
-// for those 200 ms, just when the ping gate compares them).
+// sampleLoop samples replica r each SampleInterval until ctx ends, and
+// between samples PINGs it each EjectedPingInterval while C3 has it
+// ejected. Each replica has a loop of its own: a stopped replica's PING,
+// waiting out its SampleTimeout, must not hold back the samples of the
+// others (with one loop for all, a replica stopped for 200 ms froze every
+// replica's ping for those 200 ms, just when the ping gate compares them).
 func (c *ReadClient) sampleLoop(ctx context.Context, r int) {
 	defer c.samplerDone.Done()
 	var s serverSampler
-	ticker := time.NewTicker(c.cfg.SampleInterval)
+	var sampledAt time.Time
+	tick := c.cfg.SampleInterval
+	if c.cfg.EjectedPingInterval > 0 {
+		tick = min(tick, c.cfg.EjectedPingInterval)
+	}
+	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
 	for {
-		c.sampleReplica(ctx, r, &s)
+		if time.Since(sampledAt) >= c.cfg.SampleInterval {
+			sampledAt = time.Now()
+			c.sampleReplica(ctx, r, &s)
+		} else if c.cfg.EjectedPingInterval > 0 && c.policy.Ejected(r) {
+			c.pingReplica(ctx, r, &s)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -479,22 +503,32 @@ type serverSampler struct {
 	loggedErr bool
 }
 
-// sampleReplica PINGs replica r, reads INFO commandstats and feeds the policy.
-func (c *ReadClient) sampleReplica(ctx context.Context, r int, s *serverSampler) {
+// pingReplica PINGs replica r and reports the round trip to the policy; a
+// PING that fails reports nothing (it is logged once until a sample
+// succeeds again) and returns false.
+func (c *ReadClient) pingReplica(ctx context.Context, r int, s *serverSampler) bool {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.SampleTimeout)
 	defer cancel()
-	rdb := c.replicas[r]
 	start := time.Now()
-	if err := rdb.Ping(ctx).Err(); err != nil {
+	if err := c.replicas[r].Ping(ctx).Err(); err != nil {
 		if ctx.Err() == nil && !s.loggedErr {
 			c.log.Warn("redis replica sample failed", "path", c.cfg.Path, "replica", c.addrs[r], "error", err)
 			s.loggedErr = true
 		}
+		return false
+	}
+	c.policy.ObservePing(r, time.Since(start))
+	return true
+}
+
+// sampleReplica PINGs replica r, reads INFO commandstats and feeds the policy.
+func (c *ReadClient) sampleReplica(ctx context.Context, r int, s *serverSampler) {
+	if !c.pingReplica(ctx, r, s) {
 		return
 	}
-	rtt := time.Since(start)
-	c.policy.ObservePing(r, rtt)
-	info, err := rdb.Info(ctx, "commandstats").Result()
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.SampleTimeout)
+	defer cancel()
+	info, err := c.replicas[r].Info(ctx, "commandstats").Result()
 	if err != nil {
 		return
 	}
