@@ -986,9 +986,8 @@ func TestC3StalledReplicaIsBackOnceItAnswersAndPingsAgain(t *testing.T) {
 // A replica back early is on trial first: one read at a time for a tenth
 // of its probation (200ms here). Failing it, by a slow answer or silence,
 // sends it back into the ejection it came from, to the same end, with the
-// same in-flight cap and without doubling the series; two more fast pings
-// bring it back early again, whatever the cause of its ejection. Passing
-// it, the slow start begins.
+// same in-flight cap and without doubling the series; it comes back early
+// at most once per EjectTime. Passing the trial, the slow start begins.
 func TestC3FailedTrialResumesTheEjection(t *testing.T) {
 	ms := time.Millisecond
 	clock := newFakeClock()
@@ -1023,7 +1022,22 @@ func TestC3FailedTrialResumesTheEjection(t *testing.T) {
 		t.Fatalf("after a failed trial: ejected until %v (want %v, the ejection it left), cap %d (want 4), series %d (want 1), slow ejections %d (want 1)",
 			st.EjectedUntil, ejected.EjectedUntil, st.InFlightCap, st.Ejections, st.SlowEjections)
 	}
-	backEarly() // ejected for a slow answer now, back early all the same
+	// It comes back early at most once per EjectTime: two more fast pings
+	// leave it out, and it is back, on trial, when the ejection it left
+	// ends, whatever the cause of its ejection (a slow answer now).
+	for range 2 {
+		clock.Advance(250 * ms)
+		p.ObservePing(0, 300*time.Microsecond)
+	}
+	p.Done(p.Pick(), ok(2*ms))
+	if st := statsOf(p, 0); st.EjectedUntil.IsZero() {
+		t.Fatalf("two fast pings 500ms after it came back early: back early again, want it out until %v", ejected.EjectedUntil)
+	}
+	clock.Advance(ejected.EjectedUntil.Sub(clock.Now()) + ms)
+	p.Done(p.Pick(), ok(2*ms))
+	if st := statsOf(p, 0); !st.EjectedUntil.IsZero() || !st.Probation {
+		t.Fatalf("past its ejection: ejected until %v, probation %t; want back, on probation", st.EjectedUntil, st.Probation)
+	}
 	burstOnZero(p, 300)
 	clock.Advance(210 * ms) // the trial (200ms) passes
 	p.Done(0, ok(2*ms))

@@ -74,7 +74,7 @@ const (
 	// DefaultEjectedPingInterval is how often a node C3 has ejected is
 	// pinged instead, as redisread does: its pings bring it back early.
 	DefaultEjectedPingInterval = 25 * time.Millisecond
-	DefaultPath           = "opensearch"
+	DefaultPath                = "opensearch"
 )
 
 // Config configures a Transport. Zero fields take the defaults.

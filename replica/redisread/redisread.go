@@ -106,7 +106,7 @@ const (
 	// early, and at the sample interval that took up to half a second
 	// after a 200 ms stall had ended.
 	DefaultEjectedPingInterval = 25 * time.Millisecond
-	DefaultPath           = "redis"
+	DefaultPath                = "redis"
 )
 
 // Config configures a ReadClient. Zero fields take the defaults.
