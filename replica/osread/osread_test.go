@@ -181,6 +181,55 @@ func TestSamplerPingsEachNodeWhileAnotherHangs(t *testing.T) {
 	}
 }
 
+// A node C3 has ejected is pinged every EjectedPingInterval instead of
+// every PingInterval: its pings are what bring it back early. The test
+// ejects node 0 by silence through the policy itself (a read held on it
+// while node 1 answers), so that the real node stays up and is pinged.
+func TestEjectedNodeIsPingedMoreOften(t *testing.T) {
+	st := stacktest.Require(t)
+	for _, tc := range []struct {
+		name         string
+		ejectedPings time.Duration
+		min, max     uint64
+	}{{"pinged every 20ms", 20 * time.Millisecond, 8, 100}, {"ejected pings off", -1, 0, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{SampleInterval: -1, PingInterval: 2 * time.Second, EjectedPingInterval: tc.ejectedPings,
+				Policy: replica.Config{MinSilence: 10 * time.Millisecond, EjectTime: 5 * time.Second}}
+			// Two endpoints of the one test node: each is pinged on its own.
+			tr, err := NewTransport([]string{st.OpenSearchURLs[0], st.OpenSearchURLs[0]}, nil, cfg, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			p := tr.Policy()
+			for r := range 2 { // both nodes have stats
+				p.Start(r)
+				p.Done(r, replica.Result{Latency: time.Millisecond})
+			}
+			p.Start(0) // held: node 0 is silent from now on
+			defer p.Done(0, replica.Result{Latency: time.Millisecond})
+			deadline := time.Now().Add(5 * time.Second)
+			for !p.Ejected(0) {
+				if time.Now().After(deadline) {
+					t.Fatalf("node 0 silent for 5 s while node 1 answers is not ejected: %+v", statsOf(tr, 0))
+				}
+				p.Start(1)
+				p.Done(1, replica.Result{Latency: time.Millisecond})
+				p.Done(p.Pick(), replica.Result{Latency: time.Millisecond})
+				time.Sleep(5 * time.Millisecond)
+			}
+			before := statsOf(tr, 0).Pings
+			time.Sleep(500 * time.Millisecond)
+			if !p.Ejected(0) {
+				t.Fatalf("node 0 back within its 5 s ejection: %+v", statsOf(tr, 0))
+			}
+			if n := statsOf(tr, 0).Pings - before; n < tc.min || n > tc.max {
+				t.Errorf("ejected node: %d pings in 500 ms, want %d..%d", n, tc.min, tc.max)
+			}
+		})
+	}
+}
+
 // deadEndpoint returns an http:// URL on which nothing listens.
 func deadEndpoint(t *testing.T) string {
 	t.Helper()

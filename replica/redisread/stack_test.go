@@ -513,3 +513,71 @@ func TestStoppedReplicaDoesNotHoldBackTheOthersSamples(t *testing.T) {
 		t.Errorf("stopped replica: pings went from %d to %d while it was stopped", stoppedBefore, stoppedAfter)
 	}
 }
+
+// TestEjectedReplicaIsBackSoonAfterItsStall stops (SIGSTOP) one of two
+// real replicas under reads for 300 ms. C3 ejects it for its silence; the
+// sampler then PINGs it every EjectedPingInterval, and two fast pings once
+// it runs again bring it back well before its 2 s ejection ends. With the
+// ejected pings off, its pings come only with the samples (every second)
+// and it is still out.
+func TestEjectedReplicaIsBackSoonAfterItsStall(t *testing.T) {
+	st := requireReplicaStack(t)
+	extra := startExtraReplica(t, st.RedisAddr)
+	key := stacktest.Namespace(t)
+	rc := testRedisConfig(st)
+	rc.ReplicaAddrs = []string{extra.addr, st.RedisReplicaAddrs[0]}
+	for _, tc := range []struct {
+		name         string
+		ejectedPings time.Duration
+		wantBack     bool
+	}{{"pinged every 20ms", 20 * time.Millisecond, true}, {"ejected pings off", -1, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			c, err := Open(rc, Config{Policy: replica.Config{EjectTime: 2 * time.Second}, SampleInterval: time.Second, EjectedPingInterval: tc.ejectedPings}, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if err := c.Primary().Set(ctx, key, "v", time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := c.Primary().Wait(ctx, 3, 10*time.Second).Result(); err != nil || n < 3 {
+				t.Fatalf("WAIT for 3 replicas: %d, %v", n, err)
+			}
+			readCtx, stopReads := context.WithCancel(ctx)
+			var readers sync.WaitGroup
+			for range 8 {
+				readers.Add(1)
+				go func() {
+					defer readers.Done()
+					for readCtx.Err() == nil {
+						Read(readCtx, c, func(ctx context.Context, rdb *redis.Client) (string, error) {
+							return rdb.Get(ctx, key).Result()
+						})
+					}
+				}()
+			}
+			defer func() { stopReads(); readers.Wait() }()
+			time.Sleep(time.Second) // both replicas answer and have pings
+			if err := syscall.Kill(extra.pid, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond)
+			ejected := !c.Status().Replicas[0].EjectedUntil.IsZero()
+			if err := syscall.Kill(extra.pid, syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+			if !ejected {
+				t.Fatalf("after 300ms stopped under reads: replica not ejected: %+v", c.Status().Replicas[0])
+			}
+			resumed := time.Now()
+			for time.Since(resumed) < 600*time.Millisecond && !c.Status().Replicas[0].EjectedUntil.IsZero() {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if back := c.Status().Replicas[0].EjectedUntil.IsZero(); back != tc.wantBack {
+				t.Errorf("%s after it runs again: back %t, want %t (%+v)", time.Since(resumed).Round(time.Millisecond), back, tc.wantBack, c.Status().Replicas[0])
+			}
+		})
+	}
+}
