@@ -80,10 +80,9 @@ type Config struct {
 	ReplicaCPUPercent int
 	// Policies to compare; C3 and round-robin are always included.
 	Policies []replica.PolicyName
-	// NoAblations leaves out the variants of our selector (c3-psi,
-	// c3-concentrate, c3-hedge, c3-no-ping-gate, c3-no-probation,
-	// c3-keep-peak, c3-auto-concentrate) that show what its parts, and the
-	// ideas it does not use by default, are worth.
+	// NoAblations leaves out the variants of our selector (c3Variants)
+	// that show what its parts, and the ideas it does not use by default,
+	// are worth.
 	NoAblations bool
 	// Variants, when not empty, are the only variants of our selector to
 	// run (names from c3Variants); empty: all of them unless NoAblations.
@@ -847,7 +846,7 @@ func runScenario(ctx context.Context, cfg Config, rcfg backend.RedisConfig, pref
 	rep.Add(bench.Section{
 		Title: "Redis timelines, " + name,
 		Text: fmt.Sprintf("Degradation: %s.\n\nC3 / round-robin: throughput %.3f, p50 %.3f, p90 %.3f, p99 %.3f. C3 / the best peer (%s): throughput %.3f, p99 %.3f, p99.9 %.3f. "+
-			"Replica shares are the fraction of reads each policy sent to replicas 1 / 2 / 3 (replica 1 is the one degraded or stalled). c3-psi, c3-concentrate, c3-hedge, c3-no-ping-gate, c3-no-probation, c3-keep-peak and c3-auto-concentrate are C3 variants: ranked by Ψ instead of peak-EWMA latency × (in-flight+1); every read sent to one home replica (lowest ping, not ejected); with hedged reads (a read late past its replica's p95 while that replica answers nothing is sent to the next-best; at most 5%% of reads; only reads to a suspect replica, whose p95 is over twice the best replica's or which is silent, can be hedged); without the ping gate (a replica whose PINGs take over 10× the typical replica's and longer than its reads is not ejected for it); without probation and in-flight cap (a replica back from an ejection takes reads at once, not one at a time for a 100 ms trial, then twice as many per answer in time up to half what it held when ejected, a cap that doubles after each 100 ms the replica held it); keeping the peak latency of a replica back early from an ejection (its stall's late replies) instead of restarting it from the others'; every read to the home replica only in the 250 ms epochs where that answered faster on average than spreading (one epoch in 4 to 64 tries the other way). Ejections are our selector's, per replica, as slow / silent / ping (+ ping extensions). %s",
+			"Replica shares are the fraction of reads each policy sent to replicas 1 / 2 / 3 (replica 1 is the one degraded or stalled). c3-psi, c3-concentrate, c3-hedge, c3-no-ping-gate, c3-no-probation, c3-keep-peak, c3-auto-concentrate and c3-no-ejected-pings are C3 variants: ranked by Ψ instead of peak-EWMA latency × (in-flight+1); every read sent to one home replica (lowest ping, not ejected); with hedged reads (a read late past its replica's p95 while that replica answers nothing is sent to the next-best; at most 5%% of reads; only reads to a suspect replica, whose p95 is over twice the best replica's or which is silent, can be hedged); without the ping gate (a replica whose PINGs take over 10× the typical replica's and longer than its reads is not ejected for it); without probation and in-flight cap (a replica back from an ejection takes reads at once, not one at a time for a 100 ms trial, then twice as many per answer in time up to half what it held when ejected, a cap that doubles after each 100 ms the replica held it); keeping the peak latency of a replica back early from an ejection (its stall's late replies) instead of restarting it from the others'; every read to the home replica while that has answered faster on average than spreading (one 250 ms epoch in 4 to 64 tries the other way, judged against the epochs around it); pinging an ejected replica only with the samples (every 250 ms) instead of every 25 ms. Ejections are our selector's, per replica, as slow / silent / ping (+ ping extensions). %s",
 			sc.Degradation, sc.ThroughputRatio, sc.P50Ratio, sc.P90Ratio, sc.P99Ratio, sc.BestPeer, sc.VsBestPeer.ThroughputRatio, sc.VsBestPeer.P99Ratio, sc.VsBestPeer.P999Ratio, victimTimelineText(sc)),
 		Table:  &table,
 		Charts: charts,

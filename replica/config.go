@@ -185,11 +185,12 @@ type Config struct {
 	// is what keeps a slow or stalled home from holding the reads.
 	Concentrate bool
 	// AutoConcentrate makes C3 concentrate reads as Concentrate does only
-	// in the epochs (250 ms) where that has given a lower mean reply
-	// latency than spreading, trying the other way now and then (see
+	// while that has given a lower mean reply latency than spreading,
+	// trying the other way one 250 ms epoch now and then (see
 	// modeChooser). Off by default: on the 2-core benchmark host, replicas
-	// sharing the cores with the clients, it served 6-11% more reads than
-	// C3 spreading, yet each try on replicas with CPUs of their own floods
+	// sharing the cores with the clients, it served from 5% fewer to 11%
+	// more reads than C3 spreading over four runs, and still 10-15% fewer
+	// than lowest-ping; each try on replicas with CPUs of their own floods
 	// one of them (p99.9 up to 2x C3's), and many client processes
 	// measuring each other's load might all settle on the same home; one
 	// benchmark process cannot show that.
