@@ -188,9 +188,9 @@ type Config struct {
 	// while that has given a lower mean reply latency than spreading,
 	// trying the other way one 250 ms epoch now and then (see
 	// modeChooser). Off by default: on the 2-core benchmark host, replicas
-	// sharing the cores with the clients, it served from 5% fewer to 11%
-	// more reads than C3 spreading over four runs, and still 10-15% fewer
-	// than lowest-ping; each try on replicas with CPUs of their own floods
+	// sharing the cores with the clients, it served from 7% fewer to 11%
+	// more reads than C3 spreading (scenarios of three runs, 2026-11-27),
+	// and 10-15% fewer than lowest-ping; each try on replicas with CPUs of their own floods
 	// one of them (p99.9 up to 2x C3's), and many client processes
 	// measuring each other's load might all settle on the same home; one
 	// benchmark process cannot show that.
