@@ -51,8 +51,8 @@ func (e EndpointsResult) scenarios() []namedScenario {
 func (k contender) endpointConfig(cfg Config, scenario string) osread.Config {
 	oc := osread.Config{Policy: tuned(cfg.Tuning, k.policy, cfg.Seed), Path: "replbench-" + scenario + "-" + k.name, PsiRank: k.psi}
 	oc.Policy.AutoConcentrate = oc.Policy.AutoConcentrate || k.autoConcentrate
-	if k.noEjectedPings {
-		oc.EjectedPingInterval = -1
+	if k.ejectedPings {
+		oc.EjectedPingInterval = ejectedPingInterval
 	}
 	if !k.ours {
 		oc.SampleInterval, oc.PingInterval = -1, -1

@@ -317,7 +317,7 @@ func TestEndpointContendersAreOsreadAsShippedAndEveryPeer(t *testing.T) {
 	for _, k := range list {
 		names = append(names, k.name)
 	}
-	want := []string{"c3", "c3-psi", "c3-auto-concentrate", "c3-no-ejected-pings", "round-robin", "random", "lowest-ping", "lowest-ping-tolerance", "peak-ewma", "least-request"}
+	want := []string{"c3", "c3-psi", "c3-auto-concentrate", "c3-ejected-pings", "round-robin", "random", "lowest-ping", "lowest-ping-tolerance", "peak-ewma", "least-request"}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Fatalf("endpoint contenders %v, want %v", names, want)
 	}
@@ -335,8 +335,8 @@ func TestEndpointContendersAreOsreadAsShippedAndEveryPeer(t *testing.T) {
 		if wantPeak := k.ours && !k.psi; oc.Policy.PeakCost != wantPeak || (oc.Policy.SlowFactor > 0) != wantPeak {
 			t.Errorf("%s: PeakCost %t, SlowFactor %v; want peak cost and ejection exactly on c3 and its unranked-by-Ψ variants (osread's default; c3-psi ranks by Ψ)", k.name, oc.Policy.PeakCost, oc.Policy.SlowFactor)
 		}
-		if (oc.EjectedPingInterval < 0) != (k.name == "c3-no-ejected-pings") {
-			t.Errorf("%s: EjectedPingInterval %s, want it off exactly on c3-no-ejected-pings", k.name, oc.EjectedPingInterval)
+		if (oc.EjectedPingInterval > 0) != (k.name == "c3-ejected-pings") {
+			t.Errorf("%s: EjectedPingInterval %s, want it on exactly on c3-ejected-pings", k.name, oc.EjectedPingInterval)
 		}
 		if oc.Policy.AutoConcentrate != (k.name == "c3-auto-concentrate") {
 			t.Errorf("%s: AutoConcentrate %t, want it exactly on c3-auto-concentrate", k.name, oc.Policy.AutoConcentrate)

@@ -37,19 +37,22 @@ type contender struct {
 	// noProbation lets an ejected replica back without probation;
 	// keepPeak keeps a replica's peak latency when it is back early;
 	// autoConcentrate concentrates in the epochs where that was faster;
-	// noEjectedPings pings an ejected replica only as often as the others.
-	psi, concentrate, hedge, noPingGate, noProbation, keepPeak, autoConcentrate, noEjectedPings bool
+	// ejectedPings pings an ejected replica every 25 ms.
+	psi, concentrate, hedge, noPingGate, noProbation, keepPeak, autoConcentrate, ejectedPings bool
 }
 
 // oursName is the side that is baedal's selector as it ships.
 const oursName = "c3"
 
+// ejectedPingInterval is how often the c3-ejected-pings variant pings a
+// replica or node it has ejected.
+const ejectedPingInterval = 25 * time.Millisecond
+
 // c3Variants are the variants of our selector, in report order: ranked by
 // Ψ, concentrating reads on one home replica, with hedged reads, without
 // the ping gate, without probation after an ejection, keeping the peak
 // latency of a replica back early, concentrating only in the epochs where
-// that was faster, pinging an ejected replica no more often than the
-// others. endpoint marks those the endpoint part runs too.
+// that was faster, pinging an ejected replica every ejectedPingInterval. endpoint marks those the endpoint part runs too.
 var c3Variants = []struct {
 	contender
 	endpoint bool
@@ -61,7 +64,7 @@ var c3Variants = []struct {
 	{contender{name: "c3-no-probation", noProbation: true}, false},
 	{contender{name: "c3-keep-peak", keepPeak: true}, false},
 	{contender{name: "c3-auto-concentrate", autoConcentrate: true}, true},
-	{contender{name: "c3-no-ejected-pings", noEjectedPings: true}, true},
+	{contender{name: "c3-ejected-pings", ejectedPings: true}, true},
 }
 
 // variantNames lists c3Variants' names.
@@ -103,8 +106,8 @@ func (k contender) readConfig(cfg Config, scenario string) redisread.Config {
 	rc.Policy.NoProbation = rc.Policy.NoProbation || k.noProbation
 	rc.Policy.KeepPeak = rc.Policy.KeepPeak || k.keepPeak
 	rc.Policy.AutoConcentrate = rc.Policy.AutoConcentrate || k.autoConcentrate
-	if k.noEjectedPings {
-		rc.EjectedPingInterval = -1
+	if k.ejectedPings {
+		rc.EjectedPingInterval = ejectedPingInterval
 	}
 	rc.Hedge.Budget = -1
 	if k.hedge {

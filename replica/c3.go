@@ -230,10 +230,9 @@ func (c *c3Strategy) ejectOutliers(s *selector, now time.Time) {
 	// enough: a Redis at 10% of a core answers a ping in time whenever it
 	// lands in its quota, one in ten or so. It comes back early at most
 	// once per EjectTime: an idle CPU-throttled Redis answers pings fast,
-	// and pinged every 25 ms (as the read paths ping an ejected replica)
-	// it came back within 50 ms of each ejection, each time catching reads
-	// in its next throttled pause (p99.9 up from 24 to 45 ms on the
-	// benchmark).
+	// and pinged every 25 ms (the read paths' EjectedPingInterval) it came
+	// back within 50 ms of each ejection, each time catching reads in its
+	// next throttled pause (p99.9 up from 24 to 45 ms on the benchmark).
 	backEarly := func(st *replicaState) bool {
 		return s.cfg.PingGate > 0 && st.outstanding == 0 && now.Sub(st.backEarlyAt) >= s.cfg.EjectTime &&
 			st.prevPingAt.After(st.ejectedAt) && max(st.lastPing, st.prevPing) <= pingLimit

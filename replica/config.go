@@ -384,8 +384,8 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 // ValidateEjectedPingInterval checks how often a read path's sampler pings
 // an ejected replica (after defaults), naming the field under name.
 func ValidateEjectedPingInterval(name string, interval time.Duration) error {
-	if interval > 0 && interval < 5*time.Millisecond {
-		return fmt.Errorf("%s: EjectedPingInterval: got %s, allowed: negative (only with the samples) or at least 5ms", name, interval)
+	if interval < 0 || interval > 0 && interval < 5*time.Millisecond {
+		return fmt.Errorf("%s: EjectedPingInterval: got %s, allowed: 0 (off) or at least 5ms", name, interval)
 	}
 	return nil
 }

@@ -71,10 +71,7 @@ const (
 	DefaultSampleInterval = time.Second
 	DefaultPingInterval   = 250 * time.Millisecond
 	DefaultSampleTimeout  = 2 * time.Second
-	// DefaultEjectedPingInterval is how often a node C3 has ejected is
-	// pinged instead, as redisread does: its pings bring it back early.
-	DefaultEjectedPingInterval = 25 * time.Millisecond
-	DefaultPath                = "opensearch"
+	DefaultPath           = "opensearch"
 )
 
 // Config configures a Transport. Zero fields take the defaults.
@@ -87,8 +84,9 @@ type Config struct {
 	// PingInterval is how often the background sampler pings each node
 	// (HEAD /, timed). Negative disables the pings.
 	PingInterval time.Duration
-	// EjectedPingInterval is how often a node C3 has ejected is pinged,
-	// with pings on. Negative: every PingInterval, as the others.
+	// EjectedPingInterval, when positive and pings are on, is how often a
+	// node C3 has ejected is pinged: its pings bring it back early. Zero:
+	// every PingInterval, as the others (see redisread's).
 	EjectedPingInterval time.Duration
 	// SampleTimeout bounds one sample of one node.
 	SampleTimeout time.Duration
@@ -123,9 +121,6 @@ func (c Config) WithDefaults() Config {
 	if c.PingInterval == 0 {
 		c.PingInterval = DefaultPingInterval
 	}
-	if c.EjectedPingInterval == 0 {
-		c.EjectedPingInterval = DefaultEjectedPingInterval
-	}
 	if c.SampleTimeout == 0 {
 		c.SampleTimeout = DefaultSampleTimeout
 	}
@@ -150,7 +145,7 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 	c.Policy.Flags(fs, prefix)
 	fs.DurationVar(&c.SampleInterval, prefix+"sample-interval", c.SampleInterval, "how often to sample each node's search thread pool (negative: off)")
 	fs.DurationVar(&c.PingInterval, prefix+"ping-interval", c.PingInterval, "how often to ping each node, HEAD / (negative: off)")
-	fs.DurationVar(&c.EjectedPingInterval, prefix+"ejected-ping-interval", c.EjectedPingInterval, "how often to ping a node C3 has ejected, with pings on (negative: every ping-interval)")
+	fs.DurationVar(&c.EjectedPingInterval, prefix+"ejected-ping-interval", c.EjectedPingInterval, "how often to ping a node C3 has ejected, with pings on (0: every ping-interval)")
 	fs.DurationVar(&c.SampleTimeout, prefix+"sample-timeout", c.SampleTimeout, "timeout of one sample of one node")
 	fs.BoolVar(&c.PsiRank, prefix+"psi-rank", c.PsiRank, "C3: rank by Ψ instead of peak-EWMA latency × (outstanding+1)")
 }

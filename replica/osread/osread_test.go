@@ -191,7 +191,7 @@ func TestEjectedNodeIsPingedMoreOften(t *testing.T) {
 		name         string
 		ejectedPings time.Duration
 		min, max     uint64
-	}{{"pinged every 20ms", 20 * time.Millisecond, 8, 100}, {"ejected pings off", -1, 0, 1}} {
+	}{{"pinged every 20ms", 20 * time.Millisecond, 8, 100}, {"ejected pings off", 0, 0, 1}} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Config{SampleInterval: -1, PingInterval: 2 * time.Second, EjectedPingInterval: tc.ejectedPings,
 				Policy: replica.Config{MinSilence: 10 * time.Millisecond, EjectTime: 5 * time.Second}}

@@ -101,12 +101,7 @@ const (
 	DefaultMinSilence     = 50 * time.Millisecond
 	DefaultSampleInterval = 250 * time.Millisecond
 	DefaultSampleTimeout  = time.Second
-	// DefaultEjectedPingInterval is how often the sampler PINGs a replica
-	// C3 has ejected, between its samples: two fast pings bring it back
-	// early, and at the sample interval that took up to half a second
-	// after a 200 ms stall had ended.
-	DefaultEjectedPingInterval = 25 * time.Millisecond
-	DefaultPath                = "redis"
+	DefaultPath           = "redis"
 )
 
 // Config configures a ReadClient. Zero fields take the defaults.
@@ -118,8 +113,14 @@ type Config struct {
 	SampleInterval time.Duration
 	// SampleTimeout bounds one sample of one replica.
 	SampleTimeout time.Duration
-	// EjectedPingInterval is how often the sampler PINGs a replica that C3
-	// has ejected, between samples. Negative: only with the samples.
+	// EjectedPingInterval, when positive, is how often the sampler PINGs a
+	// replica that C3 has ejected, between samples: two fast pings bring it
+	// back early, and at the sample interval that takes up to half a
+	// second after a 200 ms stall has ended. Zero: only with the samples.
+	// Off by default: at 25 ms a stalled replica had its share back
+	// within 300 ms instead of about a second, but no run showed more
+	// reads/s for it, and with one replica at 10% of a core the p99.9 was
+	// higher in three runs of three (BENCHMARKS.md S3).
 	EjectedPingInterval time.Duration
 	// NoPrimaryFallback stops Do from trying the primary when every replica
 	// failed.
@@ -167,9 +168,6 @@ func (c Config) WithDefaults() Config {
 	if c.SampleTimeout == 0 {
 		c.SampleTimeout = DefaultSampleTimeout
 	}
-	if c.EjectedPingInterval == 0 {
-		c.EjectedPingInterval = DefaultEjectedPingInterval
-	}
 	if c.Path == "" {
 		c.Path = DefaultPath
 	}
@@ -190,7 +188,7 @@ func (c *Config) Flags(fs *flag.FlagSet, prefix string) {
 	c.Policy.Flags(fs, prefix)
 	fs.DurationVar(&c.SampleInterval, prefix+"sample-interval", c.SampleInterval, "how often to sample INFO commandstats and PING on each replica (negative: off)")
 	fs.DurationVar(&c.SampleTimeout, prefix+"sample-timeout", c.SampleTimeout, "timeout of one sample of one replica")
-	fs.DurationVar(&c.EjectedPingInterval, prefix+"ejected-ping-interval", c.EjectedPingInterval, "how often to PING a replica C3 has ejected, between samples (negative: only with the samples)")
+	fs.DurationVar(&c.EjectedPingInterval, prefix+"ejected-ping-interval", c.EjectedPingInterval, "how often to PING a replica C3 has ejected, between samples (0: only with the samples)")
 	fs.BoolVar(&c.NoPrimaryFallback, prefix+"no-primary-fallback", c.NoPrimaryFallback, "do not read from the primary when every replica failed")
 	fs.BoolVar(&c.PsiRank, prefix+"psi-rank", c.PsiRank, "C3: rank by Ψ instead of peak-EWMA latency × (outstanding+1)")
 	fs.Float64Var(&c.Hedge.Budget, prefix+"hedge-budget", c.Hedge.Budget, "hedged reads of Read: at most this fraction of reads is sent a second time (0 or negative: off)")

@@ -148,6 +148,8 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 	}{
 		{Config{SampleInterval: time.Millisecond}, "SampleInterval"},
 		{Config{SampleTimeout: -time.Second}, "SampleTimeout"},
+		{Config{EjectedPingInterval: time.Millisecond}, "EjectedPingInterval: got 1ms, allowed: 0 (off) or at least 5ms"},
+		{Config{EjectedPingInterval: -time.Second}, "EjectedPingInterval"},
 		{Config{Policy: replica.Config{Policy: "fastest"}}, "allowed: c3, round-robin, random, lowest-ping"},
 	}
 	for _, c := range cases {
