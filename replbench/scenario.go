@@ -51,8 +51,9 @@ const ejectedPingInterval = 25 * time.Millisecond
 // c3Variants are the variants of our selector, in report order: ranked by
 // Ψ, concentrating reads on one home replica, with hedged reads, without
 // the ping gate, without probation after an ejection, keeping the peak
-// latency of a replica back early, concentrating only in the epochs where
-// that was faster, pinging an ejected replica every ejectedPingInterval. endpoint marks those the endpoint part runs too.
+// latency of a replica back early, concentrating while that was faster,
+// pinging an ejected replica every ejectedPingInterval. endpoint marks
+// those the endpoint part runs too.
 var c3Variants = []struct {
 	contender
 	endpoint bool

@@ -204,9 +204,9 @@ type replicaState struct {
 	// then doubled by every answer in time, up to inFlightCap (see
 	// c3Strategy). Back early, resumeUntil is when the ejection it came
 	// back from would have ended, and backEarlyAt when it came back. It
-	// takes at most inFlightCap (when
-	// positive), which doubles after a step from capGrownAt in which the
-	// replica was at its cap (capFull; see growInFlightCap).
+	// takes at most inFlightCap (when positive), which doubles after a
+	// step from capGrownAt in which the replica was at its cap (capFull;
+	// see growInFlightCap).
 	probationUntil time.Time
 	trialUntil     time.Time
 	resumeUntil    time.Time

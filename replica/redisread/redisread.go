@@ -481,7 +481,9 @@ func (c *ReadClient) sampleLoop(ctx context.Context, r int) {
 			sampledAt = time.Now()
 			c.sampleReplica(ctx, r, &s)
 		} else if c.cfg.EjectedPingInterval > 0 && c.policy.Ejected(r) {
-			c.pingReplica(ctx, r, &s)
+			pingCtx, cancel := context.WithTimeout(ctx, c.cfg.SampleTimeout)
+			c.pingReplica(pingCtx, r, &s)
+			cancel()
 		}
 		select {
 		case <-ctx.Done():
@@ -501,12 +503,10 @@ type serverSampler struct {
 	loggedErr bool
 }
 
-// pingReplica PINGs replica r and reports the round trip to the policy; a
-// PING that fails reports nothing (it is logged once until a sample
-// succeeds again) and returns false.
+// pingReplica PINGs replica r within ctx and reports the round trip to the
+// policy; a PING that fails reports nothing (it is logged once until a
+// sample succeeds again) and returns false.
 func (c *ReadClient) pingReplica(ctx context.Context, r int, s *serverSampler) bool {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.SampleTimeout)
-	defer cancel()
 	start := time.Now()
 	if err := c.replicas[r].Ping(ctx).Err(); err != nil {
 		if ctx.Err() == nil && !s.loggedErr {
@@ -521,11 +521,11 @@ func (c *ReadClient) pingReplica(ctx context.Context, r int, s *serverSampler) b
 
 // sampleReplica PINGs replica r, reads INFO commandstats and feeds the policy.
 func (c *ReadClient) sampleReplica(ctx context.Context, r int, s *serverSampler) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.SampleTimeout)
+	defer cancel()
 	if !c.pingReplica(ctx, r, s) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.SampleTimeout)
-	defer cancel()
 	info, err := c.replicas[r].Info(ctx, "commandstats").Result()
 	if err != nil {
 		return

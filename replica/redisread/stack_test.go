@@ -515,11 +515,13 @@ func TestStoppedReplicaDoesNotHoldBackTheOthersSamples(t *testing.T) {
 }
 
 // TestEjectedReplicaIsBackSoonAfterItsStall stops (SIGSTOP) one of two
-// real replicas under reads for 300 ms. C3 ejects it for its silence; the
-// sampler then PINGs it every EjectedPingInterval, and two fast pings once
-// it runs again bring it back well before its 2 s ejection ends. With the
-// ejected pings off, its pings come only with the samples (every second)
-// and it is still out.
+// real replicas under reads for 300 ms. C3 ejects it for its silence, for
+// 5 s. The sampler then PINGs it every EjectedPingInterval, and two pings
+// once it runs again bring it back early. With the ejected pings off, the
+// next sample is 10 s away and it is still out 1.5 s after it runs again.
+// The ping gate is set so high that no ping counts as slow: what is tested
+// is how often an ejected replica is pinged, on a machine whose load may
+// slow any ping.
 func TestEjectedReplicaIsBackSoonAfterItsStall(t *testing.T) {
 	st := requireReplicaStack(t)
 	extra := startExtraReplica(t, st.RedisAddr)
@@ -534,7 +536,12 @@ func TestEjectedReplicaIsBackSoonAfterItsStall(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			c, err := Open(rc, Config{Policy: replica.Config{EjectTime: 2 * time.Second}, SampleInterval: time.Second, EjectedPingInterval: tc.ejectedPings}, nil, nil)
+			// A short DecayTime: a slow first read (a dial) would otherwise
+			// price a replica out for seconds, every reader would end up
+			// on the stopped one, and with no other replica answering its
+			// silence would count for nothing.
+			policy := replica.Config{EjectTime: 5 * time.Second, DecayTime: 50 * time.Millisecond, PingGate: 1000}
+			c, err := Open(rc, Config{Policy: policy, SampleInterval: 10 * time.Second, EjectedPingInterval: tc.ejectedPings}, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -547,7 +554,7 @@ func TestEjectedReplicaIsBackSoonAfterItsStall(t *testing.T) {
 			}
 			readCtx, stopReads := context.WithCancel(ctx)
 			var readers sync.WaitGroup
-			for range 8 {
+			for range 16 {
 				readers.Add(1)
 				go func() {
 					defer readers.Done()
@@ -559,7 +566,13 @@ func TestEjectedReplicaIsBackSoonAfterItsStall(t *testing.T) {
 				}()
 			}
 			defer func() { stopReads(); readers.Wait() }()
-			time.Sleep(time.Second) // both replicas answer and have pings
+			deadline := time.Now().Add(10 * time.Second)
+			for s := c.Status().Replicas; s[0].Chosen < 100 || s[1].Chosen < 100; s = c.Status().Replicas {
+				if time.Now().After(deadline) {
+					t.Fatalf("after 10s of reads: %d and %d reads, want both replicas reading", s[0].Chosen, s[1].Chosen)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
 			if err := syscall.Kill(extra.pid, syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
@@ -572,7 +585,7 @@ func TestEjectedReplicaIsBackSoonAfterItsStall(t *testing.T) {
 				t.Fatalf("after 300ms stopped under reads: replica not ejected: %+v", c.Status().Replicas[0])
 			}
 			resumed := time.Now()
-			for time.Since(resumed) < 600*time.Millisecond && !c.Status().Replicas[0].EjectedUntil.IsZero() {
+			for time.Since(resumed) < 1500*time.Millisecond && !c.Status().Replicas[0].EjectedUntil.IsZero() {
 				time.Sleep(10 * time.Millisecond)
 			}
 			if back := c.Status().Replicas[0].EjectedUntil.IsZero(); back != tc.wantBack {
