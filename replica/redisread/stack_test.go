@@ -84,6 +84,25 @@ func testRedisConfig(st *localstack.State) backend.RedisConfig {
 	return rc
 }
 
+// openWithKey opens a ReadClient with cfg (closed when the test ends),
+// writes key = "v" through its primary and waits until the 3 replicas
+// (the stack's two and an extra one) have it.
+func openWithKey(t *testing.T, ctx context.Context, rc backend.RedisConfig, cfg Config, key string) *ReadClient {
+	t.Helper()
+	c, err := Open(rc, cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Primary().Set(ctx, key, "v", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Primary().Wait(ctx, 3, 10*time.Second).Result(); err != nil || n < 3 {
+		t.Fatalf("WAIT for 3 replicas: %d, %v", n, err)
+	}
+	return c
+}
+
 // commandCalls returns INFO commandstats calls of cmd on one server.
 func commandCalls(t *testing.T, ctx context.Context, addr, cmd string) uint64 {
 	t.Helper()
@@ -322,17 +341,7 @@ func TestKilledReplicaMidLoadLosesNoRead(t *testing.T) {
 	key := stacktest.Namespace(t)
 	rc := testRedisConfig(st)
 	rc.ReplicaAddrs = []string{extra.addr, st.RedisReplicaAddrs[0]}
-	c, err := Open(rc, Config{Policy: replica.Config{Policy: replica.PolicyRoundRobin}, SampleInterval: -1}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Primary().Set(ctx, key, "v", time.Minute).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := c.Primary().Wait(ctx, 3, 10*time.Second).Result(); err != nil || n < 3 {
-		t.Fatalf("WAIT for 3 replicas: %d, %v", n, err)
-	}
+	c := openWithKey(t, ctx, rc, Config{Policy: replica.Config{Policy: replica.PolicyRoundRobin}, SampleInterval: -1}, key)
 	var (
 		mu     sync.Mutex
 		reads  int
@@ -434,18 +443,8 @@ func TestReadHedgesAStoppedReplica(t *testing.T) {
 	key := stacktest.Namespace(t)
 	rc := testRedisConfig(st)
 	rc.ReplicaAddrs = []string{extra.addr, st.RedisReplicaAddrs[0]}
-	c, err := Open(rc, Config{Policy: replica.Config{Policy: replica.PolicyRoundRobin}, SampleInterval: -1,
-		Hedge: replica.HedgeConfig{Budget: 0.05, MinSamples: 5, MinDelay: 20 * time.Millisecond, Suspect: -1}}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Primary().Set(ctx, key, "v", time.Minute).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := c.Primary().Wait(ctx, 3, 10*time.Second).Result(); err != nil || n < 3 {
-		t.Fatalf("WAIT for 3 replicas: %d, %v", n, err)
-	}
+	c := openWithKey(t, ctx, rc, Config{Policy: replica.Config{Policy: replica.PolicyRoundRobin}, SampleInterval: -1,
+		Hedge: replica.HedgeConfig{Budget: 0.05, MinSamples: 5, MinDelay: 20 * time.Millisecond, Suspect: -1}}, key)
 	get := func() (string, error) {
 		return Read(ctx, c, func(ctx context.Context, rdb *redis.Client) (string, error) {
 			return rdb.Get(ctx, key).Result()
@@ -541,17 +540,7 @@ func TestEjectedReplicaIsBackSoonAfterItsStall(t *testing.T) {
 			// on the stopped one, and with no other replica answering its
 			// silence would count for nothing.
 			policy := replica.Config{EjectTime: 5 * time.Second, DecayTime: 50 * time.Millisecond, PingGate: 1000}
-			c, err := Open(rc, Config{Policy: policy, SampleInterval: 10 * time.Second, EjectedPingInterval: tc.ejectedPings}, nil, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			if err := c.Primary().Set(ctx, key, "v", time.Minute).Err(); err != nil {
-				t.Fatal(err)
-			}
-			if n, err := c.Primary().Wait(ctx, 3, 10*time.Second).Result(); err != nil || n < 3 {
-				t.Fatalf("WAIT for 3 replicas: %d, %v", n, err)
-			}
+			c := openWithKey(t, ctx, rc, Config{Policy: policy, SampleInterval: 10 * time.Second, EjectedPingInterval: tc.ejectedPings}, key)
 			readCtx, stopReads := context.WithCancel(ctx)
 			var readers sync.WaitGroup
 			for range 16 {
