@@ -208,10 +208,15 @@ func (e *execution) shopDecision(ctx context.Context, step query.Step, cands *ca
 // query, is at most max. A shop without a carried value fails it: Lucene may
 // run the script before the terms filter that restricts the step to the
 // carried shops (it orders two-phase checks by their estimated cost), so the
-// script also sees shops that are not candidates.
+// script also sees shops that are not candidates. So may a document without
+// fields: a conjunction's bulk scorer can ask the script about a delete
+// tombstone (only _id and the soft-delete marker) before it checks that the
+// document is live, and reading a value it lacks throws; the size checks
+// make such a document fail the filter, which the live-docs check then
+// drops anyway.
 func totalFeeFilter(minExtra map[string]int64, max int) obj {
 	return obj{"script": obj{"script": obj{
-		"source": "def e = params.e[String.valueOf(doc['id'].value)]; return e != null && doc['delivery_fee'].value + e <= params.max;",
+		"source": "if (doc['id'].size() == 0 || doc['delivery_fee'].size() == 0) { return false; } def e = params.e[String.valueOf(doc['id'].value)]; return e != null && doc['delivery_fee'].value + e <= params.max;",
 		"params": obj{"e": minExtra, "max": max},
 	}}}
 }
