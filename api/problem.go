@@ -40,17 +40,21 @@ func NewProblem(status int, detail string) *Problem {
 // ProblemOf is the one mapping from errors to HTTP for the whole server. A
 // *Problem keeps its status; a body over the size limit is 413; a backend or
 // layout that cannot answer now (IsUnavailable) is 503 with Retry-After,
-// naming it; anything else is a 500 whose detail is generic. Details never
+// naming it; a request past its own deadline (DeadlineError) is 503 with
+// Retry-After, naming nothing; anything else is a 500 whose detail is generic. Details never
 // carry internals: the error itself is logged, not sent.
 func ProblemOf(err error) *Problem {
 	var p *Problem
 	var tooBig *http.MaxBytesError
 	var ue *UnavailableError
+	var de *DeadlineError
 	switch {
 	case errors.As(err, &p):
 		return p
 	case errors.As(err, &tooBig):
 		return NewProblem(http.StatusRequestEntityTooLarge, "request body is larger than the limit of "+itoa(tooBig.Limit)+" bytes")
+	case errors.As(err, &de):
+		return deadlineProblem(de)
 	case errors.As(err, &ue):
 		return unavailableProblem(ue.What, ue.Reason, ue.RetryAfter)
 	}

@@ -218,8 +218,11 @@ func (s *Server) register(pattern string, admin bool, h HandlerFunc) {
 		if err != nil {
 			var p *Problem
 			var tooBig *http.MaxBytesError
+			var late *DeadlineError
 			if !errors.As(err, &p) && !errors.As(err, &tooBig) {
-				if what, ok := IsUnavailable(err); ok {
+				if errors.As(err, &late) {
+					s.log.Warn("request refused: past its deadline", "method", r.Method, "path", r.URL.Path, "deadline", late.Deadline, "err", err)
+				} else if what, ok := IsUnavailable(err); ok {
 					s.log.Warn("request refused: unavailable", "method", r.Method, "path", r.URL.Path, "unavailable", what, "err", err)
 				} else {
 					s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)

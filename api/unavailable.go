@@ -123,3 +123,41 @@ func unavailableProblem(what, reason string, retryAfter time.Duration) *Problem 
 	p.Unavailable, p.RetryAfter = what, retryAfter
 	return p
 }
+
+// DeadlineError is a request that ran past its own deadline (a search
+// that took longer than --search-timeout). It says nothing about the
+// backend or the layout, which answer other requests as before: the server
+// answers it 503 with Retry-After for this request only, with Detail.
+type DeadlineError struct {
+	// Deadline is the time the request was given.
+	Deadline time.Duration
+	// Hint says how a client can make the request cheaper, if it can.
+	Hint string
+	// RetryAfter is the client's wait before retrying; 0 means
+	// DefaultRetryAfter.
+	RetryAfter time.Duration
+	// Err is the cause, logged and never sent.
+	Err error
+}
+
+func (e *DeadlineError) Error() string {
+	return "ran past its deadline of " + e.Deadline.String() + ": " + e.Err.Error()
+}
+
+func (e *DeadlineError) Unwrap() error { return e.Err }
+
+// deadlineProblem is the 503 problem of a request past its deadline.
+func deadlineProblem(e *DeadlineError) *Problem {
+	retryAfter := e.RetryAfter
+	if retryAfter <= 0 {
+		retryAfter = DefaultRetryAfter
+	}
+	detail := "the request ran past its deadline of " + e.Deadline.String() + " and was stopped; retry after " +
+		strconv.Itoa(int((retryAfter+time.Second-1)/time.Second)) + " s"
+	if e.Hint != "" {
+		detail += ", or " + e.Hint
+	}
+	p := NewProblem(http.StatusServiceUnavailable, detail)
+	p.RetryAfter = retryAfter
+	return p
+}

@@ -28,6 +28,7 @@ func TestParseRequestRejectsBadInputNamingTheField(t *testing.T) {
 		{"min_rating=6", "min_rating", false},
 		{"colour=red", "colour", true},
 		{"q=" + strings.Repeat("가", 101), "q", false},
+		{"q=" + url.QueryEscape("a b c d e f g h i"), "q", false}, // nine different words
 	}
 	for _, tc := range cases {
 		v, _ := url.ParseQuery(tc.query)
@@ -62,6 +63,27 @@ func TestParseRequestRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(r, again) {
 		t.Fatalf("Encode/Parse changed the request:\n%+v\n%+v", r, again)
+	}
+}
+
+// A repeated word counts once: the 100-character query of one
+// word 33 times took seconds on every layout.
+func TestParseRequestCountsARepeatedWordOnce(t *testing.T) {
+	cases := map[string]string{
+		strings.Repeat("치킨 ", 33) + "치": "치킨 치",
+		"  피자   치킨 피자 ":                 "피자 치킨",
+		"BBQ bbq 치킨 Bbq":                "BBQ 치킨",
+		"a b c d e f g h a b":           "a b c d e f g h",
+	}
+	for in, want := range cases {
+		r, err := ParseRequest(url.Values{"q": {in}})
+		if err != nil {
+			t.Errorf("%q: %v", in, err)
+			continue
+		}
+		if r.Q != want {
+			t.Errorf("%q: Q = %q, want %q", in, r.Q, want)
+		}
 	}
 }
 

@@ -39,10 +39,13 @@ func Sorts() []string {
 	return []string{string(SortRelevance), string(SortDistance), string(SortDeliveryMinutes), string(SortRating), string(SortDeliveryFee), string(SortETA)}
 }
 
-// Limits of a request.
+// Limits of a request. The text is matched word by word, each word by five
+// clauses (docs/search.md), so MaxQueryWords bounds a search's clauses at
+// 5*MaxQueryWords; MaxQueryRune bounds the n-grams of its words.
 const (
-	MaxSize      = 100
-	MaxQueryRune = 100
+	MaxSize       = 100
+	MaxQueryRune  = 100
+	MaxQueryWords = 8
 	// MaxWindow is the deepest result a page may reach (page*size), the
 	// indices' max_result_window.
 	MaxWindow = 10000
@@ -118,6 +121,11 @@ func ParseRequest(v url.Values) (Request, error) {
 	if n := utf8.RuneCountInString(r.Q); n > MaxQueryRune {
 		return r, fieldErr("q", "has %d characters, at most %d allowed", n, MaxQueryRune)
 	}
+	words := DistinctWords(r.Q)
+	if len(words) > MaxQueryWords {
+		return r, fieldErr("q", "has %d different words, at most %d allowed (a repeated word counts once)", len(words), MaxQueryWords)
+	}
+	r.Q = strings.Join(words, " ")
 	var err error
 	if r.Lat, err = optFloat(v, "lat", -90, 90); err != nil {
 		return r, err
@@ -187,6 +195,21 @@ func ParseRequest(v url.Values) (Request, error) {
 		return r, &FieldError{Field: "explain", Detail: fmt.Sprintf("got %q", s), Allowed: []string{"true", "false", "dsl"}}
 	}
 	return r, nil
+}
+
+// DistinctWords splits text at white space and keeps the first occurrence
+// of each word: a repeated word adds nothing to what matches (every word
+// is required up to WordsToMatch) but would add its clauses again. Words
+// that differ only in case are one word, as the lowercasing analyzers see
+// them.
+func DistinctWords(text string) []string {
+	var words []string
+	for _, w := range strings.Fields(text) {
+		if !slices.ContainsFunc(words, func(seen string) bool { return strings.EqualFold(seen, w) }) {
+			words = append(words, w)
+		}
+	}
+	return words
 }
 
 func optFloat(v url.Values, name string, lo, hi float64) (*float64, error) {

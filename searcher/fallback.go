@@ -137,11 +137,16 @@ func (f *Fallback) Search(ctx context.Context, s *Searcher, req query.Request, f
 var errNoFallback = errors.New("searcher: no other layout is caught up")
 
 // unavailable reports whether a search error means the layout cannot answer
-// now: OpenSearch unreachable or overloaded, shards failed, a red index, the
-// search timed out, or the layout's indices do not exist yet (the server
-// creates them in the background after it starts).
+// now: OpenSearch unreachable or overloaded, shards failed, a red index, or
+// the layout's indices do not exist yet (the server creates them in the
+// background after it starts). A search past its own deadline is not: one
+// costly request says nothing of the layout, and answering it again from
+// another layout would double its cost.
 func unavailable(err error) bool {
-	if errors.Is(err, ErrTimeout) || errors.Is(err, ErrPartialResults) || errors.Is(err, ErrLayoutUnavailable) {
+	if errors.Is(err, ErrTimeout) {
+		return false
+	}
+	if errors.Is(err, ErrPartialResults) || errors.Is(err, ErrLayoutUnavailable) {
 		return true
 	}
 	var se *osapi.StatusError

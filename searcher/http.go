@@ -3,6 +3,7 @@ package searcher
 import (
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/baedal/baedal/api"
 	"github.com/baedal/baedal/internal/osapi"
@@ -17,8 +18,9 @@ import (
 // the default one is unavailable (see Fallback).
 //
 // A layout that cannot answer (OpenSearch unreachable, failed shards, a red
-// index, a timeout) is a 503 with Retry-After naming the layout, never a
-// 500.
+// index) is a 503 with Retry-After naming the layout, never a 500. A search
+// past its deadline (Config.Timeout) is a 503 with Retry-After for that
+// request only: it names no layout and is never retried on another.
 func RegisterRoutes(s *api.Server, srch *Searcher, fb ...*Fallback) {
 	var fallback *Fallback
 	if len(fb) > 0 {
@@ -55,12 +57,12 @@ func RegisterRoutes(s *api.Server, srch *Searcher, fb ...*Fallback) {
 			// The client went away: nothing to answer, nothing to log.
 			return api.NewProblem(499, "client closed the request")
 		}
+		if errors.Is(err, ErrTimeout) {
+			return &api.DeadlineError{Deadline: srch.cfg.Timeout, RetryAfter: retryAfter(fallback), Err: err,
+				Hint: "make the search cheaper: fewer words, a filter, an earlier page"}
+		}
 		if err != nil && unavailable(err) {
-			retry := api.DefaultRetryAfter
-			if fallback != nil {
-				retry = fallback.cfg.RetryAfter
-			}
-			ue := api.Unavailable("layout "+string(kind), retry, err)
+			ue := api.Unavailable("layout "+string(kind), retryAfter(fallback), err)
 			if errors.Is(err, ErrLayoutUnavailable) || (kind == layout.Hot && osapi.IsStatus(err, http.StatusServiceUnavailable)) {
 				// The layout cannot run on this cluster, or the hot layout's
 				// table is rebuilding on a node (the plugin answers 503).
@@ -74,6 +76,14 @@ func RegisterRoutes(s *api.Server, srch *Searcher, fb ...*Fallback) {
 		api.WriteJSON(w, http.StatusOK, resp)
 		return nil
 	})
+}
+
+// retryAfter is the Retry-After of a refused search.
+func retryAfter(fb *Fallback) time.Duration {
+	if fb == nil {
+		return api.DefaultRetryAfter
+	}
+	return fb.cfg.RetryAfter
 }
 
 // unavailableReason says why a layout cannot answer, without internals.
