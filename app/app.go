@@ -286,6 +286,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
+	indexed := make(chan []layout.Kind, 1) // the layouts the indexer keeps up to date
 	g.Go(func() error {
 		// The indexer starts only once the aliases exist: a bulk write to a
 		// missing alias would auto-create a concrete index in its place.
@@ -295,6 +296,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		}
 		icfg := cfg.Indexer
 		icfg.Layouts = slices.DeleteFunc(slices.Clone(icfg.Layouts), func(k layout.Kind) bool { return !slices.Contains(kinds, k) })
+		indexed <- icfg.Layouts
 		if len(icfg.Layouts) == 0 {
 			log.Warn("no layout to index on this cluster", "asked", cfg.Indexer.Layouts)
 			return nil
@@ -307,6 +309,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	if cfg.Demo.Shops > 0 {
 		sim := simulator.New(cfg.Demo, evlog, log, reg)
 		g.Go(func() error { return sim.Run(gctx, cfg.Progress) })
+		g.Go(func() error {
+			reportDemoIndexing(gctx, evlog, sim.Loaded(), indexed, longestRefresh(cfg.Indexer.Layout), cfg.Progress, log)
+			return nil
+		})
 	}
 	g.Go(func() error {
 		log.Info("serving", "addr", cfg.API.Addr, "opensearch", redacted(cfg.Backends.OpenSearch.URLs), "redis", backend.RedactRedisAddr(cfg.Backends.Redis.Addr))

@@ -71,11 +71,12 @@ type Simulator struct {
 	rdb      redis.UniversalClient
 	logger   *slog.Logger
 	appended prometheus.Counter
+	loaded   chan struct{}
 }
 
 // New builds a simulator; reg may be nil.
 func New(cfg Config, evlog *eventlog.Log, logger *slog.Logger, reg prometheus.Registerer) *Simulator {
-	s := &Simulator{cfg: cfg, log: evlog, rdb: evlog.Redis(), logger: logger,
+	s := &Simulator{cfg: cfg, log: evlog, rdb: evlog.Redis(), logger: logger, loaded: make(chan struct{}),
 		appended: prometheus.NewCounter(prometheus.CounterOpts{Name: "baedal_simulator_events_total", Help: "Change events appended by the demo traffic simulator."})}
 	if reg != nil {
 		reg.MustRegister(s.appended)
@@ -86,6 +87,10 @@ func New(cfg Config, evlog *eventlog.Log, logger *slog.Logger, reg prometheus.Re
 func (s *Simulator) key(what string) string {
 	return fmt.Sprintf("%ssimulator:%d:%d:%s", s.log.Config().Prefix, s.cfg.Shops, s.cfg.Seed, what)
 }
+
+// Loaded is closed once the catalog is in the event log: loaded by this
+// run, or found loaded by an earlier one.
+func (s *Simulator) Loaded() <-chan struct{} { return s.loaded }
 
 // tick is how often the simulator appends a batch.
 const tick = 50 * time.Millisecond
@@ -108,6 +113,7 @@ func (s *Simulator) Run(ctx context.Context, progress io.Writer) error {
 			return fmt.Errorf("simulator: %w", err)
 		}
 	}
+	close(s.loaded)
 	stream := catalog.NewEventStream(s.cfg.Seed, s.cfg.Shops)
 	done, err := s.rdb.Get(ctx, s.key("appended")).Int64()
 	if err != nil && !errors.Is(err, redis.Nil) {
