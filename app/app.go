@@ -114,6 +114,12 @@ func (c *Config) Validate() error {
 	if c.HealthTimeout <= 0 {
 		errs = append(errs, errors.New("health-timeout: must be > 0"))
 	}
+	// The server, not a client, decides when a search has taken too long:
+	// then it answers 503 with Retry-After, not a broken connection.
+	if t := c.Search.Timeout; t >= c.Backends.OpenSearch.RequestTimeout || t >= c.API.WriteTimeout {
+		errs = append(errs, fmt.Errorf("search-timeout: got %s, must be shorter than opensearch-timeout (%s) and the API's write timeout (%s)",
+			t, c.Backends.OpenSearch.RequestTimeout, c.API.WriteTimeout))
+	}
 	return errors.Join(errs...)
 }
 

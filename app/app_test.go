@@ -220,4 +220,13 @@ func TestValidateJoinsEveryComponent(t *testing.T) {
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `"ftp://x"`) {
 		t.Errorf("a bad OpenSearch URL must be named: %v", err)
 	}
+	cfg.Backends.OpenSearch.URLs = []string{"http://127.0.0.1:9200"}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("a valid configuration: %v", err)
+	}
+	// A search deadline the OpenSearch client would cut first.
+	cfg.Search.Timeout = cfg.Backends.OpenSearch.RequestTimeout
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "search-timeout") {
+		t.Errorf("a search timeout as long as the OpenSearch client's must be refused naming search-timeout: %v", err)
+	}
 }
