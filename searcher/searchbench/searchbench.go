@@ -209,10 +209,13 @@ type Summary struct {
 	Idle                 PhaseFigures `json:"idle"`
 	// IdleSteps are the idle phase's per-step times (from explain), keyed
 	// "layout step", e.g. "split menus:fetch".
-	IdleSteps         map[string]StepFigures `json:"idle_steps"`
-	UnderLoad         PhaseFigures           `json:"under_load"`
-	P50RatioUnderLoad float64                `json:"p50_ratio_under_load"`
-	P99RatioUnderLoad float64                `json:"p99_ratio_under_load"`
+	IdleSteps map[string]StepFigures `json:"idle_steps"`
+	UnderLoad PhaseFigures           `json:"under_load"`
+	// Pathological compares legal but costly searches with the ordinary
+	// mix on each layout, idle (targets pathological_p99_ratio_LAYOUT).
+	Pathological      PathologicalFigures `json:"pathological"`
+	P50RatioUnderLoad float64             `json:"p50_ratio_under_load"`
+	P99RatioUnderLoad float64             `json:"p99_ratio_under_load"`
 	// The headline ratios' 95% intervals (copies of under_load's).
 	P50RatioUnderLoadCI95 bench.Interval `json:"p50_ratio_under_load_ci95"`
 	P99RatioUnderLoadCI95 bench.Interval `json:"p99_ratio_under_load_ci95"`
@@ -225,7 +228,8 @@ type Summary struct {
 	*HotFigures
 	// Targets: p99_ratio_under_load <= 0.7 and mismatches <= 0; with the
 	// hot layout also p99_ratio_under_load_hot <= 0.7 and
-	// p99_ratio_idle_hot <= 1.
+	// p99_ratio_idle_hot <= 1; on every layout
+	// pathological_p99_ratio_LAYOUT <= 3.
 	Targets bench.Targets `json:"targets"`
 	Report  string        `json:"report"`
 }
@@ -772,6 +776,11 @@ func (r *run) measure(ctx context.Context) (Summary, error) {
 	s.Idle = r.figures(idle, idleMiss, make([]float64, len(r.kinds)), seed)
 	s.IdleSteps = steps.figures()
 
+	ordinary := queries[:min(len(queries), max(20, len(queries)/10))]
+	if s.Pathological, err = r.pathological(ctx, ordinary); err != nil {
+		return s, err
+	}
+
 	fmt.Fprintf(r.progress, "searching each layout while it takes %.0f hot updates/s (rounds alternate the layouts)\n", s.UpdateRate)
 	rounds := cfg.Bench.Rounds
 	if rounds == 0 {
@@ -791,6 +800,7 @@ func (r *run) measure(ctx context.Context) (Summary, error) {
 		tableBytesPerShop = table.bytesPerShop()
 	}
 	setHeadline(&s, tableBytesPerShop)
+	judgePathological(s.Targets, s.Pathological)
 
 	path, err := r.report(s, idle, load)
 	if err != nil {
@@ -909,6 +919,15 @@ func (r *run) report(s Summary, idle, load []*bench.LatencyRecorder) (string, er
 			bench.Figure{Name: "under load p99, hot / nested", Point: loadHot.P99RatioHot, CI95: loadHot.P99RatioHotCI95},
 		)
 	}
+	pathTable := &bench.Table{Header: []string{"layout", "ordinary p99 ms", "pathological p99 ms", "ratio", "95% interval", "missed (ordinary, pathological)"}}
+	for _, k := range names {
+		l := s.Pathological.Layouts[k]
+		pathTable.Rows = append(pathTable.Rows, []string{k, fmt.Sprintf("%.2f", l.OrdinaryP99Ms), fmt.Sprintf("%.2f", l.PathologicalP99Ms),
+			fmt.Sprintf("%.2f", l.P99Ratio), fmt.Sprintf("[%.2f, %.2f]", l.P99RatioCI95.Low, l.P99RatioCI95.High), fmt.Sprintf("%d, %d", l.MissedOrdinary, l.MissedPathological)})
+	}
+	rep.Add(bench.Section{Title: "Pathological searches, idle", Table: pathTable, Text: fmt.Sprintf(
+		"%d ordinary searches of the mix and %d legal but costly ones (%s), shuffled together, each on every layout in alternating order. Target: the costly p99 at most %.0fx the ordinary p99 on every layout.",
+		s.Pathological.Ordinary, s.Pathological.Pathological, strings.Join(PathologicalQueries, " · "), PathologicalTarget.Value)})
 	rep.Add(bench.IntervalSection(figures))
 	rep.Add(bench.TargetsSection(s.Targets))
 	rep.SetSummary(s)

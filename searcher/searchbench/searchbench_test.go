@@ -58,6 +58,16 @@ func TestSmoke(t *testing.T) {
 		"p50_ratio_under_load", "p99_ratio_under_load"); len(problems) > 0 {
 		t.Errorf("intervals: %q\n%s", problems, line.String())
 	}
+	if m := bench.MissingKeys(parsed, "pathological.layouts.nested.p99_ratio", "pathological.layouts.split.p99_ratio",
+		"targets.pathological_p99_ratio_nested", "targets.pathological_p99_ratio_split"); len(m) > 0 {
+		t.Errorf("summary lacks the pathological figures %v: %s", m, line.String())
+	}
+	if problems := bench.IntervalProblems(parsed, "pathological.layouts.nested.p99_ratio", "pathological.layouts.split.p99_ratio"); len(problems) > 0 {
+		t.Errorf("pathological intervals: %q", problems)
+	}
+	if s.Pathological.Pathological < len(PathologicalQueries) {
+		t.Errorf("%d pathological searches, want at least one of each of %d", s.Pathological.Pathological, len(PathologicalQueries))
+	}
 	if bench.MissingKeys(parsed, "targets.p99_ratio_under_load", "targets.mismatches") != nil {
 		t.Errorf("targets: %v", parsed["targets"])
 	}
