@@ -23,7 +23,7 @@ const demoProgressInterval = 5 * time.Second
 // first minutes on a 2-core machine). Once the catalog is in the event log
 // (loaded) and the indexed layouts are known (indexed), it prints each
 // layout's progress through the entries appended so far, every
-// demoProgressInterval, then one line when all are through. It never fails
+// demoProgressInterval when it moved, then one line when all are through. It never fails
 // the server: a read it cannot make is logged and tried again.
 func reportDemoIndexing(ctx context.Context, evlog *eventlog.Log, loaded <-chan struct{}, indexed <-chan []layout.Kind, refresh time.Duration, w io.Writer, log *slog.Logger) {
 	var kinds []layout.Kind
@@ -45,6 +45,7 @@ func reportDemoIndexing(ctx context.Context, evlog *eventlog.Log, loaded <-chan 
 		}
 		catalog, err = evlog.Appended(ctx)
 	}
+	last := ""
 	for {
 		processed := make(map[layout.Kind][]int64, len(kinds))
 		for _, k := range kinds {
@@ -64,7 +65,10 @@ func reportDemoIndexing(ctx context.Context, evlog *eventlog.Log, loaded <-chan 
 					kindList(kinds), time.Since(start).Round(time.Second))
 				return
 			}
-			fmt.Fprintln(w, line)
+			if line != last { // a stalled indexer does not fill the screen
+				fmt.Fprintln(w, line)
+				last = line
+			}
 		}
 		if !sleep(ctx, demoProgressInterval) {
 			return
