@@ -94,11 +94,11 @@ func demoProgressLine(kinds []layout.Kind, catalog []int64, processed map[layout
 			}
 		}
 		done = done && through == total
-		pct := 100.0
+		pct := int64(100)
 		if total > 0 {
-			pct = 100 * float64(through) / float64(total)
+			pct = 100 * through / total // rounded down: 100% only when through
 		}
-		parts[i] = fmt.Sprintf("%s %d/%d (%.0f%%)", k, through, total, pct)
+		parts[i] = fmt.Sprintf("%s %d/%d (%d%%)", k, through, total, pct)
 	}
 	return "demo: indexing the catalog's events: " + strings.Join(parts, ", ") +
 		"; until every layout is through, searches find part of the catalog", done
