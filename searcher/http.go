@@ -73,7 +73,7 @@ func RegisterRoutes(s *api.Server, srch *Searcher, fb ...*Fallback) {
 		}
 		api.WriteJSON(w, http.StatusOK, resp)
 		return nil
-	})
+	}, query.Params()...)
 }
 
 // unavailableReason says why a layout cannot answer, without internals.
