@@ -80,22 +80,49 @@ func queryName(rawKey string) string {
 	return truncate(strings.ToValidUTF8(rawKey, "\uFFFD"), 40)
 }
 
-// Query returns r's query parameters parsed by ParseQuery, refusing any
-// parameter not in allowed with a 400 naming it and listing allowed.
+// Query returns r's query parameters parsed by ParseQuery, refused as
+// CheckQueryParams refuses them.
 func Query(r *http.Request, allowed ...string) (url.Values, error) {
 	v, err := ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return nil, err
 	}
-	for name := range v {
-		if !slices.Contains(allowed, name) {
-			if len(allowed) == 0 {
-				return nil, BadRequest(name, "unknown parameter: this route takes no query parameters")
-			}
-			return nil, BadRequest(name, "unknown parameter", allowed...)
-		}
+	if err := CheckQueryParams(r.URL.RawQuery, allowed); err != nil {
+		return nil, err
 	}
 	return v, nil
+}
+
+// CheckQueryParams applies a route's parameter rules to a raw query that
+// ParseQuery accepts: a parameter not in allowed is a 400 naming it and
+// listing allowed, and so is one given with an empty value ("a=" or a bare
+// "a"): a parameter is either left out or given a value, never both at once.
+// The first offending parameter, in the query's order, is named. It
+// allocates nothing for a query without escapes, so every request can pay
+// for it.
+func CheckQueryParams(raw string, allowed []string) error {
+	for raw != "" {
+		var pair string
+		pair, raw, _ = strings.Cut(raw, "&")
+		if pair == "" {
+			continue
+		}
+		rawKey, rawValue, _ := strings.Cut(pair, "=")
+		name, err := url.QueryUnescape(rawKey)
+		if err != nil {
+			name = queryName(rawKey) // ParseQuery refuses it first
+		}
+		if !slices.Contains(allowed, name) {
+			if len(allowed) == 0 {
+				return BadRequest(name, "unknown parameter: this route takes no query parameters")
+			}
+			return BadRequest(name, "unknown parameter", allowed...)
+		}
+		if rawValue == "" {
+			return BadRequest(name, "is empty: give a value or leave the parameter out")
+		}
+	}
+	return nil
 }
 
 // CheckPath refuses a request path that is not valid UTF-8 or holds a NUL

@@ -6,8 +6,9 @@
 // body with a 4xx or 5xx status, and every request body is size-limited.
 // Before a handler runs, the request has passed the shared input rules: its
 // request line and headers are within MaxHeaderBytes, its path and query are
-// valid UTF-8 text without NUL, each query parameter is well encoded and
-// given once, and its body arrived whole within ReadTimeout, within
+// valid UTF-8 text without NUL, each query parameter is well encoded, given
+// once, with a value, and one the route declared at registration, and its
+// body arrived whole within ReadTimeout, within
 // MaxBodyBytes, as valid UTF-8 without NUL (see request.go). Handlers read
 // that body from memory.
 package api
@@ -132,8 +133,10 @@ type Server struct {
 	// (404) or known for other methods (405 and Allow), so requests that do
 	// match are routed once.
 	mux, routes *http.ServeMux
-	// patterns lists the registered routes, in registration order.
+	// patterns lists the registered routes, in registration order; params
+	// holds the query parameters each takes.
 	patterns []string
+	params   map[string][]string
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 }
@@ -148,6 +151,7 @@ func New(cfg Config, log *slog.Logger, reg *prometheus.Registry) *Server {
 		log:    log,
 		mux:    http.NewServeMux(),
 		routes: http.NewServeMux(),
+		params: map[string][]string{},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "baedal_http_requests_total", Help: "HTTP requests by route and status code.",
 		}, []string{"route", "code"}),
@@ -195,20 +199,41 @@ func (s *Server) unmatched(w http.ResponseWriter, r *http.Request) {
 }
 
 // Handle registers h for a method-and-path pattern such as "GET /v1/search".
-// h runs once the request body has been read and checked (bufferBody).
-func (s *Server) Handle(pattern string, h HandlerFunc) {
-	s.register(pattern, false, h)
+// params are the query parameters the route takes: any other, and any given
+// with an empty value, is a 400 problem naming it (CheckQueryParams) before
+// h runs, so a route registered without params takes none and no handler
+// can forget the rule. h runs once the request body has been read and
+// checked (bufferBody).
+func (s *Server) Handle(pattern string, h HandlerFunc, params ...string) {
+	s.register(pattern, false, h, params)
 }
 
 // HandleAdmin registers h behind the admin token (Authorization: Bearer
-// TOKEN). The token is checked before the body is read.
-func (s *Server) HandleAdmin(pattern string, h HandlerFunc) {
-	s.register(pattern, true, h)
+// TOKEN), with the query parameters params (see Handle). The token is
+// checked before the query and the body.
+func (s *Server) HandleAdmin(pattern string, h HandlerFunc, params ...string) {
+	s.register(pattern, true, h, params)
 }
 
-func (s *Server) register(pattern string, admin bool, h HandlerFunc) {
+// QueryParams returns the query parameters each registered route takes, by
+// pattern (routes that take none map to an empty list). Tests compare it
+// with the API's description.
+func (s *Server) QueryParams() map[string][]string {
+	out := make(map[string][]string, len(s.params))
+	for pattern, params := range s.params {
+		out[pattern] = slices.Clone(params)
+	}
+	return out
+}
+
+func (s *Server) register(pattern string, admin bool, h HandlerFunc, params []string) {
+	params = slices.Clone(params)
+	s.params[pattern] = params
 	s.handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		err := s.checkAdmin(w, r, admin)
+		if err == nil {
+			err = CheckQueryParams(r.URL.RawQuery, params)
+		}
 		if err == nil {
 			err = bufferBody(r)
 		}

@@ -159,3 +159,69 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		t.Errorf("defaults must be valid and loopback: %v", err)
 	}
 }
+
+// A route takes the query parameters it declared at registration, each with
+// a value: an undeclared parameter, or one given empty ("a=" or a bare "a"),
+// is a 400 problem naming it before the handler runs, on every route, the
+// admin ones and /metrics included.
+func TestRoutesTakeOnlyTheirDeclaredParametersWithValues(t *testing.T) {
+	cfg := Defaults()
+	cfg.AdminToken = "a-token-of-16-chars"
+	s := newTestServer(cfg)
+	ran := 0
+	ok := func(w http.ResponseWriter, r *http.Request) error { ran++; return nil }
+	s.Handle("GET /none", ok)
+	s.Handle("GET /some", ok, "limit", "user-id")
+	s.HandleAdmin("GET /admin", ok, "records")
+	cases := []struct {
+		target, field string // field "": served
+		allowed       []string
+	}{
+		{"/none", "", nil},
+		{"/none?x=1", "x", nil},
+		{"/none?x", "x", nil},
+		{"/none?x=", "x", nil},
+		{"/metrics?x", "x", nil},
+		{"/metrics?name%5B%5D=a", "name[]", nil},
+		{"/some?limit=5&user-id=2", "", nil},
+		{"/some?limit=5&&user-id=2", "", nil}, // an empty pair is no parameter
+		{"/some?limit=&user-id=2", "limit", nil},
+		{"/some?user-id=2&limit", "limit", nil},
+		{"/some?user%2Did=", "user-id", nil},
+		{"/some?limit=5&colour=red", "colour", []string{"limit", "user-id"}},
+		{"/some?limit=%20", "", nil}, // a value; the handler judges it
+		{"/admin?records=5", "", nil},
+		{"/admin?records=", "records", nil},
+		{"/admin?x=1", "x", []string{"records"}},
+	}
+	for _, tc := range cases {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", tc.target, nil)
+		req.Header.Set("Authorization", "Bearer "+cfg.AdminToken)
+		before := ran
+		s.ServeHTTP(rec, req)
+		if tc.field == "" {
+			if rec.Code != http.StatusOK || ran != before+1 && !strings.HasPrefix(tc.target, "/metrics") {
+				t.Errorf("%s: status %d, handler ran %d times; want it served: %s", tc.target, rec.Code, ran-before, rec.Body)
+			}
+			continue
+		}
+		if rec.Code != http.StatusBadRequest || ran != before {
+			t.Errorf("%s: status %d, handler ran %d times; want a 400 before the handler: %s", tc.target, rec.Code, ran-before, rec.Body)
+			continue
+		}
+		p := decodeProblem(t, rec)
+		if p.Field != tc.field || (tc.allowed != nil && strings.Join(p.Allowed, ",") != strings.Join(tc.allowed, ",")) {
+			t.Errorf("%s: field %q allowed %q, want %q %q (%s)", tc.target, p.Field, p.Allowed, tc.field, tc.allowed, p.Detail)
+		}
+	}
+	// Without the token the answer is 401, whatever the query.
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "/admin?x=1", nil))
+	if rec.Code != http.StatusUnauthorized {
+		t.Errorf("/admin?x=1 without the token: status %d, want 401", rec.Code)
+	}
+	if got := s.QueryParams(); strings.Join(got["GET /some"], ",") != "limit,user-id" || len(got["GET /none"]) != 0 || len(got["GET /metrics"]) != 0 {
+		t.Errorf("QueryParams() = %v", got)
+	}
+}

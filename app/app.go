@@ -72,8 +72,10 @@ type Config struct {
 	// Progress receives progress bars of long start-up work (demo load).
 	Progress io.Writer
 	// onRoutes, if set (by tests), receives every registered route pattern
-	// before the server starts.
-	onRoutes func(routes []string)
+	// before the server starts; onQueryParams the query parameters each
+	// route takes (api.Server.QueryParams).
+	onRoutes      func(routes []string)
+	onQueryParams func(params map[string][]string)
 }
 
 // Defaults returns the default configuration; backend addresses are empty
@@ -289,6 +291,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	linkstore.RegisterRoutes(srv, links)
 	if cfg.onRoutes != nil {
 		cfg.onRoutes(srv.Routes())
+	}
+	if cfg.onQueryParams != nil {
+		cfg.onQueryParams(srv.QueryParams())
 	}
 
 	g, gctx := errgroup.WithContext(ctx)

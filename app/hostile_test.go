@@ -125,6 +125,10 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 			{target: "/v1/search?lat=x&lon=1", status: 400, field: "lat"},
 			{target: "/v1/search?cursor=zzz", status: 400, field: "cursor"},
 			{target: "/v1/search?layout=zzz", status: 400, field: "layout"},
+			{target: "/v1/search?lat=&min_rating=&min_price=0&max_price=0&q=%C2%B1&sort=eta", status: 400, field: "lat"},
+			{target: "/v1/search?q=", status: 400, field: "q"},
+			{target: "/v1/search?q=%20%E3%80%80", status: 400, field: "q"},
+			{target: "/v1/search?explain=1", status: 400, field: "explain"},
 		}},
 		"POST /v1/events": {sample: "/v1/events", cases: []hostileCase{
 			{body: `[{"type":"shop","id":`, status: 400, field: "[0]"},
@@ -210,6 +214,7 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 			{target: "/api/v1/feeds?user-id=" + u + "&limit=abc", status: 400, field: "limit"},
 			{target: "/api/v1/feeds?user-id=" + u + "&cursor=zzz", status: 400, field: "cursor"},
 			{target: "/api/v1/feeds?user-id=" + u + "&user-id=1", status: 400, field: "user-id"},
+			{target: "/api/v1/feeds?limit=&user-id=" + u, status: 400, field: "limit"},
 		}},
 		"POST /api/v1/tweets": {sample: "/api/v1/tweets", cases: []hostileCase{
 			{body: `{"senderId":true,"text":"x"}`, status: 400, field: "senderId"},
@@ -271,6 +276,8 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 			{target: sample + sep + "x=1&x=2", status: 400, field: "x"},
 			{target: sample + sep + "x=%00", status: 400, field: "x"},
 			{target: sample + sep + "x=%ff%fe", status: 400, field: "x"},
+			{target: sample + sep + "zz_unknown=1", status: 400, field: "zz_unknown"}, // a parameter the route does not declare
+			{target: sample + sep + "zz_unknown", status: 400, field: "zz_unknown"},
 			{target: sample + sep + "q=" + strings.Repeat("a", 512<<10), status: 431, field: "query"},
 			{body: "\xff\xfe", status: 400, field: "body"},
 			{body: "\x00", status: 400, field: "body"},

@@ -45,7 +45,7 @@ type AppendResponse struct {
 // kind (ReasonKind).
 func RegisterRoutes(s *api.Server, l *Log) {
 	s.Handle("POST /v1/events", l.handleAppend)
-	s.HandleAdmin("GET /v1/admin/dead-letters", l.handleListDeadLetters)
+	s.HandleAdmin("GET /v1/admin/dead-letters", l.handleListDeadLetters, "limit", "after")
 	s.HandleAdmin("POST /v1/admin/dead-letters/{id}/replay", l.handleReplayDeadLetter)
 	s.HandleAdmin("DELETE /v1/admin/dead-letters/{id}", l.handleDropDeadLetter)
 }

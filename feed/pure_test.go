@@ -133,3 +133,16 @@ func TestValidateText(t *testing.T) {
 		}
 	}
 }
+
+// profilePic's cap counts characters, as api/openapi.json's maxLength does:
+// 512 Hangul characters (1536 bytes) fit, 513 do not.
+func TestProfilePicCapCountsCharacters(t *testing.T) {
+	url := "https://img.example/" + strings.Repeat("가", 512-len("https://img.example/"))
+	if err := validateProfilePic(url); err != nil {
+		t.Errorf("a URL of 512 characters (%d bytes): %v", len(url), err)
+	}
+	var inv *InvalidError
+	if err := validateProfilePic(url + "가"); !errors.As(err, &inv) || inv.Field != "profilePic" {
+		t.Errorf("a URL of 513 characters: %v, want an InvalidError about profilePic", err)
+	}
+}

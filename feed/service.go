@@ -211,9 +211,11 @@ func ValidateText(text string, maxRunes int) error {
 	return nil
 }
 
+// validateProfilePic checks a profile picture URL: empty, or http(s) and at
+// most 512 characters (as api/openapi.json's maxLength counts them).
 func validateProfilePic(url string) error {
-	if len(url) > 512 {
-		return invalid("profilePic", "must be at most 512 bytes, got %d", len(url))
+	if n := utf8.RuneCountInString(url); n > 512 {
+		return invalid("profilePic", "must be at most 512 characters, got %d", n)
 	}
 	if url != "" && !strings.HasPrefix(url, "https://") && !strings.HasPrefix(url, "http://") {
 		return invalid("profilePic", "must be an http(s) URL or empty")

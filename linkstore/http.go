@@ -31,7 +31,7 @@ func RegisterRoutes(s *api.Server, svc *Service) {
 	s.Handle("POST /v1/clicks/{id}/resolve", svc.handleResolve)
 	s.HandleAdmin("GET /v1/admin/links/migration", svc.handleGetMigration)
 	s.HandleAdmin("PUT /v1/admin/links/migration", svc.handlePutMigration)
-	s.HandleAdmin("GET /v1/admin/links/memory", svc.handleGetMemory)
+	s.HandleAdmin("GET /v1/admin/links/memory", svc.handleGetMemory, "records")
 }
 
 // postClickResponse is the body of a 201 from POST /v1/clicks.

@@ -165,8 +165,8 @@ func (s *Service) handleGetMemory(w http.ResponseWriter, r *http.Request) error 
 	n := DefaultMemoryRecords
 	if raw := q.Get("records"); raw != "" {
 		v, err := strconv.Atoi(raw)
-		if err != nil || v < 1 || v > MaxMemoryRecords {
-			return api.BadRequest("records", fmt.Sprintf("%q is not a whole number of records from 1 to %d", truncateForError([]byte(raw)), MaxMemoryRecords))
+		if err != nil || strconv.Itoa(v) != raw || v < 1 || v > MaxMemoryRecords {
+			return api.BadRequest("records", fmt.Sprintf("%q is not a whole number of records from 1 to %d in plain decimal (no sign, no leading zero)", truncateForError([]byte(raw)), MaxMemoryRecords))
 		}
 		n = v
 	}

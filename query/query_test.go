@@ -196,12 +196,13 @@ func FuzzParseRequest(f *testing.F) {
 	})
 }
 
-// explain is true, false or dsl; dsl implies the plan too, and round-trips.
+// explain is true, false or dsl (nothing else, not even 1 or 0, as
+// api/openapi.json's enum says); dsl implies the plan too, and round-trips.
 func TestExplainParameter(t *testing.T) {
 	for _, tc := range []struct {
 		in        string
 		plan, dsl bool
-	}{{"", false, false}, {"false", false, false}, {"true", true, false}, {"1", true, false}, {"dsl", true, true}} {
+	}{{"false", false, false}, {"true", true, false}, {"dsl", true, true}} {
 		r, err := ParseRequest(url.Values{"explain": {tc.in}})
 		if err != nil || r.Explain != tc.plan || r.ExplainDSL != tc.dsl {
 			t.Errorf("explain=%q: Explain %v ExplainDSL %v err %v; want %v %v", tc.in, r.Explain, r.ExplainDSL, err, tc.plan, tc.dsl)
@@ -210,9 +211,55 @@ func TestExplainParameter(t *testing.T) {
 			t.Errorf("explain=%q does not round-trip: %+v %v", tc.in, again, err)
 		}
 	}
-	_, err := ParseRequest(url.Values{"explain": {"DSL"}})
-	var fe *FieldError
-	if !errors.As(err, &fe) || fe.Field != "explain" || !slices.Contains(fe.Allowed, "dsl") {
-		t.Errorf("explain=DSL: %v, want a field error allowing dsl", err)
+	for _, in := range []string{"DSL", "1", "0", "True", "yes"} {
+		_, err := ParseRequest(url.Values{"explain": {in}})
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != "explain" || !slices.Contains(fe.Allowed, "dsl") {
+			t.Errorf("explain=%s: %v, want a field error allowing dsl", in, err)
+		}
+	}
+}
+
+// A parameter given with an empty value is refused, naming it, whatever its
+// type (q included: leave it out for a search without text); so is a text
+// of white space alone. Values are spelled the way api/openapi.json
+// serializes them: integers in plain decimal, numbers in decimal digits,
+// booleans true or false.
+func TestParseRequestRefusesEmptyAndOddlySpelledValues(t *testing.T) {
+	for _, raw := range []string{
+		"q=", "lat=&lon=127", "lat=37.5&lon=", "open_now=", "category=", "max_delivery_fee=", "min_rating=",
+		"min_price=0&max_price=", "max_total_fee=", "sort=", "page=", "size=", "explain=", "layout=",
+		"q=%20", "q=%20%E3%80%80%09", // white space alone, ideographic space included
+		"size=05", "size=%2B5", "page=-0", "min_price=1e3", "max_delivery_fee=0x10",
+		"min_rating=0x1p1", "min_rating=Inf", "min_rating=NaN", "min_rating=1_0", "lat=4_0&lon=127",
+		"open_now=1", "open_now=0", "open_now=TRUE", "open_now=t",
+		"q=" + strings.Repeat("a", MaxQueryRune) + "%20", // 101 characters before trimming
+	} {
+		v, err := url.ParseQuery(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		field := strings.SplitN(raw, "=", 2)[0]
+		if strings.HasPrefix(raw, "lat=37.5&lon=") {
+			field = "lon"
+		}
+		if strings.HasPrefix(raw, "min_price=0&") {
+			field = "max_price"
+		}
+		_, err = ParseRequest(v)
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != field {
+			t.Errorf("%s: err %v, want a field error naming %s", raw, err, field)
+		}
+	}
+	// The spellings a generated client sends are taken; a text of symbols
+	// alone is a text query like any other (it matches no menu).
+	for _, raw := range []string{"size=0", "min_price=0&max_price=10000000", "lat=-90&lon=180", "lat=37.5&lon=-127",
+		"min_rating=4.5", "min_rating=5", "min_rating=0.5e1", "lat=%2B37.5&lon=127", "open_now=true", "open_now=false",
+		"q=%C2%B1", "q=!!!", "q=%20%EC%B9%98%ED%82%A8%20"} {
+		v, _ := url.ParseQuery(raw)
+		if _, err := ParseRequest(v); err != nil {
+			t.Errorf("%s: %v", raw, err)
+		}
 	}
 }

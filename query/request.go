@@ -9,7 +9,6 @@ package query
 
 import (
 	"fmt"
-	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -68,7 +67,7 @@ type Request struct {
 	Page, Size  int
 	// Explain adds the executed plan to the response (explain=true), and
 	// ExplainDSL also each request body sent to OpenSearch (explain=dsl,
-	// which sets both).
+	// which sets both); explain=false is neither.
 	Explain    bool
 	ExplainDSL bool
 }
@@ -104,22 +103,40 @@ func fieldErr(field, format string, args ...any) *FieldError {
 var knownParams = []string{"q", "lat", "lon", "open_now", "category", "max_delivery_fee", "min_rating",
 	"min_price", "max_price", "max_total_fee", "sort", "page", "size", "explain", "layout"}
 
+// Params lists the URL parameters of a search, layout included (the
+// server's route takes exactly these).
+func Params() []string { return slices.Clone(knownParams) }
+
 // ParseRequest reads a request from URL parameters (the layout parameter is
 // the caller's). Unknown parameters are refused, so a typo never silently
-// drops a filter.
+// drops a filter, and so is a parameter given with an empty value: a filter
+// is either left out or given a value. Values are written the one way
+// api/openapi.json serializes them: integers in plain decimal ("5", never
+// "+5" or "05"), numbers in decimal digits (no hex, Inf or NaN), booleans
+// as true or false.
 func ParseRequest(v url.Values) (Request, error) {
 	for name := range v {
 		if !slices.Contains(knownParams, name) {
 			return Request{}, &FieldError{Field: name, Detail: "unknown parameter", Allowed: knownParams}
 		}
 	}
-	r := Request{Sort: SortRelevance, Page: 1, Size: 20}
-	r.Q = strings.TrimSpace(v.Get("q"))
-	if !utf8.ValidString(r.Q) {
-		return r, fieldErr("q", "is not valid UTF-8")
+	for _, name := range knownParams {
+		if vs, ok := v[name]; ok && (len(vs) == 0 || vs[0] == "") {
+			return Request{}, fieldErr(name, "is empty: give a value or leave the parameter out")
+		}
 	}
-	if n := utf8.RuneCountInString(r.Q); n > MaxQueryRune {
-		return r, fieldErr("q", "has %d characters, at most %d allowed", n, MaxQueryRune)
+	r := Request{Sort: SortRelevance, Page: 1, Size: 20}
+	if q, ok := v["q"]; ok {
+		if !utf8.ValidString(q[0]) {
+			return r, fieldErr("q", "is not valid UTF-8")
+		}
+		if n := utf8.RuneCountInString(q[0]); n > MaxQueryRune {
+			return r, fieldErr("q", "has %d characters, at most %d allowed", n, MaxQueryRune)
+		}
+		r.Q = strings.TrimSpace(q[0])
+		if r.Q == "" {
+			return r, fieldErr("q", "is only white space: give text or leave q out")
+		}
 	}
 	words := DistinctWords(r.Q)
 	if len(words) > MaxQueryWords {
@@ -189,9 +206,13 @@ func ParseRequest(v url.Values) (Request, error) {
 	if r.Page*r.Size > MaxWindow {
 		return r, fieldErr("page", "page %d of size %d reaches result %d; at most %d results can be paged (narrow the search)", r.Page, r.Size, r.Page*r.Size, MaxWindow)
 	}
-	if s := v.Get("explain"); s == "dsl" {
+	switch s := v.Get("explain"); s {
+	case "", "false":
+	case "true":
+		r.Explain = true
+	case "dsl":
 		r.Explain, r.ExplainDSL = true, true
-	} else if r.Explain, err = optBool(v, "explain"); err != nil {
+	default:
 		return r, &FieldError{Field: "explain", Detail: fmt.Sprintf("got %q", s), Allowed: []string{"true", "false", "dsl"}}
 	}
 	return r, nil
@@ -212,35 +233,45 @@ func DistinctWords(text string) []string {
 	return words
 }
 
+// optFloat parses the optional parameter name, a number in lo..hi written
+// in decimal digits: an optional sign, digits, a point, an exponent. Go's
+// other float syntaxes (hex, '_' between digits, Inf, NaN) are refused.
 func optFloat(v url.Values, name string, lo, hi float64) (*float64, error) {
 	s := v.Get(name)
 	if s == "" {
 		return nil, nil
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(f) || f < lo || f > hi {
-		return nil, fieldErr(name, "got %q, want a number in %g..%g", s, lo, hi)
+	if err != nil || strings.ContainsFunc(s, notDecimal) || f < lo || f > hi {
+		return nil, fieldErr(name, "got %q, want a number in %g..%g written in decimal", s, lo, hi)
 	}
 	return &f, nil
 }
 
+// notDecimal reports whether c cannot appear in a decimal number.
+func notDecimal(c rune) bool { return !strings.ContainsRune("+-.0123456789eE", c) }
+
+// optInt parses the optional parameter name, an integer in lo..hi written
+// in plain decimal ("0" or digits without a leading zero, after an
+// optional '-').
 func optInt(v url.Values, name string, lo, hi int) (*int, error) {
 	s := v.Get(name)
 	if s == "" {
 		return nil, nil
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < lo || n > hi {
-		return nil, fieldErr(name, "got %q, want an integer in %d..%d", s, lo, hi)
+	if err != nil || strconv.Itoa(n) != s || n < lo || n > hi {
+		return nil, fieldErr(name, "got %q, want an integer in %d..%d written in plain decimal (no sign '+', no leading zero)", s, lo, hi)
 	}
 	return &n, nil
 }
 
+// optBool parses the optional parameter name: true or false.
 func optBool(v url.Values, name string) (bool, error) {
 	switch s := v.Get(name); s {
-	case "", "false", "0":
+	case "", "false":
 		return false, nil
-	case "true", "1":
+	case "true":
 		return true, nil
 	default:
 		return false, &FieldError{Field: name, Detail: fmt.Sprintf("got %q", s), Allowed: []string{"true", "false"}}

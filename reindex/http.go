@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 
 	"github.com/baedal/baedal/api"
 )
@@ -73,6 +74,11 @@ func RegisterRoutes(ctx context.Context, srv *api.Server, o *Orchestrator) {
 	})
 	srv.HandleAdmin("POST /admin/reindex/{id}/{action}", func(w http.ResponseWriter, r *http.Request) error {
 		id, action := r.PathValue("id"), r.PathValue("action")
+		// The request's own form first: an unknown action is a 400 whether
+		// or not the job exists, as api/openapi.json's enum says.
+		if !slices.Contains(Actions(), action) {
+			return api.BadRequest("action", fmt.Sprintf("unknown action %q", action), Actions()...)
+		}
 		if _, err := o.Status(r.Context(), id); err != nil {
 			return problem(err)
 		}
@@ -104,7 +110,7 @@ func RegisterRoutes(ctx context.Context, srv *api.Server, o *Orchestrator) {
 				return nil
 			}
 		default:
-			return api.BadRequest("action", fmt.Sprintf("unknown action %q", action), "run", "pause", "resume", "rethrottle", "rollback", "cleanup")
+			return api.BadRequest("action", fmt.Sprintf("unknown action %q", action), Actions()...)
 		}
 		if err != nil {
 			return problem(err)
@@ -140,6 +146,9 @@ func ParseOptions(raw []byte, aliases []string) (Options, error) {
 // problem maps the package's errors to problem bodies: a FieldError is a
 // 400 naming the field, an unknown job 404, a busy alias or job 409, a wrong
 // step 409; anything else is returned as is (a 500).
+// Actions lists the actions of POST /admin/reindex/{id}/{action}.
+func Actions() []string { return []string{"run", "pause", "resume", "rethrottle", "rollback", "cleanup"} }
+
 func problem(err error) error {
 	var fe *FieldError
 	switch {

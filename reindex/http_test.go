@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,6 +56,11 @@ func TestAdminRoutes(t *testing.T) {
 	}
 	if code, p = do(http.MethodPost, "/admin/reindex/missing_v9/pause", cfg.AdminToken, ""); code != http.StatusNotFound {
 		t.Errorf("pause unknown job: %d %+v", code, p)
+	}
+	// The action is the request's own form: a 400 before the job is
+	// looked up, as the document's enum says.
+	if code, p = do(http.MethodPost, "/admin/reindex/missing_v9/explode", cfg.AdminToken, ""); code != http.StatusBadRequest || p.Field != "action" || !slices.Contains(p.Allowed, "pause") {
+		t.Errorf("unknown action on an unknown job: %d %+v, want a 400 naming action", code, p)
 	}
 	if code, _ := do(http.MethodGet, "/admin/reindex", cfg.AdminToken, ""); code != http.StatusOK {
 		t.Errorf("list: %d", code)

@@ -10,8 +10,9 @@ import (
 	"github.com/baedal/baedal/query"
 )
 
-// TestTextMatchesMostWords checks the TermsToMatch policy on both layouts: a
-// text whose only common word is 메뉴 (in most descriptions) finds nothing,
+// TestTextMatchesMostWords checks the TermsToMatch policy on every layout: a
+// text whose only common word is 메뉴 (in most descriptions) finds nothing, a
+// text of symbols alone finds nothing,
 // and every shop a two-word text finds has a matched menu whose name,
 // description and shop name hold both words, while each word alone finds
 // more shops.
@@ -52,6 +53,14 @@ func TestTextMatchesMostWords(t *testing.T) {
 		}
 		if got := search("존재하지않는메뉴xyz", k); got.Total != 0 {
 			t.Errorf("%s: 존재하지않는메뉴xyz matched %d shops, want none", k, got.Total)
+		}
+		// A text of symbols alone is a valid text query (api/openapi.json
+		// says so) that the analyzers turn into no word: it matches no shop
+		// on any layout, rather than every shop or an error.
+		for _, q := range []string{"±", "!!!", "★ ☆ ...", "-"} {
+			if got := search(q, k); got.Total != 0 || len(got.Shops) != 0 {
+				t.Errorf("%s: the text %q matched %d shops, want none", k, q, got.Total)
+			}
 		}
 		both := search("불고기 피자", k)
 		if both.Total == 0 || both.Total >= search("피자", k).Total || both.Total >= search("불고기", k).Total {

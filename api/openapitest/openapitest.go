@@ -18,7 +18,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -47,6 +49,22 @@ func init() {
 	for _, ct := range []string{"text/html", "text/css", "text/javascript", "image/svg+xml", "application/openmetrics-text", "application/x-ndjson"} {
 		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
 	}
+	// The formats JSON Schema defines that kin-openapi only checks on
+	// request: ipv4 (RFC 2673 dotted quad) and ipv6 (RFC 4291, which has
+	// no zone: "fe80::1%eth0" is not one).
+	openapi3.DefineIPv4Format()
+	openapi3.DefineStringFormatValidator("ipv6", ipv6Format{})
+}
+
+// ipv6Format validates the ipv6 format: an IPv6 address without a zone.
+type ipv6Format struct{}
+
+func (ipv6Format) Validate(s string) error {
+	addr, err := netip.ParseAddr(s)
+	if err != nil || !addr.Is6() || addr.Zone() != "" {
+		return fmt.Errorf("%q is not an IPv6 address without a zone", s)
+	}
+	return nil
 }
 
 // Spec is the loaded, validated document and a router over its paths.
@@ -191,7 +209,7 @@ func (s *Spec) Validate(ctx context.Context, x Exchange) (reqErr, respErr error)
 		AuthenticationFunc:                checkBearer,
 	}
 	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: pathParams, Route: route, Options: opts}
-	reqErr = errors.Join(openapi3filter.ValidateRequest(ctx, in), checkQueryNames(req, route))
+	reqErr = errors.Join(openapi3filter.ValidateRequest(ctx, in), checkQueryNames(req, route), checkSpelling(req, route, pathParams))
 	// The response is validated on the request as sent, even if invalid.
 	req.Body = io.NopCloser(bytes.NewReader(x.RequestBody))
 	respIn := &openapi3filter.ResponseValidationInput{
@@ -224,6 +242,51 @@ func checkQueryNames(req *http.Request, route *routers.Route) error {
 			errs = append(errs, fmt.Errorf("query parameter %q is not declared for %s %s", name, route.Method, route.Path))
 		case len(values) > 1:
 			errs = append(errs, fmt.Errorf("query parameter %q is given %d times", name, len(values)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkSpelling applies the spelling of values OpenAPI's serialization
+// implies and the document's description states, which kin-openapi does
+// not check (it parses with strconv.ParseInt and ParseBool): an integer
+// parameter, in the query or the path, is written in plain decimal ("5",
+// never "+5", "05" or "-0"), and a boolean one is true or false (not 1, t
+// or TRUE).
+func checkSpelling(req *http.Request, route *routers.Route, pathParams map[string]string) error {
+	var errs []error
+	for _, params := range []openapi3.Parameters{route.PathItem.Parameters, route.Operation.Parameters} {
+		for _, ref := range params {
+			p := ref.Value
+			if p == nil || p.Schema == nil || p.Schema.Value == nil {
+				continue
+			}
+			var raw string
+			switch p.In {
+			case openapi3.ParameterInQuery:
+				if !req.URL.Query().Has(p.Name) {
+					continue
+				}
+				raw = req.URL.Query().Get(p.Name)
+			case openapi3.ParameterInPath:
+				var ok bool
+				if raw, ok = pathParams[p.Name]; !ok {
+					continue
+				}
+			default:
+				continue
+			}
+			schema := p.Schema.Value
+			switch {
+			case schema.Type.Is(openapi3.TypeInteger):
+				if n, err := strconv.ParseInt(raw, 10, 64); err == nil && strconv.FormatInt(n, 10) != raw {
+					errs = append(errs, fmt.Errorf("%s parameter %q: %q is not an integer in plain decimal", p.In, p.Name, raw))
+				}
+			case schema.Type.Is(openapi3.TypeBoolean):
+				if raw != "true" && raw != "false" && raw != "" {
+					errs = append(errs, fmt.Errorf("%s parameter %q: %q is not true or false", p.In, p.Name, raw))
+				}
+			}
 		}
 	}
 	return errors.Join(errs...)
