@@ -118,126 +118,36 @@ func textProblem(s string) string {
 	return ""
 }
 
-// CheckBodyText refuses a request body that is not valid UTF-8 or that holds
-// a NUL character, raw or as the JSON escape \u0000: encoding/json would
-// silently turn invalid UTF-8 into U+FFFD, and PostgreSQL refuses NUL in
-// text. The problem names the JSON path of the offending string ("text",
-// "menus[2].name", "[3].fields.name" for the fourth value of an array or
-// NDJSON stream) when the body is JSON up to that string, else "body".
+// CheckBodyText refuses a request body whose JSON a decoder would read
+// other than as sent: text that is not valid UTF-8 or holds a NUL character,
+// raw or as the JSON escape \u0000 (encoding/json would silently turn
+// invalid UTF-8 into U+FFFD, and PostgreSQL refuses NUL in text), a UTF-16
+// surrogate escape (\uD800 to \uDFFF) outside a valid high-low pair
+// (encoding/json would store U+FFFD), and a key given twice in one object
+// (encoding/json would keep the last one silently). The problem names the
+// JSON path of the offending key or string ("text", "menus[2].name",
+// "[3].fields.name" for the fourth value of an array or NDJSON stream,
+// "device.ip" for a repeated key) when the body is JSON up to it, else
+// "body". The common case is one pass over the body that allocates nothing
+// (scanBody).
 func CheckBodyText(body []byte) error {
-	if utf8.Valid(body) && bytes.IndexByte(body, 0) < 0 && !bytes.Contains(body, []byte(`\u0000`)) {
-		return nil // the common case: one scan, no parse
+	path, problem, wellFormed := scanBody(body)
+	switch {
+	case problem != "":
+		return BadRequest(path, problem)
+	case wellFormed:
+		return nil // the common case
+	case !utf8.Valid(body):
+		return BadRequest("body", "is not valid UTF-8")
+	case bytes.IndexByte(body, 0) >= 0:
+		return BadRequest("body", "contains a NUL byte, which is not allowed")
 	}
-	path, problem := badTextPath(body)
-	if problem == "" {
-		switch {
-		case !utf8.Valid(body):
-			problem = "is not valid UTF-8"
-		case bytes.IndexByte(body, 0) >= 0:
-			problem = "contains a NUL byte, which is not allowed"
-		default:
-			return nil // a `\\u0000`: an escaped backslash, then "u0000"
-		}
-	}
-	if path == "" {
-		path = "body"
-	}
-	return BadRequest(path, problem)
-}
-
-// jsonFrame is one open container while walking a JSON body.
-type jsonFrame struct {
-	path     string
-	object   bool
-	index    int    // arrays: index of the current element
-	key      string // objects: the current key
-	wantsKey bool
-}
-
-// badTextPath walks the JSON values of body (one value, or a stream of them
-// such as NDJSON) and returns the path of the first key or string value that
-// is not valid UTF-8 or holds a NUL, and what is wrong with it. It returns
-// ("", "") when it finds none before the end or a syntax error.
-func badTextPath(body []byte) (path, problem string) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var stack []jsonFrame
-	top := -1 // index of the current top-level value
-	found, prevEnd := "", int64(0)
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			break
-		}
-		span := body[prevEnd:dec.InputOffset()]
-		prevEnd = dec.InputOffset()
-		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
-			stack = stack[:len(stack)-1]
-			if len(stack) > 0 && stack[len(stack)-1].object {
-				stack[len(stack)-1].wantsKey = true
-			}
-			if len(stack) == 0 && found != "" {
-				break
-			}
-			continue
-		}
-		// tok starts a value, or is an object key.
-		var at string
-		isKey := false
-		if len(stack) == 0 {
-			top++
-			at = "[" + strconv.Itoa(top) + "]"
-		} else {
-			f := &stack[len(stack)-1]
-			switch {
-			case f.object && f.wantsKey:
-				isKey = true
-				f.key, f.wantsKey = pathKey(tok), false
-				at = joinPath(f.path, f.key)
-			case f.object:
-				at = joinPath(f.path, f.key)
-				f.wantsKey = true
-			default:
-				f.index++
-				at = f.path + "[" + strconv.Itoa(f.index) + "]"
-			}
-		}
-		if found == "" {
-			if s, ok := tok.(string); ok {
-				switch {
-				case !utf8.Valid(span):
-					found, problem = at, "is not valid UTF-8"
-				case strings.IndexByte(s, 0) >= 0:
-					found, problem = at, "contains a NUL character (U+0000), which is not allowed"
-				}
-				if found != "" && isKey {
-					problem = "the key " + problem
-				}
-			}
-		}
-		if d, ok := tok.(json.Delim); ok {
-			stack = append(stack, jsonFrame{path: at, object: d == '{', index: -1, wantsKey: d == '{'})
-			continue
-		}
-		if len(stack) == 0 && found != "" {
-			break
-		}
-	}
-	if found == "" {
-		return "", ""
-	}
-	// A single value is named without its "[0]"; a stream keeps the index.
-	if top == 0 && !dec.More() {
-		found = strings.TrimPrefix(found, "[0]")
-		found = strings.TrimPrefix(found, ".")
-	}
-	return found, problem
+	return nil // not JSON: the decoder says where
 }
 
 // pathKey is an object key as a path element: valid text, NUL shown escaped.
-func pathKey(tok json.Token) string {
-	s, _ := tok.(string)
-	s = strings.ToValidUTF8(s, "\uFFFD")
+func pathKey(key []byte) string {
+	s := strings.ToValidUTF8(string(key), "\uFFFD")
 	return strings.ReplaceAll(s, "\x00", `\u0000`)
 }
 

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestParseQueryNamesTheParameter(t *testing.T) {
@@ -69,6 +71,30 @@ func TestCheckBodyTextNamesTheJSONPath(t *testing.T) {
 		{"{\"k\xff\":1}", "k\uFFFD"},
 		{"\xff", "body"},
 		{"{\"a\":\x00}", "body"},
+		// A key given twice in one object, at any depth, named by its path.
+		{`{"id":1,"id":2}`, "id"},
+		{`{"id":1,"ID":2,"Id":3}`, ""}, // keys differ in case: UnmarshalStrict's business
+		{`{"device":{"ip":"1.1.1.1","ip":"1.1.1.2"}}`, "device.ip"},
+		{`{"a":{"x":1},"b":{"x":1}}`, ""}, // the same key in two objects
+		{`[{"id":1},{"id":2,"fields":{"name":"a","name":"b"}}]`, "[1].fields.name"},
+		{"{\"id\":1}\n{\"id\":2,\"id\":3}\n", "[1].id"},
+		{`{"menus":[{"id":1},{"id":2,"price":1,"price":2}]}`, "menus[1].price"},
+		{`{"a\u0062":1,"ab":2}`, "ab"}, // the same key, escaped once
+		{`{"k\u0000":1,"k\u0000":2}`, `k\u0000`},
+		{`{"a":1,"a":` + strings.Repeat("[", 20), "a"}, // found before the syntax error
+		{`{"a":1,` + strings.Repeat("[", 20) + `"a":2}`, ""}, // a syntax error first: the decoder's
+		// A surrogate escape outside a valid pair; valid pairs pass.
+		{`{"name":"QA\ud800"}`, "name"},
+		{`{"name":"QA\uD800x"}`, "name"},
+		{`{"name":"\udc00"}`, "name"},
+		{`{"name":"\ud800\ud800\udc00"}`, "name"},
+		{`{"name":"\ud800\u0041"}`, "name"},
+		{`{"name":"\ud83c\udf55 pizza \uD83C\uDF55"}`, ""},
+		{`{"name":"\\ud800"}`, ""}, // an escaped backslash, then "ud800"
+		{`{"k\udfff":1}`, "k\uFFFD"},
+		{`["ok","\udbff"]`, "[1]"},
+		{`"\ud800"`, "body"},
+		{`{"referrer":"r\ud800"}` + "\n" + `{}`, "[0].referrer"},
 	}
 	for _, tc := range cases {
 		err := CheckBodyText([]byte(tc.body))
@@ -304,6 +330,13 @@ func FuzzRequestDecoding(f *testing.F) {
 	f.Add("q=%zz;x", []byte("{\"name\":\"\xff\"}"))
 	f.Add("a=1&a=2", []byte(`[{"a":"\u0000"},{}]`))
 	f.Add("", []byte(`{"sub":{"on":"yes"}}`))
+	f.Add("", []byte(`{"name":"a","name":"b"}`))
+	f.Add("", []byte(`{"sub":{"on":true,"on":false}}`))
+	f.Add("", []byte(`{"name":"QA\ud800"}`))
+	f.Add("", []byte(`{"name":"\ud83c\udf55\udc00"}`))
+	f.Add("", []byte(`{"Name":"x","count":1}`))
+	f.Add("", []byte(`{"when":"yesterday"}`))
+	f.Add("", []byte(`[{"a":1,"b":{"a":1,"a":2}}]`+"\n"+`{"x":"\uDBFF\uDFFF"}`))
 	f.Fuzz(func(t *testing.T, rawQuery string, body []byte) {
 		v, err := ParseQuery(rawQuery)
 		checkRefusal(t, err)
@@ -321,7 +354,82 @@ func FuzzRequestDecoding(f *testing.F) {
 		if err == nil && (textProblem(target.Name) != "") {
 			t.Fatalf("accepted %q with name %q", body, target.Name)
 		}
+		err = CheckBodyText(body)
+		checkRefusal(t, err)
+		if err == nil {
+			if key, ok := duplicateKey(body); ok {
+				t.Fatalf("CheckBodyText accepted %q, whose key %q is given twice", body, key)
+			}
+			if s, ok := replacedString(body); ok {
+				t.Fatalf("CheckBodyText accepted %q, whose string %q decodes with a U+FFFD the body does not hold", body, s)
+			}
+		}
 	})
+}
+
+// duplicateKey is a reference for CheckBodyText: the first key given twice
+// in one object, found by encoding/json's tokens, in the JSON values of body
+// up to the first syntax error.
+func duplicateKey(body []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	type frame struct {
+		object, wantsKey bool
+		keys             map[string]bool
+	}
+	var stack []frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				if len(stack) > 0 && stack[len(stack)-1].object {
+					stack[len(stack)-1].wantsKey = true
+				}
+				stack = append(stack, frame{object: d == '{', wantsKey: d == '{', keys: map[string]bool{}})
+			default:
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		}
+		if len(stack) == 0 {
+			continue
+		}
+		f := &stack[len(stack)-1]
+		if !f.object {
+			continue
+		}
+		if f.wantsKey {
+			key := tok.(string)
+			if f.keys[key] {
+				return key, true
+			}
+			f.keys[key], f.wantsKey = true, false
+		} else {
+			f.wantsKey = true
+		}
+	}
+}
+
+// replacedString is a reference for CheckBodyText: the first string of body
+// (key or value) that encoding/json decodes with a U+FFFD the body does not
+// hold, as the character or its escape: the trace of a lone surrogate.
+func replacedString(body []byte) (string, bool) {
+	if bytes.ContainsRune(body, utf8.RuneError) || bytes.Contains(bytes.ToLower(body), []byte(`\ufffd`)) {
+		return "", false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		if s, ok := tok.(string); ok && strings.ContainsRune(s, utf8.RuneError) {
+			return s, true
+		}
+	}
 }
 
 func checkRefusal(t *testing.T, err error) {
