@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -199,31 +197,55 @@ func DecodeJSON(r *http.Request, limit int64, v any) error {
 	return UnmarshalStrict(data, v)
 }
 
-// UnmarshalStrict decodes data, exactly one JSON value, into v with unknown
-// fields refused. Errors are 400 problems from JSONProblem.
+// UnmarshalStrict decodes data, exactly one JSON value, into v, refusing
+// what encoding/json alone would take silently: the body text rules
+// (CheckBodyText: invalid UTF-8, NUL, lone surrogates, duplicate keys), a
+// key that is not a field of v's type, exactly as spelled (encoding/json
+// ignores letter case), and trailing data. Errors are 400 problems naming
+// the JSON path of the fault ("device.ip", "items[2].price") and the form
+// the value must have, in JSON's words, never a Go type, a Go layout or a
+// library's message (checkShape, JSONProblem).
 func UnmarshalStrict(data []byte, v any) error {
 	if err := CheckBodyText(data); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		p := JSONProblem(err, v)
-		if p.Field == "body" {
-			p.Field = failingField(data, v)
-		}
-		return p
+	err := dec.Decode(v)
+	var syntaxErr *json.SyntaxError
+	if errors.As(err, &syntaxErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return JSONProblem(err, v)
 	}
-	if dec.More() {
-		return BadRequest("body", "must hold exactly one JSON value; got trailing data")
+	if err == nil {
+		if _, after := dec.Token(); after != io.EOF {
+			return BadRequest("body", "must hold exactly one JSON value; got trailing data")
+		}
+	}
+	// The value is JSON: walk it against v's type, which places every
+	// fault, on success too, since encoding/json takes keys in any case.
+	if t := reflect.TypeOf(v); t != nil && t.Kind() == reflect.Pointer {
+		var first json.RawMessage
+		if json.NewDecoder(bytes.NewReader(data)).Decode(&first) == nil {
+			if f := checkShape("", first, t.Elem()); f != nil {
+				if f.path == "" {
+					f.path = "body"
+				}
+				return BadRequest(f.path, f.detail, f.allowed...)
+			}
+		}
+	}
+	if err != nil {
+		return JSONProblem(err, v)
 	}
 	return nil
 }
 
 // JSONProblem turns an encoding/json decoding error into a 400 problem that
 // names the field and says what JSON it wants, in JSON's words: never a Go
-// type name. v, the decoding target, lists the allowed fields of an unknown
-// field; it may be nil.
+// type name or a library's message. v, the decoding target, lists the
+// allowed fields of an unknown field; it may be nil. encoding/json does not
+// name the field of every error, nor array indices: UnmarshalStrict places
+// those with checkShape first.
 func JSONProblem(err error, v any) *Problem {
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
@@ -233,7 +255,10 @@ func JSONProblem(err error, v any) *Problem {
 		if field == "" {
 			field = "body"
 		}
-		return BadRequest(field, fmt.Sprintf("must be a JSON %s, got %s", JSONKind(typeErr.Type), typeErr.Value))
+		if typeErr.Type == nil {
+			return BadRequest(field, "has the wrong JSON kind: got "+describeTypeErrorValue(typeErr.Value))
+		}
+		return BadRequest(field, "must be "+wantedForm(typeErr.Type)+", got "+describeTypeErrorValue(typeErr.Value))
 	case errors.As(err, &syntaxErr):
 		return BadRequest("body", fmt.Sprintf("malformed JSON at byte %d: %s", syntaxErr.Offset, strings.TrimPrefix(syntaxErr.Error(), "json: ")))
 	case errors.Is(err, io.EOF):
@@ -247,63 +272,26 @@ func JSONProblem(err error, v any) *Problem {
 		}
 		return BadRequest(name, "unknown field", JSONFields(v)...)
 	}
-	// Errors of UnmarshalJSON/UnmarshalText methods: their own words, less
-	// the method's Go name ("Time.UnmarshalJSON: ").
-	return BadRequest("body", "a value has the wrong form: "+goMethodPrefix.ReplaceAllString(strings.TrimPrefix(err.Error(), "json: "), ""))
+	// An UnmarshalJSON or UnmarshalText method failed where checkShape
+	// found nothing: its words are Go's, so say only what failed.
+	return BadRequest("body", "a value does not have the form its field takes")
 }
 
-var goMethodPrefix = regexp.MustCompile(`[A-Za-z0-9_.*()]+\.Unmarshal(JSON|Text): `)
-
-// failingField finds which top-level field of a JSON object fails to decode
-// into a fresh value of v's type, for errors encoding/json does not place
-// (those of UnmarshalJSON and UnmarshalText methods). It returns "body" when
-// no single field fails alone.
-func failingField(data []byte, v any) string {
-	t := reflect.TypeOf(v)
-	if t == nil || t.Kind() != reflect.Pointer {
-		return "body"
+// describeTypeErrorValue renders json.UnmarshalTypeError.Value ("number -1",
+// "string", "bool") in a problem's words: "-1", "a string", "a boolean".
+func describeTypeErrorValue(v string) string {
+	if n, ok := strings.CutPrefix(v, "number "); ok {
+		return truncate(n, 40)
 	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(data, &obj) != nil {
-		return "body"
+	switch v {
+	case "string", "number":
+		return "a " + v
+	case "bool":
+		return "a boolean"
+	case "array", "object":
+		return "an " + v
 	}
-	keys := slices.Sorted(maps.Keys(obj))
-	for _, k := range keys {
-		one, _ := json.Marshal(map[string]json.RawMessage{k: obj[k]})
-		if json.Unmarshal(one, reflect.New(t.Elem()).Interface()) != nil {
-			return k
-		}
-	}
-	return "body"
-}
-
-// JSONKind names what JSON value a Go type decodes from: "object",
-// "integer number", "string"...
-func JSONKind(t reflect.Type) string {
-	if t == nil {
-		return "value"
-	}
-	if t.Implements(textUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
-		return "string"
-	}
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "integer number"
-	case reflect.Float32, reflect.Float64:
-		return "number"
-	case reflect.Bool:
-		return "boolean"
-	case reflect.String:
-		return "string"
-	case reflect.Map, reflect.Struct:
-		return "object"
-	case reflect.Slice, reflect.Array:
-		return "array"
-	case reflect.Pointer:
-		return JSONKind(t.Elem())
-	}
-	return "value"
+	return "another JSON value"
 }
 
 var textUnmarshaler = reflect.TypeFor[interface{ UnmarshalText([]byte) error }]()
@@ -319,19 +307,8 @@ func JSONFields(v any) []string {
 		return nil
 	}
 	var out []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		switch name {
-		case "-":
-			continue
-		case "":
-			name = f.Name
-		}
-		out = append(out, name)
+	for _, f := range jsonStructFields(t) {
+		out = append(out, f.name)
 	}
 	return out
 }

@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
@@ -162,6 +164,85 @@ func TestUnmarshalStrictNamesFieldsWithoutGoTypes(t *testing.T) {
 	p := UnmarshalStrict([]byte(`{"nmae":1}`), &v).(*Problem)
 	if strings.Join(p.Allowed, ",") != "name,count,sub,when" {
 		t.Errorf("allowed fields of an unknown field: %v", p.Allowed)
+	}
+}
+
+// formID decodes from the string "ok" only, and describes that form.
+type formID [2]byte
+
+func (id *formID) UnmarshalText(b []byte) error {
+	if string(b) != "ok" {
+		return errors.New("formID.UnmarshalText: bad id")
+	}
+	return nil
+}
+
+func (formID) TextForm() string { return `the word "ok"` }
+
+type shapeTarget struct {
+	When   time.Time `json:"when"`
+	Device struct {
+		IP    netip.Addr `json:"ip"`
+		Width uint32     `json:"screen_width"`
+		ID    formID     `json:"advertising_id"`
+	} `json:"device"`
+	Items []struct {
+		Price int16 `json:"price"`
+	} `json:"items"`
+	Tags  map[string]string `json:"tags"`
+	Ratio float64           `json:"ratio"`
+	On    *bool             `json:"on"`
+	Raw   json.RawMessage   `json:"raw"`
+}
+
+// Every fault is named by its exact JSON path and said in JSON's words: the
+// errors of UnmarshalText methods (time, IP, ids), ranges of unsigned and
+// small integers, array elements, and keys spelled in another case.
+func TestUnmarshalStrictPlacesEveryFault(t *testing.T) {
+	cases := []struct {
+		body, field, detail string // field "" = accepted
+	}{
+		{`{"when":"2026-11-28T09:00:00Z","device":{"ip":"203.0.113.7","screen_width":1179,"advertising_id":"ok"},"items":[{"price":1}],"tags":{"a":"b"},"ratio":0.5,"on":null,"raw":{"any":[1]}}`, "", ""},
+		{`{"when":"yesterday"}`, "when", "must be an RFC 3339 timestamp such as 2026-11-28T09:00:00Z, got \"yesterday\""},
+		{`{"device":{"ip":"999.1.1.1"}}`, "device.ip", "must be an IPv4 or IPv6 address"},
+		{`{"device":{"ip":7}}`, "device.ip", "must be an IPv4 or IPv6 address"},
+		{`{"device":{"screen_width":-1}}`, "device.screen_width", "must be an integer in 0..4294967295, got -1"},
+		{`{"device":{"screen_width":4294967296}}`, "device.screen_width", "must be an integer in 0..4294967295"},
+		{`{"device":{"screen_width":1.5}}`, "device.screen_width", "got 1.5"},
+		{`{"device":{"advertising_id":"nope"}}`, "device.advertising_id", `must be the word "ok", got "nope"`},
+		{`{"items":[{"price":1},{"price":40000}]}`, "items[1].price", "must be an integer in -32768..32767, got 40000"},
+		{`{"items":[{"price":1},{"cost":1}]}`, "items[1].cost", "unknown field"},
+		{`{"items":{}}`, "items", "must be an array, got an object"},
+		{`{"tags":{"a":1}}`, "tags.a", "must be a string, got 1"},
+		{`{"ratio":"x"}`, "ratio", "must be a number"},
+		{`{"ratio":1e999}`, "ratio", "must be a number"},
+		{`{"on":"yes"}`, "on", "must be true or false"},
+		{`{"device":{"colour":1}}`, "device.colour", "unknown field"},
+		{`{"When":"2026-11-28T09:00:00Z"}`, "When", `did you mean "when"?`},
+		{`{"device":{"IP":"203.0.113.7"}}`, "device.IP", `did you mean "ip"?`},
+		{`{"when":"2026-11-28T09:00:00Z","when":"2026-11-29T09:00:00Z"}`, "when", "more than once"},
+		{`{} ]`, "body", "trailing data"},
+		{`7`, "body", "must be an object, got 7"},
+	}
+	for _, tc := range cases {
+		var v shapeTarget
+		err := UnmarshalStrict([]byte(tc.body), &v)
+		if tc.field == "" {
+			if err != nil {
+				t.Errorf("%s: %v, want accepted", tc.body, err)
+			}
+			continue
+		}
+		p, ok := err.(*Problem)
+		if !ok || p.Status != 400 || p.Field != tc.field || !strings.Contains(p.Detail, tc.detail) {
+			t.Errorf("%s: got %+v, want a 400 naming %q saying %q", tc.body, err, tc.field, tc.detail)
+			continue
+		}
+		for _, leak := range []string{"Go ", "2006", "ParseAddr", "UnmarshalText", "uint32", "int16", "netip", "time.", "json:", "formID", "api."} {
+			if strings.Contains(p.Detail, leak) {
+				t.Errorf("%s: the detail %q shows %q", tc.body, p.Detail, leak)
+			}
+		}
 	}
 }
 
