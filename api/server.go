@@ -8,8 +8,10 @@
 // request line and headers are within MaxHeaderBytes, its path and query are
 // valid UTF-8 text without NUL, each query parameter is well encoded and
 // given once, and its body arrived whole within ReadTimeout, within
-// MaxBodyBytes, as valid UTF-8 without NUL (see request.go). Handlers read
-// that body from memory.
+// MaxBodyBytes, as valid UTF-8 without NUL, lone surrogate escapes or a key
+// given twice in one object, and, on a route that takes a body, as one of
+// its media types without Content-Encoding (see request.go, bodyscan.go,
+// mediatype.go). Handlers read that body from memory.
 package api
 
 import (
@@ -26,6 +28,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -196,21 +199,25 @@ func (s *Server) unmatched(w http.ResponseWriter, r *http.Request) {
 
 // Handle registers h for a method-and-path pattern such as "GET /v1/search".
 // h runs once the request body has been read and checked (bufferBody).
-func (s *Server) Handle(pattern string, h HandlerFunc) {
-	s.register(pattern, false, h)
+// bodyTypes are the media types of the body the route takes (MediaTypeJSON,
+// MediaTypeNDJSON), none for a route that takes no body: a non-empty body
+// sent with another Content-Type, or with a Content-Encoding, is then a 415
+// problem before its text is checked (CheckBodyMediaType).
+func (s *Server) Handle(pattern string, h HandlerFunc, bodyTypes ...string) {
+	s.register(pattern, false, h, bodyTypes)
 }
 
 // HandleAdmin registers h behind the admin token (Authorization: Bearer
-// TOKEN). The token is checked before the body is read.
-func (s *Server) HandleAdmin(pattern string, h HandlerFunc) {
-	s.register(pattern, true, h)
+// TOKEN), as Handle does. The token is checked before the body is read.
+func (s *Server) HandleAdmin(pattern string, h HandlerFunc, bodyTypes ...string) {
+	s.register(pattern, true, h, bodyTypes)
 }
 
-func (s *Server) register(pattern string, admin bool, h HandlerFunc) {
+func (s *Server) register(pattern string, admin bool, h HandlerFunc, bodyTypes []string) {
 	s.handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		err := s.checkAdmin(w, r, admin)
 		if err == nil {
-			err = bufferBody(r)
+			err = bufferBody(r, bodyTypes)
 		}
 		if err == nil {
 			err = h(w, r)
@@ -227,6 +234,15 @@ func (s *Server) register(pattern string, admin bool, h HandlerFunc) {
 			}
 			if errors.As(err, &p) && p.Status == http.StatusRequestTimeout {
 				w.Header().Set("Connection", "close") // the rest of the body may still come
+			}
+			if errors.As(err, &p) && p.Status == http.StatusUnsupportedMediaType {
+				// RFC 9110, 15.5.16 and 12.5.3: say what would be read.
+				switch p.Field {
+				case "Content-Encoding":
+					w.Header().Set("Accept-Encoding", "identity")
+				case "Content-Type":
+					w.Header().Set("Accept", strings.Join(p.Allowed, ", "))
+				}
 			}
 			WriteProblem(w, err)
 		}
@@ -249,16 +265,23 @@ func (s *Server) checkAdmin(w http.ResponseWriter, r *http.Request, admin bool) 
 
 // bufferBody reads the whole body (already capped by ServeHTTP's
 // MaxBytesReader and bounded in time by the connection's read deadline),
-// checks its text (CheckBodyText) and puts it back as an in-memory reader,
-// so a slow, short, over-size or non-UTF-8 body is one problem here (408,
-// 400, 413) for every route, and no handler sees a read error.
-func bufferBody(r *http.Request) error {
+// checks how it is sent when the route takes a body (bodyTypes, see
+// CheckBodyMediaType) and its text (CheckBodyText), and puts it back as an
+// in-memory reader, so a slow, short, over-size, wrongly typed, non-UTF-8
+// or ambiguous body is one problem here (408, 400, 413, 415) for every
+// route, and no handler sees a read error.
+func bufferBody(r *http.Request, bodyTypes []string) error {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil
 	}
 	body, err := ReadBody(r.Body, math.MaxInt64-1)
 	if err != nil {
 		return err
+	}
+	if len(body) > 0 && len(bodyTypes) > 0 {
+		if err := CheckBodyMediaType(r.Header, bodyTypes...); err != nil {
+			return err
+		}
 	}
 	if err := CheckBodyText(body); err != nil {
 		return err

@@ -44,7 +44,7 @@ type AppendResponse struct {
 // and the metric baedal_eventlog_dead_lettered_total{reason} counts them by
 // kind (ReasonKind).
 func RegisterRoutes(s *api.Server, l *Log) {
-	s.Handle("POST /v1/events", l.handleAppend)
+	s.Handle("POST /v1/events", l.handleAppend, api.MediaTypeJSON, api.MediaTypeNDJSON)
 	s.HandleAdmin("GET /v1/admin/dead-letters", l.handleListDeadLetters)
 	s.HandleAdmin("POST /v1/admin/dead-letters/{id}/replay", l.handleReplayDeadLetter)
 	s.HandleAdmin("DELETE /v1/admin/dead-letters/{id}", l.handleDropDeadLetter)

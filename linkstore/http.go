@@ -24,11 +24,11 @@ const MaxClickBodyBytes = 16 << 10
 //	PUT  /v1/admin/links/migration    {"mode": "..."} switches the mode (admin)
 //	GET  /v1/admin/links/memory       ?records=N: bytes per record of every format in Redis (admin)
 func RegisterRoutes(s *api.Server, svc *Service) {
-	s.Handle("POST /v1/clicks", svc.handlePost)
+	s.Handle("POST /v1/clicks", svc.handlePost, api.MediaTypeJSON)
 	s.Handle("GET /v1/clicks/{id}", svc.handleGet)
 	s.Handle("POST /v1/clicks/{id}/resolve", svc.handleResolve)
 	s.HandleAdmin("GET /v1/admin/links/migration", svc.handleGetMigration)
-	s.HandleAdmin("PUT /v1/admin/links/migration", svc.handlePutMigration)
+	s.HandleAdmin("PUT /v1/admin/links/migration", svc.handlePutMigration, api.MediaTypeJSON)
 	s.HandleAdmin("GET /v1/admin/links/memory", svc.handleGetMemory)
 }
 
