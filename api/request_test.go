@@ -83,7 +83,7 @@ func TestCheckBodyTextNamesTheJSONPath(t *testing.T) {
 		{`{"menus":[{"id":1},{"id":2,"price":1,"price":2}]}`, "menus[1].price"},
 		{`{"a\u0062":1,"ab":2}`, "ab"}, // the same key, escaped once
 		{`{"k\u0000":1,"k\u0000":2}`, `k\u0000`},
-		{`{"a":1,"a":` + strings.Repeat("[", 20), "a"}, // found before the syntax error
+		{`{"a":1,"a":` + strings.Repeat("[", 20), "a"},       // found before the syntax error
 		{`{"a":1,` + strings.Repeat("[", 20) + `"a":2}`, ""}, // a syntax error first: the decoder's
 		// A surrogate escape outside a valid pair; valid pairs pass.
 		{`{"name":"QA\ud800"}`, "name"},

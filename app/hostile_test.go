@@ -174,7 +174,7 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 			{body: `{"alias":`, status: 400, field: "body"},
 			{body: `{"alias":"\u0000"}`, status: 400, field: "alias"},
 		}},
-		"GET /admin/reindex/{id}":           {sample: "/admin/reindex/nojob", cases: []hostileCase{{status: 404}}},
+		"GET /admin/reindex/{id}": {sample: "/admin/reindex/nojob", cases: []hostileCase{{status: 404}}},
 		"POST /admin/reindex/{id}/{action}": {sample: "/admin/reindex/nojob/rethrottle", body: `{"requests_per_second":5}`, cases: []hostileCase{
 			{body: `{"requests_per_second":"x"}`, status: 404},
 			{body: `{"requests_per_second":1,"requests_per_second":2}`, status: 400, field: "requests_per_second"},
