@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -66,7 +67,7 @@ func checkShape(path string, data []byte, t reflect.Type) *shapeFault {
 		if kind != "object" {
 			return wrongValue(path, data, t)
 		}
-		fields := jsonStructFields(t)
+		fields := infoOf(t).fields
 		return forEachMember(data, func(key string, value []byte) *shapeFault {
 			at := joinPath(path, pathKey([]byte(key)))
 			for _, f := range fields {
@@ -303,4 +304,185 @@ func jsonStructFields(t reflect.Type) []structField {
 		out = append(out, structField{name: name, typ: f.Type, quoted: strings.Contains(","+opts+",", ",string,")})
 	}
 	return out
+}
+
+// typeInfo is what the shape walks need of a type, computed once per type.
+type typeInfo struct {
+	decodesItself bool
+	fields        []structField // structs
+}
+
+var typeInfos sync.Map // reflect.Type → *typeInfo
+
+func infoOf(t reflect.Type) *typeInfo {
+	if v, ok := typeInfos.Load(t); ok {
+		return v.(*typeInfo)
+	}
+	info := &typeInfo{decodesItself: decodesItself(t)}
+	if t.Kind() == reflect.Struct {
+		info.fields = jsonStructFields(t)
+	}
+	v, _ := typeInfos.LoadOrStore(t, info)
+	return v.(*typeInfo)
+}
+
+// keysMatchExactly reports whether every object key of data, one JSON
+// value that encoding/json decoded into t without error, names its field
+// exactly as spelled: encoding/json also takes a key that differs in letter
+// case, which checkShape refuses. It is the cheap walk of the common case:
+// one pass over the bytes, no allocation but for keys with escapes.
+func keysMatchExactly(data []byte, t reflect.Type) bool {
+	w := keyWalk{b: data}
+	return w.value(t)
+}
+
+// keyWalk is a cursor over JSON that is known to be valid.
+type keyWalk struct {
+	b []byte
+	i int
+}
+
+func (w *keyWalk) value(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	w.space()
+	info := infoOf(t)
+	c := w.peek()
+	switch {
+	case info.decodesItself:
+	case t.Kind() == reflect.Struct && c == '{':
+		return w.members(func(key []byte) bool {
+			for _, f := range info.fields {
+				if f.name == string(key) {
+					if f.quoted {
+						w.skip()
+						return true
+					}
+					return w.value(f.typ)
+				}
+			}
+			return false
+		})
+	case t.Kind() == reflect.Map && c == '{':
+		return w.members(func([]byte) bool { return w.value(t.Elem()) })
+	case (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && c == '[':
+		w.i++
+		for {
+			w.space()
+			switch w.peek() {
+			case ']':
+				w.i++
+				return true
+			case 0:
+				return true
+			case ',':
+				w.i++
+				continue
+			}
+			if !w.value(t.Elem()) {
+				return false
+			}
+		}
+	}
+	w.skip()
+	return true
+}
+
+// members walks the object at w.i, calling member with each key (decoded)
+// and w at the key's value, which member must move past.
+func (w *keyWalk) members(member func(key []byte) bool) bool {
+	w.i++ // '{'
+	for {
+		w.space()
+		switch w.peek() {
+		case '}':
+			w.i++
+			return true
+		case 0:
+			return true
+		case ',':
+			w.i++
+			continue
+		}
+		start := w.i
+		w.skipString()
+		key := w.b[start+1 : max(start+1, w.i-1)]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			var k string
+			if json.Unmarshal(w.b[start:w.i], &k) != nil {
+				return true // not JSON: the decoder's to report
+			}
+			key = []byte(k)
+		}
+		w.space()
+		if w.peek() == ':' {
+			w.i++
+		}
+		if !member(key) {
+			return false
+		}
+	}
+}
+
+// peek is the byte at w.i, 0 at the end.
+func (w *keyWalk) peek() byte {
+	if w.i >= len(w.b) {
+		return 0
+	}
+	return w.b[w.i]
+}
+
+func (w *keyWalk) space() {
+	for w.i < len(w.b) && (w.b[w.i] == ' ' || w.b[w.i] == '\t' || w.b[w.i] == '\r' || w.b[w.i] == '\n') {
+		w.i++
+	}
+}
+
+// skipString moves past the string whose opening quote is at w.i.
+func (w *keyWalk) skipString() {
+	for w.i++; w.i < len(w.b); w.i++ {
+		switch w.b[w.i] {
+		case '\\':
+			w.i++
+		case '"':
+			w.i++
+			return
+		}
+	}
+}
+
+// skip moves past one value.
+func (w *keyWalk) skip() {
+	switch w.peek() {
+	case '"':
+		w.skipString()
+		return
+	case '{', '[':
+		depth := 0
+		for w.i < len(w.b) {
+			switch w.b[w.i] {
+			case '"':
+				w.skipString()
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					w.i++
+					return
+				}
+			}
+			w.i++
+		}
+		return
+	}
+	for w.i < len(w.b) {
+		switch w.b[w.i] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return
+		}
+		w.i++
+	}
 }

@@ -221,18 +221,29 @@ func UnmarshalStrict(data []byte, v any) error {
 			return BadRequest("body", "must hold exactly one JSON value; got trailing data")
 		}
 	}
-	// The value is JSON: walk it against v's type, which places every
-	// fault, on success too, since encoding/json takes keys in any case.
-	if t := reflect.TypeOf(v); t != nil && t.Kind() == reflect.Pointer {
-		var first json.RawMessage
-		if json.NewDecoder(bytes.NewReader(data)).Decode(&first) == nil {
-			if f := checkShape("", first, t.Elem()); f != nil {
-				if f.path == "" {
-					f.path = "body"
-				}
-				return BadRequest(f.path, f.detail, f.allowed...)
-			}
+	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Pointer {
+		if err != nil {
+			return JSONProblem(err, v)
 		}
+		return nil
+	}
+	// The value is JSON. A success needs one more look, cheap, since
+	// encoding/json takes keys in any letter case; a failure is placed by
+	// walking the value against v's type (checkShape).
+	first := json.RawMessage(data)
+	if err == nil {
+		if keysMatchExactly(data, t.Elem()) {
+			return nil
+		}
+	} else if json.NewDecoder(bytes.NewReader(data)).Decode(&first) != nil {
+		return JSONProblem(err, v)
+	}
+	if f := checkShape("", first, t.Elem()); f != nil {
+		if f.path == "" {
+			f.path = "body"
+		}
+		return BadRequest(f.path, f.detail, f.allowed...)
 	}
 	if err != nil {
 		return JSONProblem(err, v)

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -416,6 +417,8 @@ func FuzzRequestDecoding(f *testing.F) {
 	f.Add("", []byte(`{"name":"QA\ud800"}`))
 	f.Add("", []byte(`{"name":"\ud83c\udf55\udc00"}`))
 	f.Add("", []byte(`{"Name":"x","count":1}`))
+	f.Add("", []byte(`{"when":"2026-11-28T09:00:00Z","device":{"ip":"203.0.113.7","IP":"203.0.113.8"},"items":[{"price":1},{"Price":2}],"tags":{"A":"b"},"raw":{"X":1}}`))
+	f.Add("", []byte(`{"items":[{"price":1},{"price":"x"}],"device":{"advertising_id":"nope"}}`))
 	f.Add("", []byte(`{"when":"yesterday"}`))
 	f.Add("", []byte(`[{"a":1,"b":{"a":1,"a":2}}]`+"\n"+`{"x":"\uDBFF\uDFFF"}`))
 	f.Fuzz(func(t *testing.T, rawQuery string, body []byte) {
@@ -434,6 +437,14 @@ func FuzzRequestDecoding(f *testing.F) {
 		checkRefusal(t, err)
 		if err == nil && (textProblem(target.Name) != "") {
 			t.Fatalf("accepted %q with name %q", body, target.Name)
+		}
+		// The cheap key walk of a decoded body agrees with the full one.
+		var st shapeTarget
+		if json.Unmarshal(body, &st) == nil {
+			shape := reflect.TypeFor[shapeTarget]()
+			if exact, fault := keysMatchExactly(body, shape), checkShape("", body, shape); exact != (fault == nil) {
+				t.Fatalf("%q: keysMatchExactly says %v, checkShape %+v", body, exact, fault)
+			}
 		}
 		err = CheckBodyText(body)
 		checkRefusal(t, err)
