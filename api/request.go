@@ -126,8 +126,8 @@ func textProblem(s string) string {
 // JSON path of the offending key or string ("text", "menus[2].name",
 // "[3].fields.name" for the fourth value of an array or NDJSON stream,
 // "device.ip" for a repeated key) when the body is JSON up to it, else
-// "body". The common case is one pass over the body that allocates nothing
-// (scanBody).
+// "body". The common case is one pass over the body, with one small scratch
+// allocation (scanBody).
 func CheckBodyText(body []byte) error {
 	path, problem, wellFormed := scanBody(body)
 	switch {
