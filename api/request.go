@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -145,126 +143,36 @@ func textProblem(s string) string {
 	return ""
 }
 
-// CheckBodyText refuses a request body that is not valid UTF-8 or that holds
-// a NUL character, raw or as the JSON escape \u0000: encoding/json would
-// silently turn invalid UTF-8 into U+FFFD, and PostgreSQL refuses NUL in
-// text. The problem names the JSON path of the offending string ("text",
-// "menus[2].name", "[3].fields.name" for the fourth value of an array or
-// NDJSON stream) when the body is JSON up to that string, else "body".
+// CheckBodyText refuses a request body whose JSON a decoder would read
+// other than as sent: text that is not valid UTF-8 or holds a NUL character,
+// raw or as the JSON escape \u0000 (encoding/json would silently turn
+// invalid UTF-8 into U+FFFD, and PostgreSQL refuses NUL in text), a UTF-16
+// surrogate escape (\uD800 to \uDFFF) outside a valid high-low pair
+// (encoding/json would store U+FFFD), and a key given twice in one object
+// (encoding/json would keep the last one silently). The problem names the
+// JSON path of the offending key or string ("text", "menus[2].name",
+// "[3].fields.name" for the fourth value of an array or NDJSON stream,
+// "device.ip" for a repeated key) when the body is JSON up to it, else
+// "body". The common case is one pass over the body, with one small scratch
+// allocation (scanBody).
 func CheckBodyText(body []byte) error {
-	if utf8.Valid(body) && bytes.IndexByte(body, 0) < 0 && !bytes.Contains(body, []byte(`\u0000`)) {
-		return nil // the common case: one scan, no parse
+	path, problem, wellFormed := scanBody(body)
+	switch {
+	case problem != "":
+		return BadRequest(path, problem)
+	case wellFormed:
+		return nil // the common case
+	case !utf8.Valid(body):
+		return BadRequest("body", "is not valid UTF-8")
+	case bytes.IndexByte(body, 0) >= 0:
+		return BadRequest("body", "contains a NUL byte, which is not allowed")
 	}
-	path, problem := badTextPath(body)
-	if problem == "" {
-		switch {
-		case !utf8.Valid(body):
-			problem = "is not valid UTF-8"
-		case bytes.IndexByte(body, 0) >= 0:
-			problem = "contains a NUL byte, which is not allowed"
-		default:
-			return nil // a `\\u0000`: an escaped backslash, then "u0000"
-		}
-	}
-	if path == "" {
-		path = "body"
-	}
-	return BadRequest(path, problem)
-}
-
-// jsonFrame is one open container while walking a JSON body.
-type jsonFrame struct {
-	path     string
-	object   bool
-	index    int    // arrays: index of the current element
-	key      string // objects: the current key
-	wantsKey bool
-}
-
-// badTextPath walks the JSON values of body (one value, or a stream of them
-// such as NDJSON) and returns the path of the first key or string value that
-// is not valid UTF-8 or holds a NUL, and what is wrong with it. It returns
-// ("", "") when it finds none before the end or a syntax error.
-func badTextPath(body []byte) (path, problem string) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var stack []jsonFrame
-	top := -1 // index of the current top-level value
-	found, prevEnd := "", int64(0)
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			break
-		}
-		span := body[prevEnd:dec.InputOffset()]
-		prevEnd = dec.InputOffset()
-		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
-			stack = stack[:len(stack)-1]
-			if len(stack) > 0 && stack[len(stack)-1].object {
-				stack[len(stack)-1].wantsKey = true
-			}
-			if len(stack) == 0 && found != "" {
-				break
-			}
-			continue
-		}
-		// tok starts a value, or is an object key.
-		var at string
-		isKey := false
-		if len(stack) == 0 {
-			top++
-			at = "[" + strconv.Itoa(top) + "]"
-		} else {
-			f := &stack[len(stack)-1]
-			switch {
-			case f.object && f.wantsKey:
-				isKey = true
-				f.key, f.wantsKey = pathKey(tok), false
-				at = joinPath(f.path, f.key)
-			case f.object:
-				at = joinPath(f.path, f.key)
-				f.wantsKey = true
-			default:
-				f.index++
-				at = f.path + "[" + strconv.Itoa(f.index) + "]"
-			}
-		}
-		if found == "" {
-			if s, ok := tok.(string); ok {
-				switch {
-				case !utf8.Valid(span):
-					found, problem = at, "is not valid UTF-8"
-				case strings.IndexByte(s, 0) >= 0:
-					found, problem = at, "contains a NUL character (U+0000), which is not allowed"
-				}
-				if found != "" && isKey {
-					problem = "the key " + problem
-				}
-			}
-		}
-		if d, ok := tok.(json.Delim); ok {
-			stack = append(stack, jsonFrame{path: at, object: d == '{', index: -1, wantsKey: d == '{'})
-			continue
-		}
-		if len(stack) == 0 && found != "" {
-			break
-		}
-	}
-	if found == "" {
-		return "", ""
-	}
-	// A single value is named without its "[0]"; a stream keeps the index.
-	if top == 0 && !dec.More() {
-		found = strings.TrimPrefix(found, "[0]")
-		found = strings.TrimPrefix(found, ".")
-	}
-	return found, problem
+	return nil // not JSON: the decoder says where
 }
 
 // pathKey is an object key as a path element: valid text, NUL shown escaped.
-func pathKey(tok json.Token) string {
-	s, _ := tok.(string)
-	s = strings.ToValidUTF8(s, "\uFFFD")
+func pathKey(key []byte) string {
+	s := strings.ToValidUTF8(string(key), "\uFFFD")
 	return strings.ReplaceAll(s, "\x00", `\u0000`)
 }
 
@@ -316,31 +224,66 @@ func DecodeJSON(r *http.Request, limit int64, v any) error {
 	return UnmarshalStrict(data, v)
 }
 
-// UnmarshalStrict decodes data, exactly one JSON value, into v with unknown
-// fields refused. Errors are 400 problems from JSONProblem.
+// UnmarshalStrict decodes data, exactly one JSON value, into v, refusing
+// what encoding/json alone would take silently: the body text rules
+// (CheckBodyText: invalid UTF-8, NUL, lone surrogates, duplicate keys), a
+// key that is not a field of v's type, exactly as spelled (encoding/json
+// ignores letter case), and trailing data. Errors are 400 problems naming
+// the JSON path of the fault ("device.ip", "items[2].price") and the form
+// the value must have, in JSON's words, never a Go type, a Go layout or a
+// library's message (checkShape, JSONProblem).
 func UnmarshalStrict(data []byte, v any) error {
 	if err := CheckBodyText(data); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		p := JSONProblem(err, v)
-		if p.Field == "body" {
-			p.Field = failingField(data, v)
-		}
-		return p
+	err := dec.Decode(v)
+	var syntaxErr *json.SyntaxError
+	if errors.As(err, &syntaxErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return JSONProblem(err, v)
 	}
-	if dec.More() {
-		return BadRequest("body", "must hold exactly one JSON value; got trailing data")
+	if err == nil {
+		if _, after := dec.Token(); after != io.EOF {
+			return BadRequest("body", "must hold exactly one JSON value; got trailing data")
+		}
+	}
+	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Pointer {
+		if err != nil {
+			return JSONProblem(err, v)
+		}
+		return nil
+	}
+	// The value is JSON. A success needs one more look, cheap, since
+	// encoding/json takes keys in any letter case; a failure is placed by
+	// walking the value against v's type (checkShape).
+	first := json.RawMessage(data)
+	if err == nil {
+		if keysMatchExactly(data, t.Elem()) {
+			return nil
+		}
+	} else if json.NewDecoder(bytes.NewReader(data)).Decode(&first) != nil {
+		return JSONProblem(err, v)
+	}
+	if f := checkShape("", first, t.Elem()); f != nil {
+		if f.path == "" {
+			f.path = "body"
+		}
+		return BadRequest(f.path, f.detail, f.allowed...)
+	}
+	if err != nil {
+		return JSONProblem(err, v)
 	}
 	return nil
 }
 
 // JSONProblem turns an encoding/json decoding error into a 400 problem that
 // names the field and says what JSON it wants, in JSON's words: never a Go
-// type name. v, the decoding target, lists the allowed fields of an unknown
-// field; it may be nil.
+// type name or a library's message. v, the decoding target, lists the
+// allowed fields of an unknown field; it may be nil. encoding/json does not
+// name the field of every error, nor array indices: UnmarshalStrict places
+// those with checkShape first.
 func JSONProblem(err error, v any) *Problem {
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
@@ -350,7 +293,10 @@ func JSONProblem(err error, v any) *Problem {
 		if field == "" {
 			field = "body"
 		}
-		return BadRequest(field, fmt.Sprintf("must be a JSON %s, got %s", JSONKind(typeErr.Type), typeErr.Value))
+		if typeErr.Type == nil {
+			return BadRequest(field, "has the wrong JSON kind: got "+describeTypeErrorValue(typeErr.Value))
+		}
+		return BadRequest(field, "must be "+wantedForm(typeErr.Type)+", got "+describeTypeErrorValue(typeErr.Value))
 	case errors.As(err, &syntaxErr):
 		return BadRequest("body", fmt.Sprintf("malformed JSON at byte %d: %s", syntaxErr.Offset, strings.TrimPrefix(syntaxErr.Error(), "json: ")))
 	case errors.Is(err, io.EOF):
@@ -364,63 +310,26 @@ func JSONProblem(err error, v any) *Problem {
 		}
 		return BadRequest(name, "unknown field", JSONFields(v)...)
 	}
-	// Errors of UnmarshalJSON/UnmarshalText methods: their own words, less
-	// the method's Go name ("Time.UnmarshalJSON: ").
-	return BadRequest("body", "a value has the wrong form: "+goMethodPrefix.ReplaceAllString(strings.TrimPrefix(err.Error(), "json: "), ""))
+	// An UnmarshalJSON or UnmarshalText method failed where checkShape
+	// found nothing: its words are Go's, so say only what failed.
+	return BadRequest("body", "a value does not have the form its field takes")
 }
 
-var goMethodPrefix = regexp.MustCompile(`[A-Za-z0-9_.*()]+\.Unmarshal(JSON|Text): `)
-
-// failingField finds which top-level field of a JSON object fails to decode
-// into a fresh value of v's type, for errors encoding/json does not place
-// (those of UnmarshalJSON and UnmarshalText methods). It returns "body" when
-// no single field fails alone.
-func failingField(data []byte, v any) string {
-	t := reflect.TypeOf(v)
-	if t == nil || t.Kind() != reflect.Pointer {
-		return "body"
+// describeTypeErrorValue renders json.UnmarshalTypeError.Value ("number -1",
+// "string", "bool") in a problem's words: "-1", "a string", "a boolean".
+func describeTypeErrorValue(v string) string {
+	if n, ok := strings.CutPrefix(v, "number "); ok {
+		return truncate(n, 40)
 	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(data, &obj) != nil {
-		return "body"
+	switch v {
+	case "string", "number":
+		return "a " + v
+	case "bool":
+		return "a boolean"
+	case "array", "object":
+		return "an " + v
 	}
-	keys := slices.Sorted(maps.Keys(obj))
-	for _, k := range keys {
-		one, _ := json.Marshal(map[string]json.RawMessage{k: obj[k]})
-		if json.Unmarshal(one, reflect.New(t.Elem()).Interface()) != nil {
-			return k
-		}
-	}
-	return "body"
-}
-
-// JSONKind names what JSON value a Go type decodes from: "object",
-// "integer number", "string"...
-func JSONKind(t reflect.Type) string {
-	if t == nil {
-		return "value"
-	}
-	if t.Implements(textUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
-		return "string"
-	}
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "integer number"
-	case reflect.Float32, reflect.Float64:
-		return "number"
-	case reflect.Bool:
-		return "boolean"
-	case reflect.String:
-		return "string"
-	case reflect.Map, reflect.Struct:
-		return "object"
-	case reflect.Slice, reflect.Array:
-		return "array"
-	case reflect.Pointer:
-		return JSONKind(t.Elem())
-	}
-	return "value"
+	return "another JSON value"
 }
 
 var textUnmarshaler = reflect.TypeFor[interface{ UnmarshalText([]byte) error }]()
@@ -436,19 +345,8 @@ func JSONFields(v any) []string {
 		return nil
 	}
 	var out []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		switch name {
-		case "-":
-			continue
-		case "":
-			name = f.Name
-		}
-		out = append(out, name)
+	for _, f := range jsonStructFields(t) {
+		out = append(out, f.name)
 	}
 	return out
 }

@@ -2,16 +2,21 @@ package api
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestParseQueryNamesTheParameter(t *testing.T) {
@@ -69,6 +74,30 @@ func TestCheckBodyTextNamesTheJSONPath(t *testing.T) {
 		{"{\"k\xff\":1}", "k\uFFFD"},
 		{"\xff", "body"},
 		{"{\"a\":\x00}", "body"},
+		// A key given twice in one object, at any depth, named by its path.
+		{`{"id":1,"id":2}`, "id"},
+		{`{"id":1,"ID":2,"Id":3}`, ""}, // keys differ in case: UnmarshalStrict's business
+		{`{"device":{"ip":"1.1.1.1","ip":"1.1.1.2"}}`, "device.ip"},
+		{`{"a":{"x":1},"b":{"x":1}}`, ""}, // the same key in two objects
+		{`[{"id":1},{"id":2,"fields":{"name":"a","name":"b"}}]`, "[1].fields.name"},
+		{"{\"id\":1}\n{\"id\":2,\"id\":3}\n", "[1].id"},
+		{`{"menus":[{"id":1},{"id":2,"price":1,"price":2}]}`, "menus[1].price"},
+		{`{"a\u0062":1,"ab":2}`, "ab"}, // the same key, escaped once
+		{`{"k\u0000":1,"k\u0000":2}`, `k\u0000`},
+		{`{"a":1,"a":` + strings.Repeat("[", 20), "a"},       // found before the syntax error
+		{`{"a":1,` + strings.Repeat("[", 20) + `"a":2}`, ""}, // a syntax error first: the decoder's
+		// A surrogate escape outside a valid pair; valid pairs pass.
+		{`{"name":"QA\ud800"}`, "name"},
+		{`{"name":"QA\uD800x"}`, "name"},
+		{`{"name":"\udc00"}`, "name"},
+		{`{"name":"\ud800\ud800\udc00"}`, "name"},
+		{`{"name":"\ud800\u0041"}`, "name"},
+		{`{"name":"\ud83c\udf55 pizza \uD83C\uDF55"}`, ""},
+		{`{"name":"\\ud800"}`, ""}, // an escaped backslash, then "ud800"
+		{`{"k\udfff":1}`, "k\uFFFD"},
+		{`["ok","\udbff"]`, "[1]"},
+		{`"\ud800"`, "body"},
+		{`{"referrer":"r\ud800"}` + "\n" + `{}`, "[0].referrer"},
 	}
 	for _, tc := range cases {
 		err := CheckBodyText([]byte(tc.body))
@@ -136,6 +165,85 @@ func TestUnmarshalStrictNamesFieldsWithoutGoTypes(t *testing.T) {
 	p := UnmarshalStrict([]byte(`{"nmae":1}`), &v).(*Problem)
 	if strings.Join(p.Allowed, ",") != "name,count,sub,when" {
 		t.Errorf("allowed fields of an unknown field: %v", p.Allowed)
+	}
+}
+
+// formID decodes from the string "ok" only, and describes that form.
+type formID [2]byte
+
+func (id *formID) UnmarshalText(b []byte) error {
+	if string(b) != "ok" {
+		return errors.New("formID.UnmarshalText: bad id")
+	}
+	return nil
+}
+
+func (formID) TextForm() string { return `the word "ok"` }
+
+type shapeTarget struct {
+	When   time.Time `json:"when"`
+	Device struct {
+		IP    netip.Addr `json:"ip"`
+		Width uint32     `json:"screen_width"`
+		ID    formID     `json:"advertising_id"`
+	} `json:"device"`
+	Items []struct {
+		Price int16 `json:"price"`
+	} `json:"items"`
+	Tags  map[string]string `json:"tags"`
+	Ratio float64           `json:"ratio"`
+	On    *bool             `json:"on"`
+	Raw   json.RawMessage   `json:"raw"`
+}
+
+// Every fault is named by its exact JSON path and said in JSON's words: the
+// errors of UnmarshalText methods (time, IP, ids), ranges of unsigned and
+// small integers, array elements, and keys spelled in another case.
+func TestUnmarshalStrictPlacesEveryFault(t *testing.T) {
+	cases := []struct {
+		body, field, detail string // field "" = accepted
+	}{
+		{`{"when":"2026-11-28T09:00:00Z","device":{"ip":"203.0.113.7","screen_width":1179,"advertising_id":"ok"},"items":[{"price":1}],"tags":{"a":"b"},"ratio":0.5,"on":null,"raw":{"any":[1]}}`, "", ""},
+		{`{"when":"yesterday"}`, "when", "must be an RFC 3339 timestamp such as 2026-11-28T09:00:00Z, got \"yesterday\""},
+		{`{"device":{"ip":"999.1.1.1"}}`, "device.ip", "must be an IPv4 or IPv6 address"},
+		{`{"device":{"ip":7}}`, "device.ip", "must be an IPv4 or IPv6 address"},
+		{`{"device":{"screen_width":-1}}`, "device.screen_width", "must be an integer in 0..4294967295, got -1"},
+		{`{"device":{"screen_width":4294967296}}`, "device.screen_width", "must be an integer in 0..4294967295"},
+		{`{"device":{"screen_width":1.5}}`, "device.screen_width", "got 1.5"},
+		{`{"device":{"advertising_id":"nope"}}`, "device.advertising_id", `must be the word "ok", got "nope"`},
+		{`{"items":[{"price":1},{"price":40000}]}`, "items[1].price", "must be an integer in -32768..32767, got 40000"},
+		{`{"items":[{"price":1},{"cost":1}]}`, "items[1].cost", "unknown field"},
+		{`{"items":{}}`, "items", "must be an array, got an object"},
+		{`{"tags":{"a":1}}`, "tags.a", "must be a string, got 1"},
+		{`{"ratio":"x"}`, "ratio", "must be a number"},
+		{`{"ratio":1e999}`, "ratio", "must be a number"},
+		{`{"on":"yes"}`, "on", "must be true or false"},
+		{`{"device":{"colour":1}}`, "device.colour", "unknown field"},
+		{`{"When":"2026-11-28T09:00:00Z"}`, "When", `did you mean "when"?`},
+		{`{"device":{"IP":"203.0.113.7"}}`, "device.IP", `did you mean "ip"?`},
+		{`{"when":"2026-11-28T09:00:00Z","when":"2026-11-29T09:00:00Z"}`, "when", "more than once"},
+		{`{} ]`, "body", "trailing data"},
+		{`7`, "body", "must be an object, got 7"},
+	}
+	for _, tc := range cases {
+		var v shapeTarget
+		err := UnmarshalStrict([]byte(tc.body), &v)
+		if tc.field == "" {
+			if err != nil {
+				t.Errorf("%s: %v, want accepted", tc.body, err)
+			}
+			continue
+		}
+		p, ok := err.(*Problem)
+		if !ok || p.Status != 400 || p.Field != tc.field || !strings.Contains(p.Detail, tc.detail) {
+			t.Errorf("%s: got %+v, want a 400 naming %q saying %q", tc.body, err, tc.field, tc.detail)
+			continue
+		}
+		for _, leak := range []string{"Go ", "2006", "ParseAddr", "UnmarshalText", "uint32", "int16", "netip", "time.", "json:", "formID", "api."} {
+			if strings.Contains(p.Detail, leak) {
+				t.Errorf("%s: the detail %q shows %q", tc.body, p.Detail, leak)
+			}
+		}
 	}
 }
 
@@ -304,6 +412,15 @@ func FuzzRequestDecoding(f *testing.F) {
 	f.Add("q=%zz;x", []byte("{\"name\":\"\xff\"}"))
 	f.Add("a=1&a=2", []byte(`[{"a":"\u0000"},{}]`))
 	f.Add("", []byte(`{"sub":{"on":"yes"}}`))
+	f.Add("", []byte(`{"name":"a","name":"b"}`))
+	f.Add("", []byte(`{"sub":{"on":true,"on":false}}`))
+	f.Add("", []byte(`{"name":"QA\ud800"}`))
+	f.Add("", []byte(`{"name":"\ud83c\udf55\udc00"}`))
+	f.Add("", []byte(`{"Name":"x","count":1}`))
+	f.Add("", []byte(`{"when":"2026-11-28T09:00:00Z","device":{"ip":"203.0.113.7","IP":"203.0.113.8"},"items":[{"price":1},{"Price":2}],"tags":{"A":"b"},"raw":{"X":1}}`))
+	f.Add("", []byte(`{"items":[{"price":1},{"price":"x"}],"device":{"advertising_id":"nope"}}`))
+	f.Add("", []byte(`{"when":"yesterday"}`))
+	f.Add("", []byte(`[{"a":1,"b":{"a":1,"a":2}}]`+"\n"+`{"x":"\uDBFF\uDFFF"}`))
 	f.Fuzz(func(t *testing.T, rawQuery string, body []byte) {
 		v, err := ParseQuery(rawQuery)
 		checkRefusal(t, err)
@@ -321,7 +438,90 @@ func FuzzRequestDecoding(f *testing.F) {
 		if err == nil && (textProblem(target.Name) != "") {
 			t.Fatalf("accepted %q with name %q", body, target.Name)
 		}
+		// The cheap key walk of a decoded body agrees with the full one.
+		var st shapeTarget
+		if json.Unmarshal(body, &st) == nil {
+			shape := reflect.TypeFor[shapeTarget]()
+			if exact, fault := keysMatchExactly(body, shape), checkShape("", body, shape); exact != (fault == nil) {
+				t.Fatalf("%q: keysMatchExactly says %v, checkShape %+v", body, exact, fault)
+			}
+		}
+		err = CheckBodyText(body)
+		checkRefusal(t, err)
+		if err == nil {
+			if key, ok := duplicateKey(body); ok {
+				t.Fatalf("CheckBodyText accepted %q, whose key %q is given twice", body, key)
+			}
+			if s, ok := replacedString(body); ok {
+				t.Fatalf("CheckBodyText accepted %q, whose string %q decodes with a U+FFFD the body does not hold", body, s)
+			}
+		}
 	})
+}
+
+// duplicateKey is a reference for CheckBodyText: the first key given twice
+// in one object, found by encoding/json's tokens, in the JSON values of body
+// up to the first syntax error.
+func duplicateKey(body []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	type frame struct {
+		object, wantsKey bool
+		keys             map[string]bool
+	}
+	var stack []frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				if len(stack) > 0 && stack[len(stack)-1].object {
+					stack[len(stack)-1].wantsKey = true
+				}
+				stack = append(stack, frame{object: d == '{', wantsKey: d == '{', keys: map[string]bool{}})
+			default:
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		}
+		if len(stack) == 0 {
+			continue
+		}
+		f := &stack[len(stack)-1]
+		if !f.object {
+			continue
+		}
+		if f.wantsKey {
+			key := tok.(string)
+			if f.keys[key] {
+				return key, true
+			}
+			f.keys[key], f.wantsKey = true, false
+		} else {
+			f.wantsKey = true
+		}
+	}
+}
+
+// replacedString is a reference for CheckBodyText: the first string of body
+// (key or value) that encoding/json decodes with a U+FFFD the body does not
+// hold, as the character or its escape: the trace of a lone surrogate.
+func replacedString(body []byte) (string, bool) {
+	if bytes.ContainsRune(body, utf8.RuneError) || bytes.Contains(bytes.ToLower(body), []byte(`\ufffd`)) {
+		return "", false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		if s, ok := tok.(string); ok && strings.ContainsRune(s, utf8.RuneError) {
+			return s, true
+		}
+	}
 }
 
 func checkRefusal(t *testing.T, err error) {

@@ -8,8 +8,10 @@
 // request line and headers are within MaxHeaderBytes, its path and query are
 // valid UTF-8 text without NUL, each query parameter is well encoded, given
 // once, with a value, and one the route declared at registration, and its
-// body arrived whole within ReadTimeout, within
-// MaxBodyBytes, as valid UTF-8 without NUL (see request.go). Handlers read
+// body arrived whole within ReadTimeout, within MaxBodyBytes, as valid UTF-8
+// without NUL, lone surrogate escapes or a key given twice in one object,
+// and, on a route that takes a body, as one of its media types without
+// Content-Encoding (see request.go, bodyscan.go, mediatype.go). Handlers read
 // that body from memory.
 package api
 
@@ -27,6 +29,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -199,20 +202,41 @@ func (s *Server) unmatched(w http.ResponseWriter, r *http.Request) {
 }
 
 // Handle registers h for a method-and-path pattern such as "GET /v1/search".
-// params are the query parameters the route takes: any other, and any given
-// with an empty value, is a 400 problem naming it (CheckQueryParams) before
-// h runs, so a route registered without params takes none and no handler
-// can forget the rule. h runs once the request body has been read and
-// checked (bufferBody).
-func (s *Server) Handle(pattern string, h HandlerFunc, params ...string) {
-	s.register(pattern, false, h, params)
+// opts say what the route takes besides its path: Params, the query
+// parameters (any other, and any given with an empty value, is a 400
+// problem naming it, CheckQueryParams), and Body, the media types of its
+// body (MediaTypeJSON, MediaTypeNDJSON; a non-empty body sent with another
+// Content-Type, or with a Content-Encoding, is a 415 problem before its text
+// is checked, CheckBodyMediaType). A route registered without them takes no
+// parameters and no body, so no handler can forget the rules. h runs once
+// the query and the body have been checked.
+func (s *Server) Handle(pattern string, h HandlerFunc, opts ...RouteOption) {
+	s.register(pattern, false, h, opts)
 }
 
 // HandleAdmin registers h behind the admin token (Authorization: Bearer
-// TOKEN), with the query parameters params (see Handle). The token is
-// checked before the query and the body.
-func (s *Server) HandleAdmin(pattern string, h HandlerFunc, params ...string) {
-	s.register(pattern, true, h, params)
+// TOKEN), as Handle does. The token is checked before the query and the
+// body.
+func (s *Server) HandleAdmin(pattern string, h HandlerFunc, opts ...RouteOption) {
+	s.register(pattern, true, h, opts)
+}
+
+// RouteOption says what a route takes: Params or Body.
+type RouteOption func(*route)
+
+// route is what a registered route takes.
+type route struct {
+	params, bodyTypes []string
+}
+
+// Params declares the query parameters a route takes.
+func Params(names ...string) RouteOption {
+	return func(r *route) { r.params = append(r.params, names...) }
+}
+
+// Body declares the media types of the body a route takes.
+func Body(mediaTypes ...string) RouteOption {
+	return func(r *route) { r.bodyTypes = append(r.bodyTypes, mediaTypes...) }
 }
 
 // QueryParams returns the query parameters each registered route takes, by
@@ -226,16 +250,19 @@ func (s *Server) QueryParams() map[string][]string {
 	return out
 }
 
-func (s *Server) register(pattern string, admin bool, h HandlerFunc, params []string) {
-	params = slices.Clone(params)
-	s.params[pattern] = params
+func (s *Server) register(pattern string, admin bool, h HandlerFunc, opts []RouteOption) {
+	var rt route
+	for _, o := range opts {
+		o(&rt)
+	}
+	s.params[pattern] = slices.Clone(rt.params)
 	s.handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		err := s.checkAdmin(w, r, admin)
 		if err == nil {
-			err = CheckQueryParams(r.URL.RawQuery, params)
+			err = CheckQueryParams(r.URL.RawQuery, rt.params)
 		}
 		if err == nil {
-			err = bufferBody(r)
+			err = bufferBody(r, rt.bodyTypes)
 		}
 		if err == nil {
 			err = h(w, r)
@@ -255,6 +282,15 @@ func (s *Server) register(pattern string, admin bool, h HandlerFunc, params []st
 			}
 			if errors.As(err, &p) && p.Status == http.StatusRequestTimeout {
 				w.Header().Set("Connection", "close") // the rest of the body may still come
+			}
+			if errors.As(err, &p) && p.Status == http.StatusUnsupportedMediaType {
+				// RFC 9110, 15.5.16 and 12.5.3: say what would be read.
+				switch p.Field {
+				case "Content-Encoding":
+					w.Header().Set("Accept-Encoding", "identity")
+				case "Content-Type":
+					w.Header().Set("Accept", strings.Join(p.Allowed, ", "))
+				}
 			}
 			WriteProblem(w, err)
 		}
@@ -277,16 +313,23 @@ func (s *Server) checkAdmin(w http.ResponseWriter, r *http.Request, admin bool) 
 
 // bufferBody reads the whole body (already capped by ServeHTTP's
 // MaxBytesReader and bounded in time by the connection's read deadline),
-// checks its text (CheckBodyText) and puts it back as an in-memory reader,
-// so a slow, short, over-size or non-UTF-8 body is one problem here (408,
-// 400, 413) for every route, and no handler sees a read error.
-func bufferBody(r *http.Request) error {
+// checks how it is sent when the route takes a body (bodyTypes, see
+// CheckBodyMediaType) and its text (CheckBodyText), and puts it back as an
+// in-memory reader, so a slow, short, over-size, wrongly typed, non-UTF-8
+// or ambiguous body is one problem here (408, 400, 413, 415) for every
+// route, and no handler sees a read error.
+func bufferBody(r *http.Request, bodyTypes []string) error {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil
 	}
 	body, err := ReadBody(r.Body, math.MaxInt64-1)
 	if err != nil {
 		return err
+	}
+	if len(body) > 0 && len(bodyTypes) > 0 {
+		if err := CheckBodyMediaType(r.Header, bodyTypes...); err != nil {
+			return err
+		}
 	}
 	if err := CheckBodyText(body); err != nil {
 		return err

@@ -171,8 +171,8 @@ func TestRoutesTakeOnlyTheirDeclaredParametersWithValues(t *testing.T) {
 	ran := 0
 	ok := func(w http.ResponseWriter, r *http.Request) error { ran++; return nil }
 	s.Handle("GET /none", ok)
-	s.Handle("GET /some", ok, "limit", "user-id")
-	s.HandleAdmin("GET /admin", ok, "records")
+	s.Handle("GET /some", ok, Params("limit", "user-id"))
+	s.HandleAdmin("GET /admin", ok, Params("records"))
 	cases := []struct {
 		target, field string // field "": served
 		allowed       []string

@@ -2,6 +2,8 @@ package app
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,16 +29,21 @@ import (
 type hostileCase struct {
 	target string // path and query; "" = the route's sample target
 	body   string
-	status int    // the exact status wanted
-	field  string // the problem's field ("" only where no field applies)
+	header map[string]string // request headers besides Authorization
+	status int               // the exact status wanted
+	field  string            // the problem's field ("" only where no field applies)
 }
 
 // hostileRoute is a route's sample target (its path with real ids filled
 // in, so that a request that slipped through would change stored data) and
 // its own hostile cases; the generic ones (query encodings, NUL and invalid
-// UTF-8 bodies, over-size and slow bodies) are added to every route.
+// UTF-8 bodies, over-size and slow bodies) are added to every route. A route
+// that takes a body (its operation in api/openapi.json has a requestBody)
+// has a valid sample body too, which the generic cases send as it must not
+// be read: with another Content-Type, or compressed.
 type hostileRoute struct {
 	sample string
+	body   string
 	cases  []hostileCase
 }
 
@@ -130,8 +137,14 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 			{target: "/v1/search?q=%20%E3%80%80", status: 400, field: "q"},
 			{target: "/v1/search?explain=1", status: 400, field: "explain"},
 		}},
-		"POST /v1/events": {sample: "/v1/events", cases: []hostileCase{
+		"POST /v1/events": {sample: "/v1/events", body: `{"type":"shop","id":1,"version":1,"op":"delete"}`, cases: []hostileCase{
 			{body: `[{"type":"shop","id":`, status: 400, field: "[0]"},
+			{body: `{"type":"shop","id":1,"version":1,"op":"upsert",}`, status: 400, field: "[0]"},
+			{body: `{"type":"shop","id":1,"id":2,"version":1,"op":"delete"}`, status: 400, field: "id"},
+			{body: `[{"type":"shop","id":1,"version":1,"op":"upsert","fields":{"name":"a","name":"b"}}]`, status: 400, field: "[0].fields.name"},
+			{body: `{"type":"shop","id":1,"version":1,"op":"delete"}` + "\n" + `{"type":"shop","id":2,"version":1,"op":"delete","op":"upsert"}`, status: 400, field: "[1].op"},
+			{body: `{"type":"shop","id":1,"version":1,"op":"upsert","fields":{"name":"QA\ud800"}}`, status: 400, field: "fields.name"},
+			{body: `{"type":"shop","id":1,"version":1,"op":"upsert","fields":{"name":"\udc00QA"}}`, status: 400, field: "fields.name"},
 			{body: `[{"type":"shop","id":"1","version":1,"op":"delete"}]`, status: 400, field: "[0].id"},
 			{body: `{"type":"shop","id":9223372036854775807,"version":1,"op":"delete"}`, status: 400, field: "[0].id"},
 			{body: `{"type":"shop","id":1,"version":1,"op":"upsert","fields":{"name":"a\u0000"}}`, status: 400, field: "fields.name"},
@@ -153,17 +166,28 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 			{status: 404, field: "id"},
 		}},
 		"GET /admin/reindex": {sample: "/admin/reindex"},
-		"POST /admin/reindex": {sample: "/admin/reindex", cases: []hostileCase{
+		"POST /admin/reindex": {sample: "/admin/reindex", body: `{"alias":"no-such-alias"}`, cases: []hostileCase{
 			{body: `{"shards":"x"}`, status: 400, field: "shards"},
+			{body: `{"batch_size":1.5}`, status: 400, field: "batch_size"},
+			{body: `{"Alias":"x"}`, status: 400, field: "Alias"},
+			{body: `{"alias":"a","alias":"b"}`, status: 400, field: "alias"},
+			{body: `{"alias":"\ud800"}`, status: 400, field: "alias"},
+			{body: `{"body":{"settings":{"index":{"refresh_interval":"1s","refresh_interval":"2s"}}}}`, status: 400, field: "body.settings.index.refresh_interval"},
 			{body: `{"colour":1}`, status: 400, field: "colour"},
 			{body: `[]`, status: 400, field: "body"},
 			{body: `{"alias":`, status: 400, field: "body"},
 			{body: `{"alias":"\u0000"}`, status: 400, field: "alias"},
 		}},
-		"GET /admin/reindex/{id}":           {sample: "/admin/reindex/nojob", cases: []hostileCase{{status: 404}}},
-		"POST /admin/reindex/{id}/{action}": {sample: "/admin/reindex/nojob/rethrottle", cases: []hostileCase{{body: `{"requests_per_second":"x"}`, status: 404}}},
-		"POST /v1/users": {sample: "/v1/users", cases: []hostileCase{
+		"GET /admin/reindex/{id}": {sample: "/admin/reindex/nojob", cases: []hostileCase{{status: 404}}},
+		"POST /admin/reindex/{id}/{action}": {sample: "/admin/reindex/nojob/rethrottle", body: `{"requests_per_second":5}`, cases: []hostileCase{
+			{body: `{"requests_per_second":"x"}`, status: 404},
+			{body: `{"requests_per_second":1,"requests_per_second":2}`, status: 400, field: "requests_per_second"},
+		}},
+		"POST /v1/users": {sample: "/v1/users", body: `{"username":"hostile` + ns[len(ns)-6:] + `"}`, cases: []hostileCase{
 			{body: `{"username":`, status: 400, field: "body"},
+			{body: `{"username":"a","username":"b"}`, status: 400, field: "username"},
+			{body: `{"username":"sur","profilePic":"https://img.example/\ud800.png"}`, status: 400, field: "profilePic"},
+			{body: `{"Username":"case"}`, status: 400, field: "Username"},
 			{body: `{"username":5}`, status: 400, field: "username"},
 			{body: `[]`, status: 400, field: "body"},
 			{body: `{"username":"nul","profilePic":"a\u0000"}`, status: 400, field: "profilePic"},
@@ -183,8 +207,11 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 		"DELETE /v1/users/{id}/follows/{target}": {sample: "/v1/users/" + u + "/follows/" + u, cases: []hostileCase{
 			{target: "/v1/users/" + u + "/follows/01", status: 400, field: "target"},
 		}},
-		"POST /v1/posts": {sample: "/v1/posts", cases: []hostileCase{
+		"POST /v1/posts": {sample: "/v1/posts", body: `{"authorId":` + u + `,"text":"slipped through"}`, cases: []hostileCase{
 			{body: `{"authorId":"` + u + `","text":"x"}`, status: 400, field: "authorId"},
+			{body: `{"authorId":1.5,"text":"x"}`, status: 400, field: "authorId"},
+			{body: `{"authorId":` + u + `,"text":"x","text":"y"}`, status: 400, field: "text"},
+			{body: `{"authorId":` + u + `,"text":"x\udfff"}`, status: 400, field: "text"},
 			{body: `{"authorId":` + u + `,"text":"a\u0000b"}`, status: 400, field: "text"},
 			{body: `{"authorId":` + u + ",\"text\":\"a\xffb\"}", status: 400, field: "text"},
 			{body: `{"authorId":` + u + `,"text":"x","likes":1}`, status: 400, field: "likes"},
@@ -216,13 +243,23 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 			{target: "/api/v1/feeds?user-id=" + u + "&user-id=1", status: 400, field: "user-id"},
 			{target: "/api/v1/feeds?limit=&user-id=" + u, status: 400, field: "limit"},
 		}},
-		"POST /api/v1/tweets": {sample: "/api/v1/tweets", cases: []hostileCase{
+		"POST /api/v1/tweets": {sample: "/api/v1/tweets", body: `{"senderId":` + u + `,"text":"slipped through"}`, cases: []hostileCase{
 			{body: `{"senderId":true,"text":"x"}`, status: 400, field: "senderId"},
+			{body: `{"senderId":` + u + `,"senderId":1,"text":"x"}`, status: 400, field: "senderId"},
+			{body: `{"senderId":` + u + `,"text":"\ud800\ud800"}`, status: 400, field: "text"},
 			{body: `{"senderId":` + u + `,"text":"\u0000"}`, status: 400, field: "text"},
 			{body: `{"senderId":` + u + `,"text":"x","at":1}`, status: 400, field: "at"},
 		}},
-		"POST /v1/clicks": {sample: "/v1/clicks", cases: []hostileCase{
+		"POST /v1/clicks": {sample: "/v1/clicks", body: `{"deep_link_url":"baedal://slipped","clicked_at":"2025-01-01T00:00:00Z"}`, cases: []hostileCase{
 			{body: `{"deep_link_url":7}`, status: 400, field: "deep_link_url"},
+			{body: `{"deep_link_url":"baedal://x","clicked_at":"2025-01-01T00:00:00Z","device":{"advertising_id":"nope"}}`, status: 400, field: "device.advertising_id"},
+			{body: `{"deep_link_url":"baedal://x","clicked_at":"yesterday"}`, status: 400, field: "clicked_at"},
+			{body: `{"deep_link_url":"baedal://x","clicked_at":"2025-01-01T00:00:00Z","device":{"ip":"999.1.1.1"}}`, status: 400, field: "device.ip"},
+			{body: `{"deep_link_url":"baedal://x","clicked_at":"2025-01-01T00:00:00Z","device":{"screen_width":-1}}`, status: 400, field: "device.screen_width"},
+			{body: `{"deep_link_url":"baedal://x","clicked_at":"2025-01-01T00:00:00Z","utm":{"colour":"x"}}`, status: 400, field: "utm.colour"},
+			{body: `{"deep_link_url":"baedal://x","clicked_at":"2025-01-01T00:00:00Z","Clicked_At":"2026-01-01T00:00:00Z"}`, status: 400, field: "Clicked_At"},
+			{body: `{"deep_link_url":"baedal://x","clicked_at":"2025-01-01T00:00:00Z","device":{"ip":"203.0.113.1","ip":"203.0.113.2"}}`, status: 400, field: "device.ip"},
+			{body: `{"deep_link_url":"baedal://x","clicked_at":"2025-01-01T00:00:00Z","referrer":"r\ud800"}`, status: 400, field: "referrer"},
 			{body: `{"click_id":5}`, status: 400, field: "click_id"},
 			{body: `{"deep_link_url":"baedal://x\u0000","clicked_at":"2025-01-01T00:00:00Z"}`, status: 400, field: "deep_link_url"},
 			{body: "{\"deep_link_url\":\"baedal://x\",\"referrer\":\"\xff\",\"clicked_at\":\"2025-01-01T00:00:00Z\"}", status: 400, field: "referrer"},
@@ -240,8 +277,10 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 			{target: "/v1/admin/links/memory?records=%zz", status: 400, field: "records"},
 			{target: "/v1/admin/links/memory?keys=1", status: 400, field: "keys"},
 		}},
-		"PUT /v1/admin/links/migration": {sample: "/v1/admin/links/migration", cases: []hostileCase{
+		"PUT /v1/admin/links/migration": {sample: "/v1/admin/links/migration", body: `{"mode":"dual-write"}`, cases: []hostileCase{
 			{body: `{"mode":1}`, status: 400, field: "mode"},
+			{body: `{"mode":"dual-write","mode":"old-only"}`, status: 400, field: "mode"},
+			{body: `{"mode":"dual-write\udc00"}`, status: 400, field: "mode"},
 			{body: `{"mode":"x\u0000"}`, status: 400, field: "mode"},
 			{body: `{"mode":"dual-write","y":1}`, status: 400, field: "y"},
 			{body: `{"mode":"` + strings.Repeat("x", 5000) + `"}`, status: 413, field: "body"},
@@ -255,6 +294,15 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 	for r := range table {
 		if !slices.Contains(routes, r) {
 			t.Errorf("the table has cases for %q, which is not registered", r)
+		}
+	}
+	takesBody := map[string]bool{}
+	for _, op := range spec.Operations() {
+		if op.Op.RequestBody != nil {
+			takesBody[op.Pattern] = true
+			if table[op.Pattern].body == "" {
+				t.Errorf("route %q takes a body: give it a valid sample body in the table of TestHostileInputOnEveryRoute", op.Pattern)
+			}
 		}
 	}
 
@@ -283,6 +331,19 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 			{body: "\x00", status: 400, field: "body"},
 			{body: strings.Repeat("a", int(cfg.API.MaxBodyBytes)+1), status: 413, field: "body"},
 		}, route.cases...)
+		if takesBody[pattern] {
+			// A valid body, sent as what the route does not read.
+			valid := route.body
+			cases = append(cases,
+				hostileCase{body: valid, header: map[string]string{"Content-Type": "application/xml"}, status: 415, field: "Content-Type"},
+				hostileCase{body: valid, header: map[string]string{"Content-Type": "text/plain;charset=utf-8"}, status: 415, field: "Content-Type"},
+				hostileCase{body: "--b\r\nContent-Disposition: form-data; name=\"json\"\r\nContent-Type: application/json\r\n\r\n" + valid + "\r\n--b--\r\n",
+					header: map[string]string{"Content-Type": "multipart/form-data; boundary=b"}, status: 415, field: "Content-Type"},
+				hostileCase{body: valid, header: map[string]string{"Content-Type": "application/json; charset=iso-8859-1"}, status: 415, field: "Content-Type"},
+				hostileCase{body: gzipped(t, valid), header: map[string]string{"Content-Type": "application/json", "Content-Encoding": "gzip"}, status: 415, field: "Content-Encoding"},
+				hostileCase{body: valid, header: map[string]string{"Content-Encoding": "br"}, status: 415, field: "Content-Encoding"},
+			)
+		}
 		for _, tc := range cases {
 			target := tc.target
 			if target == "" {
@@ -320,11 +381,20 @@ type client struct {
 
 func (c *client) do(method, target, body string) (*http.Response, []byte) {
 	c.t.Helper()
+	return c.doWith(method, target, body, nil)
+}
+
+// doWith is do with request headers besides Authorization.
+func (c *client) doWith(method, target, body string, header map[string]string) (*http.Response, []byte) {
+	c.t.Helper()
 	req, err := http.NewRequest(method, c.base+target, strings.NewReader(body))
 	if err != nil {
 		c.t.Fatalf("%s %.80s: %v", method, target, err)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
 	httpc := c.httpc
 	if httpc == nil {
 		httpc = http.DefaultClient
@@ -362,8 +432,11 @@ func (c *client) snapshot(targets []string) map[string]string {
 // expectProblem sends one hostile request and checks the answer.
 func (c *client) expectProblem(pattern, method, target string, tc hostileCase) {
 	c.t.Helper()
-	resp, b := c.do(method, target, tc.body)
+	resp, b := c.doWith(method, target, tc.body, tc.header)
 	name := fmt.Sprintf("%s: %s %.70q body %.50q", pattern, method, target, tc.body)
+	if len(tc.header) > 0 {
+		name += fmt.Sprintf(" headers %v", tc.header)
+	}
 	c.checkProblem(name, resp, b, tc.status, tc.field)
 }
 
@@ -380,7 +453,8 @@ func (c *client) checkProblem(name string, resp *http.Response, b []byte, status
 	case p.Field != field:
 		c.t.Errorf("%s: field %q, want %q (%s)", name, p.Field, field, p.Detail)
 	}
-	for _, leak := range []string{"Go value", "Go struct", "feed.", "linkstore.", "reindex.", "tcp ", "127.0.0.1"} {
+	for _, leak := range []string{"Go value", "Go struct", "Go type", "feed.", "linkstore.", "reindex.", "catalog:", "linkstore:", "tcp ", "127.0.0.1",
+		"2006-01-02", "ParseAddr", "UnmarshalText", "UnmarshalJSON", "json: ", "uint32", "JSON number"} {
 		if strings.Contains(p.Detail, leak) {
 			c.t.Errorf("%s: the detail shows internals (%q): %s", name, leak, p.Detail)
 		}
@@ -415,6 +489,19 @@ func (c *client) expectSlowBody(pattern, method, target, addr string) {
 			c.t.Errorf("%s: slow body: the %d response does not match api/openapi.json: %v", pattern, resp.StatusCode, respErr)
 		}
 	}
+}
+
+// gzipped is s compressed with gzip.
+func gzipped(t *testing.T, s string) string {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	if _, err := io.WriteString(zw, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
 
 // eventCount is the number of entries in the namespace's event streams,

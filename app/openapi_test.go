@@ -348,6 +348,7 @@ func testOpenAPIRoundTripEveryRoute(t *testing.T, cfg Config) {
 	c.do(apiCase{route: "POST /v1/events", method: "POST", target: "/v1/events", body: `{"type":"menu","id":1001,"shop_id":1,"version":1,"op":"upsert","fields":{"open":true}}`, status: []int{400}, specRejects: true})
 	c.do(apiCase{route: "POST /v1/events", method: "POST", target: "/v1/events", body: `{"type":"shop","id":1,"version":1,"op":"upsert","fields":{"category":"스시"}}`, status: []int{400}, specRejects: true})
 	c.do(apiCase{route: "POST /v1/events", method: "POST", target: "/v1/events", body: `{"referrer":"` + strings.Repeat("a", 70<<10) + `"}`, status: []int{413}, specRejects: true})
+	c.do(apiCase{route: "POST /v1/events", method: "POST", target: "/v1/events", body: orphan, header: map[string]string{"Content-Type": "application/xml"}, status: []int{415}, specRejects: true})
 
 	search := "/v1/search?q=" + url.QueryEscape("페퍼로니") + "&lat=37.4979&lon=127.0276&sort=eta&explain=true"
 	// Until the indices exist (created in the background) a search is a
@@ -479,6 +480,7 @@ func testOpenAPIRoundTripEveryRoute(t *testing.T, cfg Config) {
 		clickID, shopID, shopID, newUUID(t), now.Format(time.RFC3339Nano), now.Add(-time.Second).Format(time.RFC3339Nano))
 	c.do(apiCase{route: "POST /v1/clicks", method: "POST", target: "/v1/clicks", body: click, status: []int{201}})
 	c.do(apiCase{route: "POST /v1/clicks", method: "POST", target: "/v1/clicks", body: click, status: []int{409}})
+	c.do(apiCase{route: "POST /v1/clicks", method: "POST", target: "/v1/clicks", body: click, header: map[string]string{"Content-Type": "multipart/form-data; boundary=b"}, status: []int{415}, specRejects: true})
 	c.do(apiCase{route: "POST /v1/clicks", method: "POST", target: "/v1/clicks", body: `{"clicked_at":"2025-01-01T00:00:00Z"}`, status: []int{400}, specRejects: true})
 	c.do(apiCase{route: "POST /v1/clicks", method: "POST", target: "/v1/clicks", body: `{"deep_link_url":"ftp://x","clicked_at":"2025-01-01T00:00:00Z"}`, status: []int{400}, specRejects: true})
 	c.do(apiCase{route: "POST /v1/clicks", method: "POST", target: "/v1/clicks", body: `{"referrer":"` + strings.Repeat("a", 20<<10) + `"}`, status: []int{413}, specRejects: true})

@@ -44,8 +44,8 @@ type AppendResponse struct {
 // and the metric baedal_eventlog_dead_lettered_total{reason} counts them by
 // kind (ReasonKind).
 func RegisterRoutes(s *api.Server, l *Log) {
-	s.Handle("POST /v1/events", l.handleAppend)
-	s.HandleAdmin("GET /v1/admin/dead-letters", l.handleListDeadLetters, "limit", "after")
+	s.Handle("POST /v1/events", l.handleAppend, api.Body(api.MediaTypeJSON, api.MediaTypeNDJSON))
+	s.HandleAdmin("GET /v1/admin/dead-letters", l.handleListDeadLetters, api.Params("limit", "after"))
 	s.HandleAdmin("POST /v1/admin/dead-letters/{id}/replay", l.handleReplayDeadLetter)
 	s.HandleAdmin("DELETE /v1/admin/dead-letters/{id}", l.handleDropDeadLetter)
 }
@@ -250,6 +250,8 @@ func truncate(s string, n int) string {
 // EventsProblem turns a catalog.ParseEvents error into a 400 problem whose
 // field is the event's position and field path, e.g. "[3].fields.open", and
 // whose allowed values come from the validation message when it lists them.
+// The body's text, duplicate keys included, was checked before
+// (api.CheckBodyText), so no key an event holds twice reaches the parse.
 func EventsProblem(err error) *api.Problem {
 	if errors.Is(err, catalog.ErrEmptyBatch) {
 		return api.BadRequest("body", "no events: send a JSON array of events or NDJSON, one event per line")
@@ -271,5 +273,7 @@ func EventsProblem(err error) *api.Problem {
 			}
 		}
 	}
-	return api.BadRequest(field, err.Error(), allowed...)
+	// The sentinels' package prefix ("catalog: malformed JSON") is Go's
+	// naming, not the client's business.
+	return api.BadRequest(field, strings.ReplaceAll(err.Error(), "catalog: ", ""), allowed...)
 }

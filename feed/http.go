@@ -39,17 +39,17 @@ const maxRequestBytes = 64 << 10
 // refused, each a 400 problem naming the field.
 func RegisterRoutes(s *api.Server, svc *Service) {
 	h := handlers{svc}
-	s.Handle("POST /v1/users", h.createUser)
+	s.Handle("POST /v1/users", h.createUser, api.Body(api.MediaTypeJSON))
 	s.Handle("GET /v1/users/{id}", h.getUser)
 	s.Handle("PUT /v1/users/{id}/follows/{target}", h.follow)
 	s.Handle("DELETE /v1/users/{id}/follows/{target}", h.unfollow)
-	s.Handle("POST /v1/posts", h.createPost)
+	s.Handle("POST /v1/posts", h.createPost, api.Body(api.MediaTypeJSON))
 	s.Handle("GET /v1/posts/{id}", h.getPost)
-	s.Handle("GET /v1/users/{id}/feed", h.feed, "limit", "before")
-	s.Handle("GET /v1/users/{id}/feed/strategies", h.feedStrategies, "limit")
+	s.Handle("GET /v1/users/{id}/feed", h.feed, api.Params("limit", "before"))
+	s.Handle("GET /v1/users/{id}/feed/strategies", h.feedStrategies, api.Params("limit"))
 	s.Handle("GET /v1/posts/{id}/fanout", h.postFanout)
-	s.Handle("GET /api/v1/feeds", h.compatFeed, "user-id", "limit")
-	s.Handle("POST /api/v1/tweets", h.compatTweet)
+	s.Handle("GET /api/v1/feeds", h.compatFeed, api.Params("user-id", "limit"))
+	s.Handle("POST /api/v1/tweets", h.compatTweet, api.Body(api.MediaTypeJSON))
 }
 
 type handlers struct{ svc *Service }

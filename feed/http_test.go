@@ -53,7 +53,7 @@ func TestHTTPBadInputIsAClearProblem(t *testing.T) {
 		{"POST", "/v1/posts", fmt.Sprintf(`{"authorId": %d, "text": %q}`, alice, long), 400, "text", "at most 280 characters, got 281"},
 		{"POST", "/v1/posts", fmt.Sprintf(`{"authorId": %d, "text": ""}`, alice), 400, "text", "empty"},
 		{"POST", "/v1/posts", `{"authorId": 4242, "text": "hi"}`, 404, "authorId", "4242"},
-		{"POST", "/v1/posts", `{"authorId": "1", "text": "hi"}`, 400, "authorId", "number"},
+		{"POST", "/v1/posts", `{"authorId": "1", "text": "hi"}`, 400, "authorId", "must be an integer"},
 		{"POST", "/v1/posts", `[1,2]`, 400, "body", ""},
 		{"POST", "/api/v1/tweets", `{"senderId": 4242, "text": "hi"}`, 404, "senderId", "4242"},
 		{"POST", "/api/v1/tweets", `{"text": "hi"}`, 400, "senderId", "> 0"},
@@ -74,7 +74,7 @@ func TestHTTPBadInputIsAClearProblem(t *testing.T) {
 		// Unknown fields, and no Go type names in details.
 		{"POST", "/v1/users", `{"username":"newbie","admin":true}`, 400, "admin", "unknown"},
 		{"POST", "/v1/posts", fmt.Sprintf(`{"authorId": %d, "text": "hi", "likes": 3}`, alice), 400, "likes", "unknown"},
-		{"POST", "/v1/users", `[]`, 400, "body", "must be a JSON object, got array"},
+		{"POST", "/v1/users", `[]`, 400, "body", "must be an object, got an array"},
 		// Canonical ids only.
 		{"GET", "/v1/users/+5", "", 400, "id", "plain decimal"},
 		{"GET", "/v1/users/007", "", 400, "id", "plain decimal"},

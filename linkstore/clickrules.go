@@ -89,12 +89,30 @@ func checkClickURLs(rec *Record, appSchemes []string) error {
 }
 
 // checkExpiry checks that expiresAt is after now and at most now+max. The
-// 400 problem names expires_at and the allowed range.
+// 400 problem names expires_at and the allowed range, as RFC 3339 times and
+// a span in words ("720 hours"), not in Go's duration notation.
 func checkExpiry(expiresAt, now time.Time, max time.Duration) error {
 	latest := now.Add(max)
 	if !expiresAt.After(now) || expiresAt.After(latest) {
 		return api.BadRequest("expires_at", fmt.Sprintf("%s is not in the allowed range: after now (%s) and at most %s later (%s)",
-			expiresAt.UTC().Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano), max, latest.UTC().Format(time.RFC3339Nano)))
+			expiresAt.UTC().Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano), spanInWords(max), latest.UTC().Format(time.RFC3339Nano)))
 	}
 	return nil
+}
+
+// spanInWords says d in the largest of hours, minutes, seconds and
+// milliseconds that divides it: "720 hours", "1 minute", "90 seconds".
+func spanInWords(d time.Duration) string {
+	for _, u := range []struct {
+		unit time.Duration
+		name string
+	}{{time.Hour, "hour"}, {time.Minute, "minute"}, {time.Second, "second"}, {time.Millisecond, "millisecond"}} {
+		if n := d / u.unit; d%u.unit == 0 || u.unit == time.Millisecond {
+			if n == 1 {
+				return "1 " + u.name
+			}
+			return fmt.Sprintf("%d %ss", n, u.name)
+		}
+	}
+	return ""
 }

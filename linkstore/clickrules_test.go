@@ -79,6 +79,8 @@ func TestCheckExpiry(t *testing.T) {
 			t.Errorf("expires_at now%+v: refused: %v", tc.expiresAt.Sub(now), err)
 		case !tc.ok && (!errors.As(err, &p) || p.Status != 400 || p.Field != "expires_at"):
 			t.Errorf("expires_at now%+v: got %v, want a 400 on expires_at", tc.expiresAt.Sub(now), err)
+		case !tc.ok && (!strings.Contains(p.Detail, "at most 1 hour later") || strings.Contains(p.Detail, "1h0m0s")):
+			t.Errorf("expires_at now%+v: the detail %q does not say the span in words", tc.expiresAt.Sub(now), p.Detail)
 		}
 	}
 }

@@ -1,8 +1,6 @@
 package linkstore
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,12 +24,12 @@ const MaxClickBodyBytes = 16 << 10
 //	PUT  /v1/admin/links/migration    {"mode": "..."} switches the mode (admin)
 //	GET  /v1/admin/links/memory       ?records=N: bytes per record of every format in Redis (admin)
 func RegisterRoutes(s *api.Server, svc *Service) {
-	s.Handle("POST /v1/clicks", svc.handlePost)
+	s.Handle("POST /v1/clicks", svc.handlePost, api.Body(api.MediaTypeJSON))
 	s.Handle("GET /v1/clicks/{id}", svc.handleGet)
 	s.Handle("POST /v1/clicks/{id}/resolve", svc.handleResolve)
 	s.HandleAdmin("GET /v1/admin/links/migration", svc.handleGetMigration)
-	s.HandleAdmin("PUT /v1/admin/links/migration", svc.handlePutMigration)
-	s.HandleAdmin("GET /v1/admin/links/memory", svc.handleGetMemory, "records")
+	s.HandleAdmin("PUT /v1/admin/links/migration", svc.handlePutMigration, api.Body(api.MediaTypeJSON))
+	s.HandleAdmin("GET /v1/admin/links/memory", svc.handleGetMemory, api.Params("records"))
 }
 
 // postClickResponse is the body of a 201 from POST /v1/clicks.
@@ -73,7 +71,7 @@ func (svc *Service) handlePost(w http.ResponseWriter, r *http.Request) error {
 			p.Field = "click_id"
 			return p
 		case errors.Is(err, ErrInvalidRecord):
-			return api.BadRequest("body", err.Error())
+			return api.BadRequest("body", invalidRecordDetail(err))
 		}
 		return err
 	}
@@ -83,7 +81,9 @@ func (svc *Service) handlePost(w http.ResponseWriter, r *http.Request) error {
 }
 
 // DecodeClickRequest decodes and validates a POST /v1/clicks body: one JSON
-// object in the Record form, no unknown fields, at most limit bytes.
+// object in the Record form, at most limit bytes, read by
+// api.UnmarshalStrict (no unknown field, no key given twice, every fault
+// named by its JSON path, "device.ip", in words a client can act on).
 // deep_link_url and clicked_at are required; deep_link_url, fallback_url
 // and tracking_link must be absolute URLs. Errors are *api.Problem values
 // naming the field.
@@ -92,63 +92,14 @@ func DecodeClickRequest(body io.Reader, limit int64) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := api.CheckBodyText(data); err != nil {
-		return nil, err // invalid UTF-8 or NUL, named by field
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	rec := new(Record)
-	if err := dec.Decode(rec); err != nil {
-		return nil, jsonProblem(err)
-	}
-	if dec.More() {
-		return nil, api.BadRequest("body", "body must hold exactly one JSON object")
+	if err := api.UnmarshalStrict(data, rec); err != nil {
+		return nil, err
 	}
 	if err := validateClick(rec); err != nil {
 		return nil, err
 	}
 	return rec, nil
-}
-
-// jsonProblem turns an encoding/json error into a 400 naming the field, in
-// JSON's words (never a Go type name).
-func jsonProblem(err error) error {
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
-	switch {
-	case errors.As(err, &typeErr):
-		field := typeErr.Field
-		if field == "" {
-			field = "body"
-		}
-		return api.BadRequest(field, fmt.Sprintf("expected a JSON %s, got JSON %s", api.JSONKind(typeErr.Type), typeErr.Value))
-	case errors.As(err, &syntaxErr):
-		return api.BadRequest("body", fmt.Sprintf("malformed JSON at byte %d: %v", syntaxErr.Offset, syntaxErr))
-	case errors.Is(err, io.EOF):
-		return api.BadRequest("body", "empty body: send the click record as a JSON object")
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return api.BadRequest("body", "truncated JSON")
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		quoted := strings.TrimPrefix(err.Error(), "json: unknown field ")
-		name := strings.Trim(quoted, `"`)
-		if name == "" {
-			name = "body"
-		}
-		return api.BadRequest(name, "unknown field "+quoted, api.JSONFields(&Record{})...)
-	}
-	// Errors from UnmarshalText (click_id, device.ip, advertising_id, times).
-	field := "body"
-	msg := err.Error()
-	for _, f := range []string{"click_id", "advertising_id", "ip", "clicked_at", "impression_at", "received_at", "expires_at"} {
-		if strings.Contains(msg, f) {
-			field = f
-			break
-		}
-	}
-	if errors.Is(err, ErrInvalidUUID) && field == "body" {
-		field = "click_id"
-	}
-	return api.BadRequest(field, msg)
 }
 
 func validateClick(rec *Record) error {
@@ -173,9 +124,15 @@ func validateClick(rec *Record) error {
 		return api.BadRequest("device.ip", "an IP address with a zone is not allowed")
 	}
 	if err := validateRecordStrings(rec); err != nil {
-		return api.BadRequest("body", err.Error())
+		return api.BadRequest("body", invalidRecordDetail(err))
 	}
 	return nil
+}
+
+// invalidRecordDetail is the detail of a problem about an ErrInvalidRecord
+// error: its message without the package's sentinel prefix.
+func invalidRecordDetail(err error) string {
+	return strings.TrimPrefix(err.Error(), ErrInvalidRecord.Error()+": ")
 }
 
 func pathClickID(r *http.Request) (ClickID, error) {

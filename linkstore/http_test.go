@@ -238,6 +238,15 @@ func TestDecodeClickRequestSaysNothingInternal(t *testing.T) {
 		{"device an array", strings.NewReader(`{"device":[]}`), 400, "device"},
 		{"NUL", strings.NewReader(`{"deep_link_url":"baedal://x\u0000","clicked_at":"2025-01-01T00:00:00Z"}`), 400, "deep_link_url"},
 		{"invalid UTF-8", strings.NewReader("{\"deep_link_url\":\"baedal://x\",\"referrer\":\"\xff\",\"clicked_at\":\"2025-01-01T00:00:00Z\"}"), 400, "referrer"},
+		// Issue #37: each named by its JSON path, in words a client can act on.
+		{"advertising_id not a UUID", strings.NewReader(`{"deep_link_url":"baedal://x","clicked_at":"2025-01-01T00:00:00Z","device":{"advertising_id":"nope"}}`), 400, "device.advertising_id"},
+		{"clicked_at not a time", strings.NewReader(`{"deep_link_url":"baedal://x","clicked_at":"yesterday"}`), 400, "clicked_at"},
+		{"device.ip not an address", strings.NewReader(`{"deep_link_url":"baedal://x","clicked_at":"2025-01-01T00:00:00Z","device":{"ip":"999.1.1.1"}}`), 400, "device.ip"},
+		{"screen_width negative", strings.NewReader(`{"deep_link_url":"baedal://x","clicked_at":"2025-01-01T00:00:00Z","device":{"screen_width":-1}}`), 400, "device.screen_width"},
+		{"unknown nested field", strings.NewReader(`{"deep_link_url":"baedal://x","clicked_at":"2025-01-01T00:00:00Z","utm":{"colour":"x"}}`), 400, "utm.colour"},
+		{"key in another case", strings.NewReader(`{"deep_link_url":"baedal://x","clicked_at":"2025-01-01T00:00:00Z","Clicked_At":"2026-01-01T00:00:00Z"}`), 400, "Clicked_At"},
+		{"key given twice", strings.NewReader(`{"deep_link_url":"baedal://x","clicked_at":"2025-01-01T00:00:00Z","device":{"ip":"203.0.113.1","ip":"203.0.113.2"}}`), 400, "device.ip"},
+		{"lone surrogate", strings.NewReader(`{"deep_link_url":"baedal://x","clicked_at":"2025-01-01T00:00:00Z","referrer":"r\ud800"}`), 400, "referrer"},
 	}
 	for _, tc := range cases {
 		_, err := DecodeClickRequest(tc.body, MaxClickBodyBytes)
@@ -246,7 +255,7 @@ func TestDecodeClickRequestSaysNothingInternal(t *testing.T) {
 			t.Errorf("%s: %v, want a %d problem naming %q", tc.name, err, tc.status, tc.field)
 			continue
 		}
-		for _, leak := range []string{"tcp", "127.0.0.1", "linkstore.", "netip.", "Go "} {
+		for _, leak := range []string{"tcp", "127.0.0.1", "linkstore", "netip.", "Go ", "2006-01-02", "ParseAddr", "uint32", "JSON number", "UUID \""} {
 			if strings.Contains(p.Detail, leak) {
 				t.Errorf("%s: detail %q shows %q", tc.name, p.Detail, leak)
 			}

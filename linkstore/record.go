@@ -104,6 +104,12 @@ func (id *ClickID) UnmarshalText(text []byte) error {
 	return nil
 }
 
+// TextForm describes the text form for a problem about a value that does
+// not parse (api.TextForm).
+func (ClickID) TextForm() string {
+	return "a UUID of 32 hex digits in the 8-4-4-4-12 form, such as 0190b5a8-7c3e-7b4a-9d2e-3f1a2b3c4d5e"
+}
+
 // ParseClickID parses the 36-character text form (either hex case).
 func ParseClickID(text string) (ClickID, error) {
 	return parseUUID([]byte(text))

@@ -63,7 +63,7 @@ func RegisterRoutes(ctx context.Context, srv *api.Server, o *Orchestrator) {
 		background("run", st.ID, func(ctx context.Context) error { return o.Run(ctx, st.ID) })
 		api.WriteJSON(w, http.StatusAccepted, st)
 		return nil
-	})
+	}, api.Body(api.MediaTypeJSON))
 	srv.HandleAdmin("GET /admin/reindex/{id}", func(w http.ResponseWriter, r *http.Request) error {
 		st, err := o.Status(r.Context(), r.PathValue("id"))
 		if err != nil {
@@ -125,7 +125,7 @@ func RegisterRoutes(ctx context.Context, srv *api.Server, o *Orchestrator) {
 		}
 		api.WriteJSON(w, status, st)
 		return nil
-	})
+	}, api.Body(api.MediaTypeJSON))
 }
 
 // ParseOptions decodes a start request: DefaultOptions overlaid with the

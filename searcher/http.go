@@ -75,7 +75,7 @@ func RegisterRoutes(s *api.Server, srch *Searcher, fb ...*Fallback) {
 		}
 		api.WriteJSON(w, http.StatusOK, resp)
 		return nil
-	}, query.Params()...)
+	}, api.Params(query.Params()...))
 }
 
 // retryAfter is the Retry-After of a refused search.

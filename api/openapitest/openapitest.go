@@ -38,10 +38,13 @@ const GoPatternExtension = "x-go-pattern"
 
 // SharedStatuses are the statuses every route can answer, whatever its
 // handler does: the shared input rules (400, 408, 413, 431) and a server
-// failure (500). AdminStatuses are those of every admin route.
+// failure (500). AdminStatuses are those of every admin route, BodyStatuses
+// those of every route that takes a body (a Content-Type it does not take,
+// a Content-Encoding: api.CheckBodyMediaType).
 var (
 	SharedStatuses = []string{"400", "408", "413", "431", "500"}
 	AdminStatuses  = []string{"401", "403"}
+	BodyStatuses   = []string{"415"}
 )
 
 func init() {
@@ -163,14 +166,18 @@ func (s *Spec) CheckRoutes(registered []string) []error {
 }
 
 // CheckStatuses returns one error per operation that does not declare a
-// shared status (SharedStatuses), or an admin status (AdminStatuses) when
-// it needs the admin token (security adminBearer).
+// shared status (SharedStatuses), an admin status (AdminStatuses) when it
+// needs the admin token (security adminBearer), or a body status
+// (BodyStatuses) when it takes a request body.
 func (s *Spec) CheckStatuses() []error {
 	var errs []error
 	for _, op := range s.Operations() {
 		want := SharedStatuses
 		if op.Op.Security != nil && len(*op.Op.Security) > 0 {
 			want = append(slices.Clone(want), AdminStatuses...)
+		}
+		if op.Op.RequestBody != nil {
+			want = append(slices.Clone(want), BodyStatuses...)
 		}
 		for _, code := range want {
 			if op.Op.Responses.Value(code) == nil {

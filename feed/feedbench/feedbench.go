@@ -758,7 +758,7 @@ func serveFloor(ctx context.Context, base string, user int64) (floorBase string,
 			h.Set("Content-Length", strconv.Itoa(len(body)))
 			_, err := w.Write(body)
 			return err
-		}, "user-id", "limit")
+		}, api.Params("user-id", "limit"))
 	})
 }
 
