@@ -143,12 +143,14 @@ func ParseOptions(raw []byte, aliases []string) (Options, error) {
 	return opts, nil
 }
 
+// Actions lists the actions of POST /admin/reindex/{id}/{action}.
+func Actions() []string {
+	return []string{"run", "pause", "resume", "rethrottle", "rollback", "cleanup"}
+}
+
 // problem maps the package's errors to problem bodies: a FieldError is a
 // 400 naming the field, an unknown job 404, a busy alias or job 409, a wrong
 // step 409; anything else is returned as is (a 500).
-// Actions lists the actions of POST /admin/reindex/{id}/{action}.
-func Actions() []string { return []string{"run", "pause", "resume", "rethrottle", "rollback", "cleanup"} }
-
 func problem(err error) error {
 	var fe *FieldError
 	switch {
