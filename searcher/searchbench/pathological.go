@@ -27,6 +27,16 @@ type PathologicalFigures struct {
 	Pathological int `json:"pathological"`
 	// Layouts holds each layout's figures, by layout name.
 	Layouts map[string]PathologicalLayout `json:"layouts"`
+	// ByQuery holds, for each of PathologicalQueries in order, its p99 and
+	// missed searches on each layout: which costly search is the costly one.
+	ByQuery []PathologicalQuery `json:"by_query"`
+}
+
+// PathologicalQuery is one costly search's figures, by layout name.
+type PathologicalQuery struct {
+	Query  string             `json:"query"`
+	P99Ms  map[string]float64 `json:"p99_ms"`
+	Missed map[string]int     `json:"missed"`
 }
 
 // PathologicalLayout is one layout's figures: p99 of each kind, their
@@ -78,20 +88,29 @@ func (r *run) pathological(ctx context.Context, ordinary []query.Request) (Patho
 	type search struct {
 		req    query.Request
 		costly bool
+		which  int // the index in PathologicalQueries of a costly search
 	}
 	var mix []search
 	for _, q := range ordinary {
 		mix = append(mix, search{req: q})
 	}
 	for i := range max(len(costly), len(ordinary)/2) {
-		mix = append(mix, search{req: costly[i%len(costly)], costly: true})
+		mix = append(mix, search{req: costly[i%len(costly)], costly: true, which: i % len(costly)})
 	}
 	rand.New(rand.NewPCG(uint64(r.cfg.Bench.Seed), 7)).Shuffle(len(mix), func(i, j int) { mix[i], mix[j] = mix[j], mix[i] })
 
 	recs := make([][2]*bench.LatencyRecorder, len(r.kinds)) // [ordinary, costly]
 	miss := make([][2]int, len(r.kinds))
+	byQuery := make([][]*bench.LatencyRecorder, len(costly)) // [query][layout slot]
+	missedByQuery := make([][]int, len(costly))
 	for i := range recs {
 		recs[i] = [2]*bench.LatencyRecorder{bench.NewLatencyRecorder(), bench.NewLatencyRecorder()}
+	}
+	for q := range byQuery {
+		missedByQuery[q] = make([]int, len(r.kinds))
+		for range r.kinds {
+			byQuery[q] = append(byQuery[q], bench.NewLatencyRecorder())
+		}
 	}
 	prog := bench.NewProgress(r.progress, "search pathological", int64(len(mix)))
 	defer prog.Done()
@@ -106,7 +125,11 @@ func (r *run) pathological(ctx context.Context, ordinary []query.Request) (Patho
 			k := r.kinds[slot]
 			start := time.Now()
 			_, err := r.srch.Search(ctx, s.req, k)
-			recs[slot][kind].Record(time.Since(start))
+			took := time.Since(start)
+			recs[slot][kind].Record(took)
+			if s.costly {
+				byQuery[s.which][slot].Record(took)
+			}
 			if err != nil {
 				var m missed
 				if !m.count(err) {
@@ -114,6 +137,9 @@ func (r *run) pathological(ctx context.Context, ordinary []query.Request) (Patho
 				}
 				mu.Lock()
 				miss[slot][kind]++
+				if s.costly {
+					missedByQuery[s.which][slot]++
+				}
 				mu.Unlock()
 			}
 		}
@@ -133,6 +159,14 @@ func (r *run) pathological(ctx context.Context, ordinary []query.Request) (Patho
 			P99RatioCI95:   bench.QuantileRatioCI(recs[slot][0], recs[slot][1], 0.99, seed),
 			MissedOrdinary: miss[slot][0], MissedPathological: miss[slot][1],
 		}
+	}
+	for q, raw := range PathologicalQueries {
+		pq := PathologicalQuery{Query: raw, P99Ms: map[string]float64{}, Missed: map[string]int{}}
+		for slot, k := range r.kinds {
+			pq.P99Ms[string(k)] = byQuery[q][slot].Summary().P99Ms
+			pq.Missed[string(k)] = missedByQuery[q][slot]
+		}
+		f.ByQuery = append(f.ByQuery, pq)
 	}
 	return f, nil
 }

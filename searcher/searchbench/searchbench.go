@@ -925,9 +925,18 @@ func (r *run) report(s Summary, idle, load []*bench.LatencyRecorder) (string, er
 		pathTable.Rows = append(pathTable.Rows, []string{k, fmt.Sprintf("%.2f", l.OrdinaryP99Ms), fmt.Sprintf("%.2f", l.PathologicalP99Ms),
 			fmt.Sprintf("%.2f", l.P99Ratio), fmt.Sprintf("[%.2f, %.2f]", l.P99RatioCI95.Low, l.P99RatioCI95.High), fmt.Sprintf("%d, %d", l.MissedOrdinary, l.MissedPathological)})
 	}
+	byQuery := &bench.Table{Header: append([]string{"costly search"}, names...)}
+	for _, q := range s.Pathological.ByQuery {
+		row := []string{q.Query}
+		for _, k := range names {
+			row = append(row, fmt.Sprintf("p99 %.1f ms, %d missed", q.P99Ms[k], q.Missed[k]))
+		}
+		byQuery.Rows = append(byQuery.Rows, row)
+	}
 	rep.Add(bench.Section{Title: "Pathological searches, idle", Table: pathTable, Text: fmt.Sprintf(
 		"%d ordinary searches of the mix and %d legal but costly ones (%s), shuffled together, each on every layout in alternating order. Target: the costly p99 at most %.0fx the ordinary p99 on every layout.",
 		s.Pathological.Ordinary, s.Pathological.Pathological, strings.Join(PathologicalQueries, " · "), PathologicalTarget.Value)})
+	rep.Add(bench.Section{Title: "Pathological searches, one by one", Table: byQuery})
 	rep.Add(bench.IntervalSection(figures))
 	rep.Add(bench.TargetsSection(s.Targets))
 	rep.SetSummary(s)

@@ -65,6 +65,9 @@ func TestSmoke(t *testing.T) {
 	if problems := bench.IntervalProblems(parsed, "pathological.layouts.nested.p99_ratio", "pathological.layouts.split.p99_ratio"); len(problems) > 0 {
 		t.Errorf("pathological intervals: %q", problems)
 	}
+	if len(s.Pathological.ByQuery) != len(PathologicalQueries) || s.Pathological.ByQuery[0].P99Ms["nested"] <= 0 {
+		t.Errorf("pathological by_query: %+v, want every costly search timed on every layout", s.Pathological.ByQuery)
+	}
 	if s.Pathological.Pathological < len(PathologicalQueries) {
 		t.Errorf("%d pathological searches, want at least one of each of %d", s.Pathological.Pathological, len(PathologicalQueries))
 	}
