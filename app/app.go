@@ -107,7 +107,16 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.HealthTimeout, "health-timeout", c.HealthTimeout, "timeout of each backend probe in /healthz")
 }
 
-// Validate checks every component and joins the errors.
+// EnsureDefaults fills the zero fields of the components whose zero value
+// means their default (the feed's), so that Validate sees the values Run
+// uses: `--feed-celebrity-threshold 0` is the default threshold, not an
+// error. The other components take their defaults from Defaults only.
+func (c *Config) EnsureDefaults() {
+	c.Feed.EnsureDefaults()
+}
+
+// Validate checks every component and joins the errors. Call EnsureDefaults
+// first.
 func (c *Config) Validate() error {
 	errs := []error{c.API.Validate(), c.Backends.Validate(), c.Indexer.Validate(),
 		c.Search.Validate(), c.Fallback.Validate(), c.Feed.Validate(), c.Links.Validate(), c.RedisReads.Validate(), c.OpenSearchReads.Validate(), c.Demo.Validate()}
@@ -120,6 +129,7 @@ func (c *Config) Validate() error {
 // Run serves the API until ctx is cancelled. ready, if not nil, is called
 // with the bound address once the server accepts connections.
 func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr string)) error {
+	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

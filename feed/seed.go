@@ -61,19 +61,29 @@ func (c *SeedConfig) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Reset, "reset", c.Reset, "empty the feed tables first")
 }
 
-// EnsureDefaults fills zero fields.
+// SeedDefaults returns the default seed: the write-up's experiment with
+// 10,000 ordinary users and 3 posts each. Now stays zero (the time of the
+// seed).
+func SeedDefaults() SeedConfig {
+	return SeedConfig{Preset: PresetExperiment, Users: 10_000, PostsPerUser: 3, CelebrityPosts: 3, Seed: 1}
+}
+
+// EnsureDefaults fills zero fields with SeedDefaults, and Now with the
+// current time. Call it before Validate: a zero field is not an error.
 func (c *SeedConfig) EnsureDefaults() {
-	setIfZero(&c.Preset, PresetExperiment)
-	setIfZero(&c.Users, 10_000)
-	setIfZero(&c.PostsPerUser, 3)
-	setIfZero(&c.CelebrityPosts, 3)
-	setIfZero(&c.Seed, 1)
+	d := SeedDefaults()
+	setIfZero(&c.Preset, d.Preset)
+	setIfZero(&c.Users, d.Users)
+	setIfZero(&c.PostsPerUser, d.PostsPerUser)
+	setIfZero(&c.CelebrityPosts, d.CelebrityPosts)
+	setIfZero(&c.Seed, d.Seed)
 	if c.Now.IsZero() {
 		c.Now = time.Now()
 	}
 }
 
-// Validate names the first invalid field.
+// Validate names the first invalid field. It checks the configuration as
+// given: run EnsureDefaults first, or zero fields are errors.
 func (c *SeedConfig) Validate() error {
 	if c.Preset != PresetExperiment && c.Preset != PresetSocial {
 		return fmt.Errorf("preset: got %q, allowed: %s, %s", c.Preset, PresetExperiment, PresetSocial)

@@ -178,6 +178,7 @@ func runServe(ctx context.Context, args []string) error {
 		// Backends not given come from the stack at run time.
 		check := *cfg
 		withPlaceholderBackends(&check.Backends)
+		check.EnsureDefaults()
 		return check.Validate()
 	}
 	if st, err := localstack.Load(*stateDir); err == nil {
