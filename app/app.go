@@ -63,7 +63,9 @@ type Config struct {
 	// OpenSearchReads picks the OpenSearch endpoint of each request when
 	// several URLs are configured (C3 by default).
 	OpenSearchReads osread.Config
-	// Demo is the generated catalog and live traffic; Shops 0 disables it.
+	// Demo is the generated catalog and live traffic (Shops 0 disables
+	// it), and the follow feed's seeded graph and posts (FeedUsers 0
+	// disables them).
 	Demo simulator.Config
 	// Workers runs the indexer and feed fan-out workers in this process.
 	Workers bool
@@ -77,10 +79,11 @@ type Config struct {
 }
 
 // Defaults returns the default configuration; backend addresses are empty
-// until filled from flags, the environment or the local stack. No demo.
+// until filled from flags, the environment or the local stack. No demo:
+// neither the catalog nor the feed.
 func Defaults() Config {
 	demo := simulator.Defaults()
-	demo.Shops = 0
+	demo.Shops, demo.FeedUsers = 0, 0
 	return Config{
 		API: api.Defaults(), Backends: backend.Defaults(), Indexer: indexer.Defaults(),
 		Search: searcher.Defaults(), Fallback: searcher.DefaultFallback(), Feed: feed.Defaults(), Links: linkstore.DefaultConfig(), Reindex: reindex.Defaults(), Demo: demo,
@@ -317,6 +320,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	if cfg.Demo.Shops > 0 {
 		sim := simulator.New(cfg.Demo, evlog, log, reg)
 		g.Go(func() error { return sim.Run(gctx, cfg.Progress) })
+	}
+	if cfg.Demo.FeedUsers > 0 {
+		poster := simulator.NewFeedPoster(cfg.Demo, feedSvc, log, reg)
+		g.Go(func() error { return poster.Run(gctx, cfg.Progress) })
 	}
 	g.Go(func() error {
 		log.Info("serving", "addr", cfg.API.Addr, "opensearch", redacted(cfg.Backends.OpenSearch.URLs), "redis", backend.RedactRedisAddr(cfg.Backends.Redis.Addr))
