@@ -62,9 +62,14 @@ export function mount(root, { requestJSON }) {
   const columns = el('div', { class: 'timings', attrs: { id: 'feed-columns' } });
   let readerID = '';
   let feedBusy = false;
+  let feedAgain = false; // asked for while busy: load again when done
   let newestShown = null; // the newest post id of readerID's feed at the last load
   async function loadFeed() {
-    if (!readerID || feedBusy) return;
+    if (!readerID) return;
+    if (feedBusy) {
+      feedAgain = true;
+      return;
+    }
     feedBusy = true;
     const asked = readerID;
     try {
@@ -86,13 +91,21 @@ export function mount(root, { requestJSON }) {
       columns.dataset.state = 'error';
     } finally {
       feedBusy = false;
+      if (feedAgain) {
+        feedAgain = false;
+        loadFeed();
+      }
     }
   }
+  // showReader shows id's feed; the columns of the reader before are gone
+  // at once, so nothing on screen is taken for the new reader's.
   function showReader(id) {
     readerID = String(id);
     reader.value = readerID;
     newestShown = null;
+    delete columns.dataset.user;
     columns.dataset.state = 'loading';
+    columns.replaceChildren(el('p', { class: 'muted', text: `loading user ${readerID}'s feed…` }));
     loadFeed();
   }
   showFeed.addEventListener('click', () => showReader(reader.value.trim()));
