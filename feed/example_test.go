@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The example users are found in the data: on the experiment graph, user A
@@ -93,5 +94,27 @@ func TestSeedReplacesAnEarlierSeedOnly(t *testing.T) {
 	}
 	if _, err := Seed(ctx, b.db, SeedConfig{Preset: PresetExperiment, Users: 10, Reset: true}, nil); err != nil {
 		t.Fatalf("with Reset: %v", err)
+	}
+}
+
+// Workers that run while a seed rebuilds the Redis state (the demo seeds
+// while the server runs; `baedal feed seed` may run beside a server) get
+// the deleted fan-out stream back and deliver the next post.
+func TestWorkersDeliverAfterARebuildUnderThem(t *testing.T) {
+	b := newBackends(t)
+	ctx := context.Background()
+	svc := newService(t, b, testConfig(StrategyHybrid, b.prefix))
+	startWorkers(t, svc)
+	time.Sleep(200 * time.Millisecond) // the consumers block on the stream
+	res, err := SeedAndRebuild(ctx, svc, SeedConfig{Preset: PresetExperiment, Users: 10}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := mustPost(t, svc, 1, "after the rebuild")
+	waitSettled(t, svc)
+	for _, reader := range []int64{res.UserA, res.UserB} {
+		if texts := feedTexts(t, svc, reader, 1); len(texts) != 1 || texts[0] != p.Text {
+			t.Errorf("user %d's newest post = %v, want %q pushed after the rebuild", reader, texts, p.Text)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -84,9 +85,12 @@ func (s *Service) consume(ctx context.Context, name string) {
 			if ctx.Err() != nil {
 				return
 			}
-			if isNoGroup(err) {
+			if isNoGroup(err) || isUnblockedByDeletion(err) {
 				// The stream was deleted (e.g. by Rebuild); create it again.
-				err = s.ensureGroup(ctx)
+				if err = s.ensureGroup(ctx); err == nil {
+					log.Info("the fan-out stream was deleted (by a rebuild?): created it again")
+					continue
+				}
 			}
 			log.Warn("read fan-out jobs", "err", err)
 			sleepCtx(ctx, backoff)
@@ -102,6 +106,12 @@ func (s *Service) consume(ctx context.Context, name string) {
 
 func isNoGroup(err error) bool {
 	return err != nil && len(err.Error()) >= 7 && err.Error()[:7] == "NOGROUP"
+}
+
+// isUnblockedByDeletion: Redis 7 ends an XREADGROUP blocked on a stream
+// that is deleted meanwhile with "UNBLOCKED the stream key no longer exists".
+func isUnblockedByDeletion(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "UNBLOCKED")
 }
 
 // claimStale takes over jobs idle longer than ClaimMinIdle and runs them.
