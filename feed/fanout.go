@@ -122,6 +122,9 @@ func (s *Service) claimStale(ctx context.Context, name string) error {
 			Stream: s.keys.stream(), Group: consumerGroup, Consumer: name,
 			MinIdle: s.cfg.ClaimMinIdle, Start: start, Count: int64(s.cfg.JobBatch),
 		}).Result()
+		if isNoGroup(err) {
+			return nil // the stream was deleted: nothing to take over; the read creates it again
+		}
 		if err != nil {
 			return fmt.Errorf("feed: XAUTOCLAIM %s from %s: %w", s.keys.stream(), start, err)
 		}
