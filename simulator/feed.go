@@ -131,7 +131,8 @@ func (p *FeedPoster) post(ctx context.Context, n int, rng *rand.Rand) error {
 		}
 		author = ids[0]
 	}
-	text := fmt.Sprintf("오늘은 %s 주문했어요 (demo post %d)", dishes[rng.IntN(len(dishes))], n)
+	// No number in the text: a second `up` counts from 1 again.
+	text := fmt.Sprintf("오늘은 %s 주문했어요 (demo post)", dishes[rng.IntN(len(dishes))])
 	if _, err := p.svc.CreatePost(ctx, author, text); err != nil {
 		return err
 	}
