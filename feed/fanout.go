@@ -89,10 +89,11 @@ func (s *Service) consume(ctx context.Context, name string) {
 				// The stream was deleted (e.g. by Rebuild); create it again.
 				if err = s.ensureGroup(ctx); err == nil {
 					log.Info("the fan-out stream was deleted (by a rebuild?): created it again")
-					continue
 				}
 			}
-			log.Warn("read fan-out jobs", "err", err)
+			if err != nil {
+				log.Warn("read fan-out jobs", "err", err)
+			}
 			sleepCtx(ctx, backoff)
 			backoff = min(2*backoff, 5*time.Second)
 			continue
@@ -109,9 +110,10 @@ func isNoGroup(err error) bool {
 }
 
 // isUnblockedByDeletion: Redis 7 ends an XREADGROUP blocked on a stream
-// that is deleted meanwhile with "UNBLOCKED the stream key no longer exists".
+// that is deleted meanwhile with this error (other UNBLOCKED errors, such
+// as a master turned replica, are not it).
 func isUnblockedByDeletion(err error) bool {
-	return err != nil && strings.HasPrefix(err.Error(), "UNBLOCKED")
+	return err != nil && strings.HasPrefix(err.Error(), "UNBLOCKED the stream key no longer exists")
 }
 
 // claimStale takes over jobs idle longer than ClaimMinIdle and runs them.
