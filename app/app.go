@@ -63,7 +63,9 @@ type Config struct {
 	// OpenSearchReads picks the OpenSearch endpoint of each request when
 	// several URLs are configured (C3 by default).
 	OpenSearchReads osread.Config
-	// Demo is the generated catalog and live traffic; Shops 0 disables it.
+	// Demo is the generated catalog and live traffic (Shops 0 disables
+	// it), and the follow feed's seeded graph and posts (FeedUsers 0
+	// disables them).
 	Demo simulator.Config
 	// Workers runs the indexer and feed fan-out workers in this process.
 	Workers bool
@@ -79,10 +81,11 @@ type Config struct {
 }
 
 // Defaults returns the default configuration; backend addresses are empty
-// until filled from flags, the environment or the local stack. No demo.
+// until filled from flags, the environment or the local stack. No demo:
+// neither the catalog nor the feed.
 func Defaults() Config {
 	demo := simulator.Defaults()
-	demo.Shops = 0
+	demo.Shops, demo.FeedUsers = 0, 0
 	return Config{
 		API: api.Defaults(), Backends: backend.Defaults(), Indexer: indexer.Defaults(),
 		Search: searcher.Defaults(), Fallback: searcher.DefaultFallback(), Feed: feed.Defaults(), Links: linkstore.DefaultConfig(), Reindex: reindex.Defaults(), Demo: demo,
@@ -109,7 +112,16 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.HealthTimeout, "health-timeout", c.HealthTimeout, "timeout of each backend probe in /healthz")
 }
 
-// Validate checks every component and joins the errors.
+// EnsureDefaults fills the zero fields of the components whose zero value
+// means their default (the feed's), so that Validate sees the values Run
+// uses: `--feed-celebrity-threshold 0` is the default threshold, not an
+// error. The other components take their defaults from Defaults only.
+func (c *Config) EnsureDefaults() {
+	c.Feed.EnsureDefaults()
+}
+
+// Validate checks every component and joins the errors. Call EnsureDefaults
+// first.
 func (c *Config) Validate() error {
 	errs := []error{c.API.Validate(), c.Backends.Validate(), c.Indexer.Validate(),
 		c.Search.Validate(), c.Fallback.Validate(), c.Feed.Validate(), c.Links.Validate(), c.RedisReads.Validate(), c.OpenSearchReads.Validate(), c.Demo.Validate()}
@@ -128,6 +140,7 @@ func (c *Config) Validate() error {
 // Run serves the API until ctx is cancelled. ready, if not nil, is called
 // with the bound address once the server accepts connections.
 func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr string)) error {
+	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -324,6 +337,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 			reportDemoIndexing(gctx, evlog, sim.Loaded(), indexed, longestRefresh(cfg.Indexer.Layout), cfg.Progress, log)
 			return nil
 		})
+	}
+	if cfg.Demo.FeedUsers > 0 {
+		poster := simulator.NewFeedPoster(cfg.Demo, feedSvc, log, reg)
+		g.Go(func() error { return poster.Run(gctx, cfg.Progress) })
 	}
 	g.Go(func() error {
 		log.Info("serving", "addr", cfg.API.Addr, "opensearch", redacted(cfg.Backends.OpenSearch.URLs), "redis", backend.RedactRedisAddr(cfg.Backends.Redis.Addr))

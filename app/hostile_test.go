@@ -223,6 +223,7 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 			{target: "/v1/posts/" + p + "/fanout?watch=1", status: 400, field: "watch"},
 			{target: "/v1/posts/999999999999/fanout", status: 404, field: "id"},
 		}},
+		"GET /v1/feed/example": {sample: "/v1/feed/example", cases: []hostileCase{{target: "/v1/feed/example?limit=1", status: 400, field: "limit"}}},
 		"GET /v1/users/{id}/feed/strategies": {sample: "/v1/users/" + u + "/feed/strategies", cases: []hostileCase{
 			{target: "/v1/users/" + u + "/feed/strategies?limit=0", status: 400, field: "limit"},
 			{target: "/v1/users/" + u + "/feed/strategies?limit=100000", status: 400, field: "limit"},

@@ -461,6 +461,8 @@ func testOpenAPIRoundTripEveryRoute(t *testing.T, cfg Config) {
 	c.do(apiCase{route: "GET /v1/posts/{id}/fanout", method: "GET", target: "/v1/posts/" + p + "/fanout", status: ok})
 	c.do(apiCase{route: "GET /v1/posts/{id}/fanout", method: "GET", target: "/v1/posts/0x1/fanout", status: []int{400}, specRejects: true})
 	c.do(apiCase{route: "GET /v1/posts/{id}/fanout", method: "GET", target: "/v1/posts/999999999999/fanout", status: []int{404}})
+	c.do(apiCase{route: "GET /v1/feed/example", method: "GET", target: "/v1/feed/example", status: ok})
+	c.do(apiCase{route: "GET /v1/feed/example", method: "GET", target: "/v1/feed/example?user=1", status: []int{400}, specRejects: true})
 	c.do(apiCase{route: "GET /api/v1/feeds", method: "GET", target: "/api/v1/feeds?user-id=" + b + "&limit=5", status: ok})
 	c.do(apiCase{route: "GET /api/v1/feeds", method: "GET", target: "/api/v1/feeds", status: []int{400}, specRejects: true})
 	c.do(apiCase{route: "GET /api/v1/feeds", method: "GET", target: "/api/v1/feeds?user-id=999999999999", status: []int{404}})

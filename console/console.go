@@ -26,8 +26,9 @@ var staticFiles embed.FS
 type Deps struct {
 	// Search is true when GET /v1/search is served: shows the Search view.
 	Search bool
-	// Feed is true when the feed routes, /v1/users/{id}/feed/strategies
-	// and /v1/posts/{id}/fanout included, are served: shows the Feed view.
+	// Feed is true when the feed routes, /v1/users/{id}/feed/strategies,
+	// /v1/posts/{id}/fanout and /v1/feed/example included, are served: shows
+	// the Feed view.
 	Feed bool
 	// ReindexAliases are the aliases the live reindex routes (/admin/reindex)
 	// can rebuild; when not empty, shows the Reindex view.

@@ -40,5 +40,7 @@
 //
 // The views are Search, Feed, Links, Reindex, Replicas and Ops; the search
 // view keeps its request in the location hash (#search?q=…), so a result
-// page can be shared and reloaded.
+// page can be shared and reloaded. The feed view opens on the example the
+// server finds in its data (GET /v1/feed/example), and says what to run
+// when there are no feed users.
 package console

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -84,11 +85,15 @@ func (s *Service) consume(ctx context.Context, name string) {
 			if ctx.Err() != nil {
 				return
 			}
-			if isNoGroup(err) {
+			if isNoGroup(err) || isUnblockedByDeletion(err) {
 				// The stream was deleted (e.g. by Rebuild); create it again.
-				err = s.ensureGroup(ctx)
+				if err = s.ensureGroup(ctx); err == nil {
+					log.Info("the fan-out stream was deleted (by a rebuild?): created it again")
+				}
 			}
-			log.Warn("read fan-out jobs", "err", err)
+			if err != nil {
+				log.Warn("read fan-out jobs", "err", err)
+			}
 			sleepCtx(ctx, backoff)
 			backoff = min(2*backoff, 5*time.Second)
 			continue
@@ -104,6 +109,13 @@ func isNoGroup(err error) bool {
 	return err != nil && len(err.Error()) >= 7 && err.Error()[:7] == "NOGROUP"
 }
 
+// isUnblockedByDeletion: Redis 7 ends an XREADGROUP blocked on a stream
+// that is deleted meanwhile with this error (other UNBLOCKED errors, such
+// as a master turned replica, are not it).
+func isUnblockedByDeletion(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "UNBLOCKED the stream key no longer exists")
+}
+
 // claimStale takes over jobs idle longer than ClaimMinIdle and runs them.
 func (s *Service) claimStale(ctx context.Context, name string) error {
 	start := "0-0"
@@ -112,6 +124,9 @@ func (s *Service) claimStale(ctx context.Context, name string) error {
 			Stream: s.keys.stream(), Group: consumerGroup, Consumer: name,
 			MinIdle: s.cfg.ClaimMinIdle, Start: start, Count: int64(s.cfg.JobBatch),
 		}).Result()
+		if isNoGroup(err) {
+			return nil // the stream was deleted: nothing to take over; the read creates it again
+		}
 		if err != nil {
 			return fmt.Errorf("feed: XAUTOCLAIM %s from %s: %w", s.keys.stream(), start, err)
 		}

@@ -28,6 +28,7 @@ const maxRequestBytes = 64 << 10
 //	GET    /v1/users/{id}/feed?limit=&before= → Page
 //	GET    /v1/users/{id}/feed/strategies?limit= → the newest page by pull, push and hybrid (StrategiesView)
 //	GET    /v1/posts/{id}/fanout             → FanoutProgress: followers whose timeline holds the post
+//	GET    /v1/feed/example                  → Example: a reader, an author and the most followed user to show
 //
 // and the compatibility routes of the write-up's load scripts:
 //
@@ -48,6 +49,7 @@ func RegisterRoutes(s *api.Server, svc *Service) {
 	s.Handle("GET /v1/users/{id}/feed", h.feed, api.Params("limit", "before"))
 	s.Handle("GET /v1/users/{id}/feed/strategies", h.feedStrategies, api.Params("limit"))
 	s.Handle("GET /v1/posts/{id}/fanout", h.postFanout)
+	s.Handle("GET /v1/feed/example", h.example)
 	s.Handle("GET /api/v1/feeds", h.compatFeed, api.Params("user-id", "limit"))
 	s.Handle("POST /api/v1/tweets", h.compatTweet, api.Body(api.MediaTypeJSON))
 }

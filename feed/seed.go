@@ -2,7 +2,6 @@ package feed
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -39,10 +38,17 @@ type SeedConfig struct {
 	// Now is the time of the newest seeded post (default time.Now()); posts
 	// spread over the week before it.
 	Now time.Time
-	// Reset empties the feed tables first; without it Seed refuses a
-	// database that already has users.
+	// Reset empties the feed tables first. Without it Seed replaces the
+	// data of an earlier seed (the demo's included), whose users it knows by
+	// their profile picture (SeedPicturePrefix), and refuses a database with
+	// any other user.
 	Reset bool
 }
+
+// SeedPicturePrefix starts the profile picture URL of every seeded user:
+// it tells an earlier seed's users, which a seed may replace, from users
+// created through the API.
+const SeedPicturePrefix = "https://img.baedal.example/u/"
 
 // SeedResult describes what Seed loaded.
 type SeedResult struct {
@@ -61,19 +67,29 @@ func (c *SeedConfig) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Reset, "reset", c.Reset, "empty the feed tables first")
 }
 
-// EnsureDefaults fills zero fields.
+// SeedDefaults returns the default seed: the write-up's experiment with
+// 10,000 ordinary users and 3 posts each. Now stays zero (the time of the
+// seed).
+func SeedDefaults() SeedConfig {
+	return SeedConfig{Preset: PresetExperiment, Users: 10_000, PostsPerUser: 3, CelebrityPosts: 3, Seed: 1}
+}
+
+// EnsureDefaults fills zero fields with SeedDefaults, and Now with the
+// current time. Call it before Validate: a zero field is not an error.
 func (c *SeedConfig) EnsureDefaults() {
-	setIfZero(&c.Preset, PresetExperiment)
-	setIfZero(&c.Users, 10_000)
-	setIfZero(&c.PostsPerUser, 3)
-	setIfZero(&c.CelebrityPosts, 3)
-	setIfZero(&c.Seed, 1)
+	d := SeedDefaults()
+	setIfZero(&c.Preset, d.Preset)
+	setIfZero(&c.Users, d.Users)
+	setIfZero(&c.PostsPerUser, d.PostsPerUser)
+	setIfZero(&c.CelebrityPosts, d.CelebrityPosts)
+	setIfZero(&c.Seed, d.Seed)
 	if c.Now.IsZero() {
 		c.Now = time.Now()
 	}
 }
 
-// Validate names the first invalid field.
+// Validate names the first invalid field. It checks the configuration as
+// given: run EnsureDefaults first, or zero fields are errors.
 func (c *SeedConfig) Validate() error {
 	if c.Preset != PresetExperiment && c.Preset != PresetSocial {
 		return fmt.Errorf("preset: got %q, allowed: %s, %s", c.Preset, PresetExperiment, PresetSocial)
@@ -114,17 +130,25 @@ func Seed(ctx context.Context, db *pgxpool.Pool, cfg SeedConfig, progress io.Wri
 	if _, err := Migrate(ctx, db); err != nil {
 		return SeedResult{}, err
 	}
-	if cfg.Reset {
+	empty := cfg.Reset
+	if !cfg.Reset {
+		var users, others int64
+		err := db.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE NOT starts_with(profile_pic, $1)) FROM feed_users`,
+			SeedPicturePrefix).Scan(&users, &others)
+		if err != nil {
+			return SeedResult{}, fmt.Errorf("feed: seed: count the users: %w", err)
+		}
+		if others > 0 {
+			return SeedResult{}, fmt.Errorf("feed: seed: the database has %d feed users that no seed created; pass --reset to replace them", others)
+		}
+		if users > 0 {
+			fmt.Fprintf(progress, "feed seed: replacing the %d users of an earlier seed\n", users)
+			empty = true
+		}
+	}
+	if empty {
 		if _, err := db.Exec(ctx, `TRUNCATE feed_outbox, feed_posts, feed_follows, feed_users RESTART IDENTITY`); err != nil {
 			return SeedResult{}, fmt.Errorf("feed: seed: empty the feed tables: %w", err)
-		}
-	} else {
-		var any bool
-		if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM feed_users)`).Scan(&any); err != nil {
-			return SeedResult{}, fmt.Errorf("feed: seed: %w", err)
-		}
-		if any {
-			return SeedResult{}, errors.New("feed: seed: the database already has feed users; pass --reset to replace them")
 		}
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5eed))
@@ -217,7 +241,7 @@ func copyGraph(ctx context.Context, db *pgxpool.Pool, cfg SeedConfig, g *seedGra
 				if !ok {
 					name = "user" + strconv.FormatInt(id, 10)
 				}
-				return []any{id, name, "https://img.baedal.example/u/" + strconv.FormatInt(id, 10) + ".png", g.counts[id], created}, nil
+				return []any{id, name, SeedPicturePrefix + strconv.FormatInt(id, 10) + ".png", g.counts[id], created}, nil
 			}))
 		if err != nil {
 			return fmt.Errorf("feed: seed: copy %d users: %w", g.users, err)

@@ -71,6 +71,14 @@ func CLI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				c.Example += " --requests-per-second 500"
 			}
 		}
+		// The synopsis names the flags a subcommand requires.
+		switch sub {
+		case "start", "status":
+		case "rethrottle":
+			c.Synopsis = "baedal reindex rethrottle --job JOB_ID --requests-per-second RATE [flags]"
+		default:
+			c.Synopsis = "baedal reindex " + sub + " --job JOB_ID [flags]"
+		}
 	}
 	cfg := Defaults()
 	c.Group("reindex", cfg.Flags)

@@ -1,7 +1,9 @@
 // Package simulator is the demo's live traffic: it loads a generated catalog
 // into the event log once, then keeps appending realistic change events (mostly
 // hot shop fields: delivery minutes, open/closed, fees) at a fixed rate, as a
-// marketplace's shop services would.
+// marketplace's shop services would. Its FeedPoster does the same for the
+// follow feed (feed.go): it seeds the write-up's experiment graph into a
+// database without feed users, then posts a few times a minute.
 //
 // Invariant: the events are one deterministic stream per (seed, shops), and
 // the number appended so far is persisted in Redis; a restarted simulator
@@ -36,6 +38,16 @@ type Config struct {
 	Seed  uint64
 	// Rate is change events per second after the initial load.
 	Rate float64
+	// FeedUsers is the number of ordinary users of the demo's follow feed,
+	// the write-up's experiment graph (user A follows them all and a
+	// celebrity all of them follow), seeded at start into a database
+	// without feed users; 0 disables the feed demo.
+	FeedUsers int
+	// FeedPostsPerMinute is how often the feed demo posts, as one of user
+	// A's followees; every FeedCelebrityEvery-th post (0: none) is the
+	// celebrity's.
+	FeedPostsPerMinute float64
+	FeedCelebrityEvery int
 }
 
 // Defaults is the demo: 20,000 shops and 100 events/s, a rate at which a
@@ -44,13 +56,23 @@ type Config struct {
 // at 300/s it kept up but OpenSearch still used ~1.7 cores and searches took
 // 0.1–0.3 s; at 100/s they took 35–90 ms. A higher --demo-rate shows nested
 // falling behind while split keeps up.
-func Defaults() Config { return Config{Shops: 20000, Seed: 1, Rate: 100} }
+//
+// The feed demo seeds 2,000 users (6,003 posts): with the default celebrity
+// threshold of 1,000 the celebrity's 2,002 followers make it one, and the
+// console's pull read of user A merges 2,001 authors, not the write-up's
+// 10,001, every 2 s. It posts 4 times a minute, one post in 4 the celebrity's.
+func Defaults() Config {
+	return Config{Shops: 20000, Seed: 1, Rate: 100, FeedUsers: 2000, FeedPostsPerMinute: 4, FeedCelebrityEvery: 4}
+}
 
 // Flags binds the configuration.
 func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Shops, "demo-shops", c.Shops, "shops in the demo catalog (0: no demo data or traffic)")
 	fs.Uint64Var(&c.Seed, "demo-seed", c.Seed, "seed of the demo catalog and its change events")
 	fs.Float64Var(&c.Rate, "demo-rate", c.Rate, "live change events per second applied by the traffic simulator")
+	fs.IntVar(&c.FeedUsers, "demo-feed-users", c.FeedUsers, "ordinary users of the demo's follow feed (the write-up's experiment graph), seeded at start\ninto a database without feed users (0: no feed demo)")
+	fs.Float64Var(&c.FeedPostsPerMinute, "demo-feed-posts", c.FeedPostsPerMinute, "posts per minute of the feed demo, as user A's followees")
+	fs.IntVar(&c.FeedCelebrityEvery, "demo-feed-celebrity-every", c.FeedCelebrityEvery, "every this many posts of the feed demo, one is the celebrity's (0: none)")
 }
 
 // Validate names the first invalid field.
@@ -60,6 +82,15 @@ func (c *Config) Validate() error {
 	}
 	if c.Rate < 0 || c.Rate > 100_000 {
 		return fmt.Errorf("demo-rate: got %g, allowed: 0..100000", c.Rate)
+	}
+	if c.FeedUsers != 0 && (c.FeedUsers < 2 || c.FeedUsers > 100_000) {
+		return fmt.Errorf("demo-feed-users: got %d, allowed: 0 (no feed demo) or 2..100000", c.FeedUsers)
+	}
+	if !(c.FeedPostsPerMinute >= 0 && c.FeedPostsPerMinute <= 6000) { // NaN too
+		return fmt.Errorf("demo-feed-posts: got %g, allowed: 0..6000", c.FeedPostsPerMinute)
+	}
+	if c.FeedCelebrityEvery < 0 || c.FeedCelebrityEvery > 1_000_000 {
+		return fmt.Errorf("demo-feed-celebrity-every: got %d, allowed: 0 (never) .. 1000000", c.FeedCelebrityEvery)
 	}
 	return nil
 }

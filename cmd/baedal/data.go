@@ -110,7 +110,7 @@ func runFeed(ctx context.Context, args []string) error {
 		"baedal feed seed --preset social --users 1000 --reset")
 	c.Subcommands = [][2]string{{"seed", "create the preset's users, follows and posts and rebuild the timelines"}}
 	usage := usageError{errors.New("usage: baedal feed seed --preset experiment|social [--users N] [--reset]; allowed subcommands: seed (see baedal feed -h)")}
-	seedCfg := feed.SeedConfig{}
+	seedCfg := feed.SeedDefaults()
 	c.Group("seed", seedCfg.Flags)
 	feedCfg := feed.Defaults()
 	c.Group("feed", feedCfg.Flags)
@@ -125,6 +125,10 @@ func runFeed(ctx context.Context, args []string) error {
 	if len(positional) != 1 || positional[0] != "seed" {
 		return usage
 	}
+	// Defaults before validation: a flag given as 0 means its default, as
+	// in the configurations' own constructors.
+	seedCfg.EnsureDefaults()
+	feedCfg.EnsureDefaults()
 	if err := errors.Join(seedCfg.Validate(), feedCfg.Validate()); err != nil || parseOnly(ctx) {
 		return err
 	}

@@ -209,3 +209,67 @@ func TestReindexCommandLineChecks(t *testing.T) {
 		t.Errorf("rethrottle -1: exit %d", code)
 	}
 }
+
+// Every command's synopsis (the first line of its help) parses in its
+// shortest form, without its optional parts, with each value placeholder
+// (a word in capitals: N, JOB_ID) as "1": a command applies the defaults of
+// its configuration before it validates it, and the synopsis names every
+// flag that is required. The overviews of commands with subcommands
+// ("baedal bench all|compare|...") are left out: each subcommand's own
+// help is checked.
+func TestEverySynopsisParsesInItsShortestForm(t *testing.T) {
+	ctx := flaghelp.WithParseOnly(context.Background())
+	placeholder := regexp.MustCompile(`^[A-Z][A-Z0-9_]*(\.\.\.)?$`)
+	checked := 0
+	seen := map[string]bool{}
+	for _, line := range helpLines() {
+		if len(line) < 2 || line[0] == "help" {
+			continue // the top-level usage is not one command
+		}
+		out := captureStdout(t, func() { run(context.Background(), line, os.Stdout, io.Discard) })
+		synopsis, _, _ := strings.Cut(strings.TrimPrefix(out, "usage: "), "\n")
+		synopsis, _, _ = strings.Cut(synopsis, " (or ") // "baedal version (or baedal --version)"
+		if f := strings.Fields(synopsis); len(f) > 2 && strings.Contains(f[2], "|") && strings.Contains(out, "\nsubcommands:\n") {
+			continue
+		}
+		for _, args := range expandSynopsis(shortestSynopsis(synopsis)) {
+			for i, w := range args {
+				if placeholder.MatchString(w) {
+					args[i] = "1"
+				}
+			}
+			key := strings.Join(args, " ")
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			checked++
+			var stderr strings.Builder
+			if code := run(ctx, args[1:], io.Discard, &stderr); code != 0 {
+				t.Errorf("baedal %s: its synopsis %q (as %q) does not parse: exit %d: %s", strings.Join(line, " "), synopsis, key, code, strings.TrimSpace(stderr.String()))
+			}
+		}
+	}
+	if checked < 20 {
+		t.Errorf("checked only %d synopsis lines", checked)
+	}
+	t.Logf("%d shortest synopsis lines parse", checked)
+}
+
+// A flag of a configuration whose zero value means its default, given as 0,
+// is that default, not an error: each command applies the defaults before
+// it validates.
+func TestZeroFlagsMeanTheirDefaults(t *testing.T) {
+	ctx := flaghelp.WithParseOnly(context.Background())
+	for _, args := range [][]string{
+		{"feed", "seed", "--users", "0", "--posts-per-user", "0", "--seed", "0"},
+		{"feed", "seed", "--feed-celebrity-threshold", "0", "--feed-timeline-cap", "0"},
+		{"serve", "--feed-celebrity-threshold", "0", "--feed-workers", "0"},
+		{"bench", "feed", "--users", "0", "--clients", "0"},
+	} {
+		var stderr strings.Builder
+		if code := run(ctx, args, io.Discard, &stderr); code != 0 {
+			t.Errorf("baedal %s: exit %d: %s", strings.Join(args, " "), code, strings.TrimSpace(stderr.String()))
+		}
+	}
+}

@@ -22,7 +22,7 @@ import (
 // runSearch runs one search directly on OpenSearch and prints the page.
 // Search parameters are the API's, e.g. `baedal search q=치킨 lat=37.5 lon=127.03 sort=eta`.
 func runSearch(ctx context.Context, args []string) error {
-	c := newCommand("search", "baedal search [flags] name=value ...",
+	c := newCommand("search", "baedal search [flags] [name=value ...]",
 		"Run one search directly on OpenSearch and print the page. name=value pairs are the\n"+
 			"/v1/search parameters: q, lat, lon, open_now, category, max_delivery_fee, min_rating,\n"+
 			"min_price, max_price, max_total_fee, page, size, layout, explain (true, false, dsl),\n"+

@@ -72,6 +72,9 @@ func runUp(ctx context.Context, args []string) error {
 		if serve.Demo.Shops > 0 {
 			fmt.Printf("demo: %d generated shops loading, then %.0f live change events/s; Ctrl-C or `baedal down` stops everything\n", serve.Demo.Shops, serve.Demo.Rate)
 		}
+		if serve.Demo.FeedUsers > 0 {
+			fmt.Printf("feed demo: the write-up's experiment with %d users (seeded only into a database without feed users), then %g posts/min; console: http://%s/console/#feed\n", serve.Demo.FeedUsers, serve.Demo.FeedPostsPerMinute, addr)
+		}
 	})
 	fmt.Println("stopping the stack")
 	downErr := localstack.Down(st.StateDir, os.Stdout)
@@ -178,6 +181,7 @@ func runServe(ctx context.Context, args []string) error {
 		// Backends not given come from the stack at run time.
 		check := *cfg
 		withPlaceholderBackends(&check.Backends)
+		check.EnsureDefaults()
 		return check.Validate()
 	}
 	if st, err := localstack.Load(*stateDir); err == nil {
