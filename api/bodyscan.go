@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// This file is the one pass every request body gets (CheckBodyText): a
+// This file is the text pass every request body gets (CheckBodyText): a
 // small JSON scanner that checks the text of every key and string and
 // refuses a key given twice in its object. A body that passes costs one
 // scratch struct (and a map per object of more than manyKeys keys); the

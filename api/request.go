@@ -78,17 +78,11 @@ func queryName(rawKey string) string {
 	return truncate(strings.ToValidUTF8(rawKey, "\uFFFD"), 40)
 }
 
-// Query returns r's query parameters parsed by ParseQuery, refused as
-// CheckQueryParams refuses them.
-func Query(r *http.Request, allowed ...string) (url.Values, error) {
-	v, err := ParseQuery(r.URL.RawQuery)
-	if err != nil {
-		return nil, err
-	}
-	if err := CheckQueryParams(r.URL.RawQuery, allowed); err != nil {
-		return nil, err
-	}
-	return v, nil
+// Query returns r's query parameters parsed by ParseQuery. Which
+// parameters a route takes is declared once, at registration (Params), and
+// checked before its handler runs.
+func Query(r *http.Request) (url.Values, error) {
+	return ParseQuery(r.URL.RawQuery)
 }
 
 // CheckQueryParams applies a route's parameter rules to a raw query that
@@ -96,8 +90,7 @@ func Query(r *http.Request, allowed ...string) (url.Values, error) {
 // listing allowed, and so is one given with an empty value ("a=" or a bare
 // "a"): a parameter is either left out or given a value, never both at once.
 // The first offending parameter, in the query's order, is named. It
-// allocates nothing for a query without escapes, so every request can pay
-// for it.
+// allocates nothing for a query without escapes.
 func CheckQueryParams(raw string, allowed []string) error {
 	for raw != "" {
 		var pair string
@@ -231,7 +224,9 @@ func DecodeJSON(r *http.Request, limit int64, v any) error {
 // ignores letter case), and trailing data. Errors are 400 problems naming
 // the JSON path of the fault ("device.ip", "items[2].price") and the form
 // the value must have, in JSON's words, never a Go type, a Go layout or a
-// library's message (checkShape, JSONProblem).
+// library's message (checkShape, JSONProblem). A body the server took
+// has passed CheckBodyText already; it runs again here for callers outside
+// the server (the CLI reads the same JSON from files).
 func UnmarshalStrict(data []byte, v any) error {
 	if err := CheckBodyText(data); err != nil {
 		return err

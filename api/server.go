@@ -207,9 +207,11 @@ func (s *Server) unmatched(w http.ResponseWriter, r *http.Request) {
 // problem naming it, CheckQueryParams), and Body, the media types of its
 // body (MediaTypeJSON, MediaTypeNDJSON; a non-empty body sent with another
 // Content-Type, or with a Content-Encoding, is a 415 problem before its text
-// is checked, CheckBodyMediaType). A route registered without them takes no
-// parameters and no body, so no handler can forget the rules. h runs once
-// the query and the body have been checked.
+// is checked, CheckBodyMediaType). A route registered without Params takes
+// no query parameters, so no handler can forget that rule. A route
+// registered without Body reads no body: one sent anyway is only held to
+// the text rules (CheckBodyText) and then ignored. h runs once the query
+// and the body have been checked.
 func (s *Server) Handle(pattern string, h HandlerFunc, opts ...RouteOption) {
 	s.register(pattern, false, h, opts)
 }

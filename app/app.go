@@ -209,9 +209,6 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 	srv.Handle("GET /livez", func(w http.ResponseWriter, r *http.Request) error {
 		// Alive is answering: no backend is asked, so a slow one cannot
 		// get the process restarted.
-		if _, err := api.Query(r); err != nil {
-			return err
-		}
 		api.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 		return nil
 	})
@@ -381,9 +378,6 @@ func healthHandler(clients *backend.Clients, srch *searcher.Searcher, timeout ti
 // the reason and does not count.
 func readyHandler(idx layout.Config, kinds []layout.Kind, osc *osapi.Client, srch *searcher.Searcher, timeout time.Duration) api.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if _, err := api.Query(r); err != nil {
-			return err
-		}
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		status, code := "ready", http.StatusOK
@@ -470,9 +464,6 @@ func ensureIndices(ctx context.Context, idx layout.Config, osc *osapi.Client, sr
 // adminView serves a read-only admin view; it takes no parameters.
 func adminView(view func() any) api.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if _, err := api.Query(r); err != nil {
-			return err
-		}
 		api.WriteJSON(w, http.StatusOK, view())
 		return nil
 	}

@@ -36,6 +36,9 @@ func reportDemoIndexing(ctx context.Context, evlog *eventlog.Log, loaded <-chan 
 		case kinds = <-indexed:
 		}
 	}
+	if len(kinds) == 0 {
+		return // no layout is indexed on this cluster (logged where decided)
+	}
 	start := time.Now()
 	catalog, err := evlog.Appended(ctx)
 	for err != nil {

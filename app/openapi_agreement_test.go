@@ -141,6 +141,7 @@ func TestOpenAPIAgreesWithTheServer(t *testing.T) {
 		"GET /v1/users/{id}/feed":                {path: "/v1/users/" + b + "/feed", query: "limit=5"},
 		"GET /v1/users/{id}/feed/strategies":     {path: "/v1/users/" + b + "/feed/strategies", query: "limit=5"},
 		"GET /api/v1/feeds":                      {path: "/api/v1/feeds", query: "user-id=" + b + "&limit=5", stateful: []string{"user-id"}},
+		"GET /v1/feed/example":                   {path: "/v1/feed/example"},
 		"POST /api/v1/tweets":                    {path: "/api/v1/tweets", body: map[string]any{"senderId": bob.ID, "text": "합의"}, stateful: []string{"senderId"}},
 		"POST /v1/clicks":                        {path: "/v1/clicks", body: map[string]any{"deep_link_url": "baedal://shop/1", "clicked_at": "2025-01-01T00:00:00Z"}, acrossFields: map[string]string{"expires_at": "expires_at lies after now and at most --links-max-lifetime ahead"}},
 		"GET /v1/clicks/{id}":                    {path: "/v1/clicks/" + click.ClickID},

@@ -115,9 +115,6 @@ func (s *Service) SampleFollowees(ctx context.Context, user int64, n int, except
 }
 
 func (h handlers) example(w http.ResponseWriter, r *http.Request) error {
-	if _, err := api.Query(r); err != nil {
-		return err
-	}
 	ex, err := h.svc.Example(r.Context())
 	if err != nil {
 		return err

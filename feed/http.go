@@ -172,7 +172,7 @@ func (h handlers) feed(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q, err := api.Query(r, "limit", "before")
+	q, err := api.Query(r)
 	if err != nil {
 		return err
 	}

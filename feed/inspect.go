@@ -184,7 +184,7 @@ func (h handlers) feedStrategies(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q, err := api.Query(r, "limit")
+	q, err := api.Query(r)
 	if err != nil {
 		return err
 	}
@@ -203,9 +203,6 @@ func (h handlers) feedStrategies(w http.ResponseWriter, r *http.Request) error {
 func (h handlers) postFanout(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r, "id")
 	if err != nil {
-		return err
-	}
-	if _, err := api.Query(r); err != nil {
 		return err
 	}
 	p, err := h.svc.FanoutProgress(r.Context(), id)

@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -158,17 +157,17 @@ func (s *Service) measureFormat(ctx context.Context, codec Codec, keyFormat KeyF
 func round2(v float64) float64 { return math.Round(v*100) / 100 }
 
 func (s *Service) handleGetMemory(w http.ResponseWriter, r *http.Request) error {
-	q, err := api.Query(r, "records")
+	q, err := api.Query(r)
 	if err != nil {
 		return err
 	}
 	n := DefaultMemoryRecords
 	if raw := q.Get("records"); raw != "" {
-		v, err := strconv.Atoi(raw)
-		if err != nil || strconv.Itoa(v) != raw || v < 1 || v > MaxMemoryRecords {
-			return api.BadRequest("records", fmt.Sprintf("%q is not a whole number of records from 1 to %d in plain decimal (no sign, no leading zero)", truncateForError([]byte(raw)), MaxMemoryRecords))
+		v, err := api.ParseInt("records", raw, 1, MaxMemoryRecords)
+		if err != nil {
+			return err
 		}
-		n = v
+		n = int(v)
 	}
 	report, err := s.MeasureMemory(r.Context(), n)
 	if err != nil {

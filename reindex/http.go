@@ -109,8 +109,6 @@ func RegisterRoutes(ctx context.Context, srv *api.Server, o *Orchestrator) {
 				api.WriteJSON(w, http.StatusOK, map[string]any{"deleted": deleted})
 				return nil
 			}
-		default:
-			return api.BadRequest("action", fmt.Sprintf("unknown action %q", action), Actions()...)
 		}
 		if err != nil {
 			return problem(err)
