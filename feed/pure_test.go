@@ -145,4 +145,7 @@ func TestProfilePicCapCountsCharacters(t *testing.T) {
 	if err := validateProfilePic(url + "가"); !errors.As(err, &inv) || inv.Field != "profilePic" {
 		t.Errorf("a URL of 513 characters: %v, want an InvalidError about profilePic", err)
 	}
+	if err := validateProfilePic(SeedPicturePrefix + "1.png"); !errors.As(err, &inv) || inv.Field != "profilePic" {
+		t.Errorf("a picture under the seed's prefix: %v, want a field error naming profilePic (Seed would replace the user)", err)
+	}
 }

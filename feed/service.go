@@ -212,13 +212,19 @@ func ValidateText(text string, maxRunes int) error {
 }
 
 // validateProfilePic checks a profile picture URL: empty, or http(s) and at
-// most 512 characters (as api/openapi.json's maxLength counts them).
+// most 512 characters (as api/openapi.json's maxLength counts them), and
+// not under SeedPicturePrefix.
 func validateProfilePic(url string) error {
 	if n := utf8.RuneCountInString(url); n > 512 {
 		return invalid("profilePic", "must be at most 512 characters, got %d", n)
 	}
 	if url != "" && !strings.HasPrefix(url, "https://") && !strings.HasPrefix(url, "http://") {
 		return invalid("profilePic", "must be an http(s) URL or empty")
+	}
+	if strings.HasPrefix(url, SeedPicturePrefix) {
+		// Seed tells its own users by this prefix and replaces them: a user
+		// made through the API must never look like one.
+		return invalid("profilePic", "must not start with %s, which marks generated users", SeedPicturePrefix)
 	}
 	return nil
 }
