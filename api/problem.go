@@ -41,8 +41,9 @@ func NewProblem(status int, detail string) *Problem {
 // *Problem keeps its status; a body over the size limit is 413; a backend or
 // layout that cannot answer now (IsUnavailable) is 503 with Retry-After,
 // naming it; a request past its own deadline (DeadlineError) is 503 with
-// Retry-After, naming nothing; anything else is a 500 whose detail is generic. Details never
-// carry internals: the error itself is logged, not sent.
+// Retry-After, naming nothing; anything else is a 500 whose detail is
+// generic. Details never carry internals: the error itself is logged, not
+// sent.
 func ProblemOf(err error) *Problem {
 	var p *Problem
 	var tooBig *http.MaxBytesError

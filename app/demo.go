@@ -23,8 +23,9 @@ const demoProgressInterval = 5 * time.Second
 // first minutes on a 2-core machine). Once the catalog is in the event log
 // (loaded) and the indexed layouts are known (indexed), it prints each
 // layout's progress through the entries appended so far, every
-// demoProgressInterval when it moved, then one line when all are through. It never fails
-// the server: a read it cannot make is logged and tried again.
+// demoProgressInterval when it moved, then one line when all are through.
+// It never fails the server: a read it cannot make is logged and tried
+// again.
 func reportDemoIndexing(ctx context.Context, evlog *eventlog.Log, loaded <-chan struct{}, indexed <-chan []layout.Kind, refresh time.Duration, w io.Writer, log *slog.Logger) {
 	var kinds []layout.Kind
 	for loaded != nil || kinds == nil {
