@@ -28,12 +28,7 @@ func TestSearchPastItsDeadlineIsRefusedAlone(t *testing.T) {
 	osc, idx := openIndex(t, st.OpenSearchURLs)
 	kinds := stacktest.Layouts(t, osc)
 	states := generateStates(60, 0)
-	for _, k := range kinds {
-		if err := idx.EnsureIndices(ctx, osc, k); err != nil {
-			t.Fatal(err)
-		}
-		writeDocs(t, osc, idx, k, states)
-	}
+	loadLayouts(t, osc, idx, kinds, states)
 	caughtUp := func(context.Context, layout.Kind) (time.Duration, error) { return 0, nil }
 	for _, k := range kinds {
 		cfg := Defaults()

@@ -51,19 +51,13 @@ var regressionSeeds = []uint64{
 // same shops in the same order, with the same totals and matched menus.
 func TestSplitEqualsNested(t *testing.T) {
 	st := stacktest.Require(t)
-	ctx := context.Background()
 	osc, idx := openIndex(t, st.OpenSearchURLs)
 	states := generateStates(equivalenceShops, equivalenceUpdates)
 	if !slices.ContainsFunc(slices.Collect(maps.Values(states)), func(s *catalog.ShopState) bool { return s.Deleted }) {
 		t.Fatal("the generated states have no deleted shop: no delete tombstone is tested")
 	}
-	for _, k := range stacktest.Layouts(t, osc) {
-		if err := idx.EnsureIndices(ctx, osc, k); err != nil {
-			t.Fatal(err)
-		}
-		writeDocs(t, osc, idx, k, states)
-	}
 	kinds := stacktest.Layouts(t, osc)
+	loadLayouts(t, osc, idx, kinds, states)
 	cfg := Defaults()
 	cfg.CandidatePage = 250
 	s := newSearcher(osc, idx, cfg, kinds)
@@ -384,6 +378,18 @@ func openIndex(t *testing.T, urls []string) (*osapi.Client, layout.Config) {
 }
 
 // writeDocs indexes every state directly (the indexer is tested on its own).
+// loadLayouts creates the indices of every layout in kinds and writes
+// states into each.
+func loadLayouts(t *testing.T, osc *osapi.Client, idx layout.Config, kinds []layout.Kind, states map[int64]*catalog.ShopState) {
+	t.Helper()
+	for _, k := range kinds {
+		if err := idx.EnsureIndices(context.Background(), osc, k); err != nil {
+			t.Fatal(err)
+		}
+		writeDocs(t, osc, idx, k, states)
+	}
+}
+
 func writeDocs(t *testing.T, osc *osapi.Client, idx layout.Config, k layout.Kind, states map[int64]*catalog.ShopState) {
 	t.Helper()
 	var buf bytes.Buffer

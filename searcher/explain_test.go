@@ -25,12 +25,7 @@ func TestExplainDSLReturnsTheRequestsSent(t *testing.T) {
 	osc, idx := openIndex(t, st.OpenSearchURLs)
 	kinds := stacktest.Layouts(t, osc)
 	states := generateStates(60, 0)
-	for _, k := range kinds {
-		if err := idx.EnsureIndices(ctx, osc, k); err != nil {
-			t.Fatal(err)
-		}
-		writeDocs(t, osc, idx, k, states)
-	}
+	loadLayouts(t, osc, idx, kinds, states)
 	s := newSearcher(osc, idx, Defaults(), kinds)
 	params := url.Values{"q": {"치킨"}, "lat": {"37.5"}, "lon": {"127.03"}, "sort": {"eta"}, "max_delivery_fee": {"3000"}, "open_now": {"true"}}
 	for _, k := range kinds {

@@ -20,14 +20,8 @@ func TestTextMatchesMostWords(t *testing.T) {
 	st := stacktest.Require(t)
 	ctx := context.Background()
 	osc, idx := openIndex(t, st.OpenSearchURLs)
-	states := generateStates(1500, 0)
 	kinds := stacktest.Layouts(t, osc)
-	for _, k := range kinds {
-		if err := idx.EnsureIndices(ctx, osc, k); err != nil {
-			t.Fatal(err)
-		}
-		writeDocs(t, osc, idx, k, states)
-	}
+	loadLayouts(t, osc, idx, kinds, generateStates(1500, 0))
 	s := newSearcher(osc, idx, Defaults(), kinds)
 	search := func(q string, k layout.Kind) *Response {
 		t.Helper()
