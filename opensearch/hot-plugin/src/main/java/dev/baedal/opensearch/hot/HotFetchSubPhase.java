@@ -39,7 +39,7 @@ final class HotFetchSubPhase implements FetchSubPhase {
         if (!(ext instanceof HotSearchExt hot)) {
             return null;
         }
-        HotTable table = tables.readyTable(hot.table());
+        HotRows table = tables.rows(hot.table(), ctx.searcher());
         return new FetchSubPhaseProcessor() {
             private LeafReaderContext leaf;
             private SortedNumericDocValues ids;

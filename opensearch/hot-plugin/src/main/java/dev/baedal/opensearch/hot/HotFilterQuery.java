@@ -30,16 +30,16 @@ final class HotFilterQuery extends Query {
     static final String ID_FIELD = "id";
     static final String EXTRA_FEE_FIELD = "menus.extra_fee";
 
-    private final HotTable table;
+    private final HotRows rows;
     private final Boolean open;
     private final Integer maxDeliveryFee;
     private final Double minRating;
     private final Integer maxTotalFee;
     private final BitSetProducer parents; // non-null: menu-level (child docs)
 
-    private HotFilterQuery(HotTable table, Boolean open, Integer maxDeliveryFee, Double minRating,
+    private HotFilterQuery(HotRows rows, Boolean open, Integer maxDeliveryFee, Double minRating,
                            Integer maxTotalFee, BitSetProducer parents) {
-        this.table = table;
+        this.rows = rows;
         this.open = open;
         this.maxDeliveryFee = maxDeliveryFee;
         this.minRating = minRating;
@@ -47,12 +47,12 @@ final class HotFilterQuery extends Query {
         this.parents = parents;
     }
 
-    static HotFilterQuery shop(HotTable table, Boolean open, Integer maxDeliveryFee, Double minRating) {
-        return new HotFilterQuery(table, open, maxDeliveryFee, minRating, null, null);
+    static HotFilterQuery shop(HotRows rows, Boolean open, Integer maxDeliveryFee, Double minRating) {
+        return new HotFilterQuery(rows, open, maxDeliveryFee, minRating, null, null);
     }
 
-    static HotFilterQuery menu(HotTable table, int maxTotalFee, BitSetProducer parents) {
-        return new HotFilterQuery(table, null, null, null, maxTotalFee, parents);
+    static HotFilterQuery menu(HotRows rows, int maxTotalFee, BitSetProducer parents) {
+        return new HotFilterQuery(rows, null, null, null, maxTotalFee, parents);
     }
 
     private boolean shopMatches(HotTable.Row r) {
@@ -86,7 +86,7 @@ final class HotFilterQuery extends Query {
         return new TwoPhaseIterator(ids) {
             @Override
             public boolean matches() throws IOException {
-                return table.readLive(ids.nextValue(), row) && shopMatches(row);
+                return rows.readLive(ids.nextValue(), row) && shopMatches(row);
             }
 
             @Override
@@ -102,7 +102,7 @@ final class HotFilterQuery extends Query {
             return null;
         }
         SortedNumericDocValues fees = DocValues.getSortedNumeric(ctx.reader(), EXTRA_FEE_FIELD);
-        ParentShop shop = new ParentShop(ctx, parentDocs, table);
+        ParentShop shop = new ParentShop(ctx, parentDocs, rows);
         return new TwoPhaseIterator(fees) {
             @Override
             public boolean matches() throws IOException {
@@ -125,15 +125,15 @@ final class HotFilterQuery extends Query {
     static final class ParentShop {
         private final BitSet parentDocs;
         private final SortedNumericDocValues ids;
-        private final HotTable table;
+        private final HotRows rows;
         private final HotTable.Row row = new HotTable.Row();
         private int lastParent = -1;
         private boolean lastFound;
 
-        ParentShop(LeafReaderContext ctx, BitSet parentDocs, HotTable table) throws IOException {
+        ParentShop(LeafReaderContext ctx, BitSet parentDocs, HotRows rows) throws IOException {
             this.parentDocs = parentDocs;
             this.ids = DocValues.getSortedNumeric(ctx.reader(), ID_FIELD);
-            this.table = table;
+            this.rows = rows;
         }
 
         /** The live entry of the child's shop, or null. */
@@ -147,7 +147,7 @@ final class HotFilterQuery extends Query {
             }
             if (parent != lastParent) {
                 lastParent = parent;
-                lastFound = parent >= ids.docID() && ids.advanceExact(parent) && table.readLive(ids.nextValue(), row);
+                lastFound = parent >= ids.docID() && ids.advanceExact(parent) && rows.readLive(ids.nextValue(), row);
             }
             return lastFound ? row : null;
         }
@@ -161,8 +161,8 @@ final class HotFilterQuery extends Query {
     @Override
     public String toString(String field) {
         return parents == null
-            ? "baedal_hot_shop(" + table.index() + ", open=" + open + ", max_delivery_fee=" + maxDeliveryFee + ", min_rating=" + minRating + ")"
-            : "baedal_hot_menu(" + table.index() + ", max_total_fee=" + maxTotalFee + ")";
+            ? "baedal_hot_shop(" + rows.table().index() + ", open=" + open + ", max_delivery_fee=" + maxDeliveryFee + ", min_rating=" + minRating + ")"
+            : "baedal_hot_menu(" + rows.table().index() + ", max_total_fee=" + maxTotalFee + ")";
     }
 
     @Override

@@ -94,19 +94,23 @@ public final class HotMenuQueryBuilder extends AbstractQueryBuilder<HotMenuQuery
 
     @Override
     protected QueryBuilder doRewrite(QueryRewriteContext ctx) throws IOException {
-        tables.readyTable(table);
+        if (ctx.convertToShardContext() != null) {
+            tables.readyTable(table); // 503 on a shard whose node cannot serve the table (doToQuery's errors answer 400)
+        } else {
+            tables.concreteIndex(table); // 404 early, on the coordinator
+        }
         return this;
     }
 
     @Override
     protected Query doToQuery(QueryShardContext ctx) throws IOException {
         ctx.setIsCacheable(false);
-        HotTable t = tables.readyTable(table);
+        HotRows rows = tables.rows(table, ctx.searcher());
         BitSetProducer parents = ctx.getParentFilter();
         if (parents == null) {
             parents = ctx.bitsetFilter(Queries.newNonNestedFilter());
         }
-        return HotFilterQuery.menu(t, maxTotalFee, parents);
+        return HotFilterQuery.menu(rows, maxTotalFee, parents);
     }
 
     @Override

@@ -107,14 +107,18 @@ public final class HotShopQueryBuilder extends AbstractQueryBuilder<HotShopQuery
 
     @Override
     protected QueryBuilder doRewrite(QueryRewriteContext ctx) throws IOException {
-        tables.readyTable(table); // 503 early, on the coordinator, when this node's table is not ready
+        if (ctx.convertToShardContext() != null) {
+            tables.readyTable(table); // 503 on a shard whose node cannot serve the table (doToQuery's errors answer 400)
+        } else {
+            tables.concreteIndex(table); // 404 early, on the coordinator
+        }
         return this;
     }
 
     @Override
     protected Query doToQuery(QueryShardContext ctx) throws IOException {
         ctx.setIsCacheable(false);
-        return HotFilterQuery.shop(tables.readyTable(table), open, maxDeliveryFee, minRating);
+        return HotFilterQuery.shop(tables.rows(table, ctx.searcher()), open, maxDeliveryFee, minRating);
     }
 
     @Override

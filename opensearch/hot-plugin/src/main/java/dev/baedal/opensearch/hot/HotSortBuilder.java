@@ -143,7 +143,7 @@ public final class HotSortBuilder extends SortBuilder<HotSortBuilder> {
 
     @Override
     public HotSortBuilder rewrite(QueryRewriteContext ctx) throws IOException {
-        tables.readyTable(table); // 503 early on the coordinator
+        tables.concreteIndex(table); // 404 early, wherever the request is rewritten
         if (nested == null) {
             return this;
         }
@@ -165,7 +165,7 @@ public final class HotSortBuilder extends SortBuilder<HotSortBuilder> {
 
     private DoubleValuesComparatorSource source(QueryShardContext ctx) throws IOException {
         ctx.setIsCacheable(false);
-        HotTable t = tables.readyTable(table);
+        HotRows t = tables.rows(table, ctx.searcher());
         Nested n = field == Field.ETA ? resolveNested(ctx, nested) : null;
         double missing = order == SortOrder.DESC ? -Double.MAX_VALUE : Double.MAX_VALUE;
         DoubleValuesComparatorSource src = new DoubleValuesComparatorSource(null, missing, MultiValueMode.MIN, n) {
@@ -178,7 +178,7 @@ public final class HotSortBuilder extends SortBuilder<HotSortBuilder> {
         return src;
     }
 
-    private SortedNumericDoubleValues shopValues(LeafReaderContext leaf, HotTable t) throws IOException {
+    private SortedNumericDoubleValues shopValues(LeafReaderContext leaf, HotRows t) throws IOException {
         SortedNumericDocValues ids = DocValues.getSortedNumeric(leaf.reader(), HotFilterQuery.ID_FIELD);
         HotTable.Row row = new HotTable.Row();
         return FieldData.singleton(new NumericDoubleValues() {
@@ -206,7 +206,7 @@ public final class HotSortBuilder extends SortBuilder<HotSortBuilder> {
     }
 
     /** Per child (menu) doc: its shop's delivery_minutes + its smallest cook_minutes. */
-    private static SortedNumericDoubleValues etaValues(LeafReaderContext leaf, HotTable t, BitSet roots) throws IOException {
+    private static SortedNumericDoubleValues etaValues(LeafReaderContext leaf, HotRows t, BitSet roots) throws IOException {
         SortedNumericDocValues cook = DocValues.getSortedNumeric(leaf.reader(), COOK_FIELD);
         HotFilterQuery.ParentShop shop = roots == null ? null : new HotFilterQuery.ParentShop(leaf, roots, t);
         return FieldData.singleton(new NumericDoubleValues() {

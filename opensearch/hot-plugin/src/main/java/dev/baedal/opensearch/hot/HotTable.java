@@ -1,35 +1,29 @@
 package dev.baedal.opensearch.hot;
 
-import java.util.ArrayList;
-import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.StampedLock;
-import java.util.function.LongSupplier;
 
 /**
- * The in-memory hot table of one concrete shop index on this node: shop id to
- * {version, deleted, open, delivery_minutes, delivery_fee, rating, review_count}.
+ * The in-memory hot table of one concrete shop-head index on this node: shop id to
+ * {version, deleted, open, delivery_minutes, delivery_fee, rating, review_count}, mirroring the
+ * node's own copy of that index (docs/hot-layout.md, "Consistency").
  *
  * <p>Storage is an open-addressing hash map keyed by {@code long} with parallel primitive arrays
- * (41 bytes a slot, load factor at most 0.75), so a million shops take about 50-100 MB less
- * than boxed records would. Keys are never removed: a delete leaves a tombstone, so probing
- * always ends at an empty slot.
+ * (37 bytes a slot, load factor at most 0.75), so a million shops take about 50-100 MB less
+ * than boxed records would. A removed key is taken out by backward shifting, so probing always
+ * ends at an empty slot.
  *
  * <p>Invariants:
  * <ul>
  *   <li>An entry's version only grows: {@link #apply} ignores an update whose version is lower
- *       than or equal to the stored one ("stale"), tombstones included.</li>
+ *       than or equal to the stored one ("stale"), tombstones included. So operations applied in
+ *       any order, and a scan of the shard merged with them, leave the newest row.</li>
  *   <li>Writers hold the write lock of {@link #lock}; readers use an optimistic read, validated
  *       after copying one entry, and fall back to the read lock, so a reader always sees one
  *       entry as a single write left it (per-entry atomicity), from any number of threads
  *       (concurrent segment search included).</li>
- *   <li>{@link #ready} is true only after a rebuild from the shop index finished and no other
- *       rebuild began since ({@link #beginRebuild} clears it and swaps in a fresh store that
- *       keeps the tombstones and the entries an update wrote in the last {@link #KEEP_UPDATES_SECONDS}, so
- *       entries of shops gone from the index do not survive, but an update whose shop document
- *       is still being written does).</li>
- *   <li>Each slot records when an update (not a rebuild's scan) last wrote it, in seconds:
- *       {@link #recentUpdates} gives a rebuilding peer the rows it may have missed.</li>
+ *   <li>{@link #ready} is true only after a scan of the local shard copy finished and no other
+ *       rebuild began since ({@link #beginRebuild} clears it and swaps in an empty store, which
+ *       the operations arriving meanwhile and the scan then fill).</li>
  * </ul>
  */
 public final class HotTable {
@@ -37,14 +31,7 @@ public final class HotTable {
     static final long EMPTY = Long.MIN_VALUE;
     private static final byte DELETED = 1;
     private static final byte OPEN = 2;
-    static final int BYTES_PER_SLOT = 8 + 8 + 4 + 4 + 8 + 4 + 4 + 1;
-
-    /**
-     * How long an update survives a rebuild without its shop document: longer than baedal's
-     * indexer retries one batch ({@code --indexer-retry-for}, at most 5 minutes when the hot
-     * layout runs), after which the batch, and its table rows, are sent again.
-     */
-    static final long KEEP_UPDATES_SECONDS = TimeUnit.MINUTES.toSeconds(10);
+    static final int BYTES_PER_SLOT = 8 + 8 + 4 + 4 + 8 + 4 + 1;
 
     /** Fixed-capacity arrays; replaced (never resized in place) when they fill up. */
     private static final class Store {
@@ -54,7 +41,6 @@ public final class HotTable {
         final int[] fees;
         final double[] ratings;
         final int[] reviews;
-        final int[] updatedAt; // seconds of the clock when an update last wrote the slot, 0 = never
         final byte[] flags;
         final int mask;
         int used; // slots holding a key (live or tombstone); guarded by the write lock
@@ -68,7 +54,6 @@ public final class HotTable {
             fees = new int[capacity];
             ratings = new double[capacity];
             reviews = new int[capacity];
-            updatedAt = new int[capacity];
             flags = new byte[capacity];
             mask = capacity - 1;
         }
@@ -82,6 +67,16 @@ public final class HotTable {
                 }
                 i = (i + 1) & mask;
             }
+        }
+
+        void move(int from, int to) {
+            keys[to] = keys[from];
+            versions[to] = versions[from];
+            minutes[to] = minutes[from];
+            fees[to] = fees[from];
+            ratings[to] = ratings[from];
+            reviews[to] = reviews[from];
+            flags[to] = flags[from];
         }
 
         long bytes() {
@@ -98,6 +93,21 @@ public final class HotTable {
         public int deliveryFee;
         public double rating;
         public int reviewCount;
+
+        void copyFrom(Row o) {
+            version = o.version;
+            deleted = o.deleted;
+            open = o.open;
+            deliveryMinutes = o.deliveryMinutes;
+            deliveryFee = o.deliveryFee;
+            rating = o.rating;
+            reviewCount = o.reviewCount;
+        }
+
+        /** This row's {@link #rowDigest}, or 0 for a tombstone. */
+        long digest(long id) {
+            return deleted ? 0 : rowDigest(id, version, open, deliveryMinutes, deliveryFee, rating, reviewCount);
+        }
     }
 
     /** Outcome of {@link #apply}: how many entries changed and how many were stale. */
@@ -105,29 +115,18 @@ public final class HotTable {
 
     private final String index;
     private final String indexUuid;
-    private final LongSupplier clockMillis;
     private final StampedLock lock = new StampedLock();
     private volatile Store store = new Store(16);
     private volatile boolean ready;
+    private volatile String notReadyReason = "the local copy of the shop index is recovering";
     private volatile long rebuilds;
     private volatile long lastRebuildMs = -1;
     private long rebuildGeneration; // guarded by lock
-    /** Set once the cluster-state listener started this table's first rebuild. */
-    volatile boolean rebuildScheduled;
+    private boolean refused; // guarded by lock: never ready (see refuse)
 
     public HotTable(String index, String indexUuid) {
-        this(index, indexUuid, System::currentTimeMillis);
-    }
-
-    HotTable(String index, String indexUuid, LongSupplier clockMillis) {
         this.index = index;
         this.indexUuid = indexUuid;
-        this.clockMillis = clockMillis;
-    }
-
-    /** Seconds since 2020-01-01 (fits an int until 2088); at least 1, since 0 means never. */
-    private int nowSeconds() {
-        return (int) Math.max(1, clockMillis.getAsLong() / 1000 - 1_577_836_800L);
     }
 
     public String index() {
@@ -140,6 +139,11 @@ public final class HotTable {
 
     public boolean ready() {
         return ready;
+    }
+
+    /** Why the table is not ready (meaningless while it is). */
+    public String notReadyReason() {
+        return notReadyReason;
     }
 
     public long rebuilds() {
@@ -155,26 +159,14 @@ public final class HotTable {
         return h ^ (h >>> 32);
     }
 
-    /**
-     * Applies an update from baedal: entries in order, each one only if its version is newer than
-     * the stored one. An applied entry is marked as updated now.
-     */
+    /** Applies entries in order, each one only if its version is newer than the stored one. */
     public Applied apply(Iterable<HotEntry> entries) {
-        return apply(entries, nowSeconds());
-    }
-
-    /** Applies rows read from the shop index by a rebuild: as {@link #apply}, not marked updated. */
-    public Applied load(Iterable<HotEntry> entries) {
-        return apply(entries, 0);
-    }
-
-    private Applied apply(Iterable<HotEntry> entries, int updatedAt) {
         int applied = 0;
         int stale = 0;
         long stamp = lock.writeLock();
         try {
             for (HotEntry e : entries) {
-                if (applyLocked(e, updatedAt)) {
+                if (applyLocked(e)) {
                     applied++;
                 } else {
                     stale++;
@@ -186,7 +178,17 @@ public final class HotTable {
         return new Applied(applied, stale);
     }
 
-    private boolean applyLocked(HotEntry e, int updatedAt) {
+    /** Applies one entry if its version is newer than the stored one; returns whether it did. */
+    public boolean apply(HotEntry e) {
+        long stamp = lock.writeLock();
+        try {
+            return applyLocked(e);
+        } finally {
+            lock.unlockWrite(stamp);
+        }
+    }
+
+    private boolean applyLocked(HotEntry e) {
         if (e.id() == EMPTY) {
             throw new IllegalArgumentException("shop id " + EMPTY + " is reserved");
         }
@@ -213,9 +215,6 @@ public final class HotTable {
         s.ratings[i] = e.rating();
         s.reviews[i] = e.reviewCount();
         s.flags[i] = (byte) ((e.deleted() ? DELETED : 0) | (e.open() && !e.deleted() ? OPEN : 0));
-        if (updatedAt != 0) {
-            s.updatedAt[i] = updatedAt;
-        }
         s.keys[i] = e.id();
         if (e.deleted()) {
             s.tombstones++;
@@ -223,37 +222,69 @@ public final class HotTable {
         return true;
     }
 
-    private Store grow(Store old) {
-        Store n = new Store(old.keys.length * 2);
-        copyInto(old, n, 0);
-        store = n;
-        return n;
+    /**
+     * Removes the entry of a document deleted from the shard (a tombstone past its retention),
+     * unless the entry is a live row with a version at or above {@code version}: an index
+     * operation that recreated the shop after the delete, whose listener ran first. Returns
+     * whether it removed an entry.
+     */
+    public boolean remove(long id, long version) {
+        long stamp = lock.writeLock();
+        try {
+            Store s = store;
+            int i = s.slot(id);
+            if (s.keys[i] != id || id == EMPTY) {
+                return false;
+            }
+            if ((s.flags[i] & DELETED) == 0 && s.versions[i] >= version) {
+                return false;
+            }
+            if ((s.flags[i] & DELETED) != 0) {
+                s.tombstones--;
+            }
+            s.used--;
+            // Backward-shift deletion (Knuth 6.4, algorithm R): move later keys of the probe run
+            // into the hole when their home slot does not lie cyclically in (hole, j].
+            int hole = i;
+            int j = i;
+            while (true) {
+                j = (j + 1) & s.mask;
+                long k = s.keys[j];
+                if (k == EMPTY) {
+                    break;
+                }
+                int home = (int) mix(k) & s.mask;
+                boolean inRun = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+                if (!inRun) {
+                    s.move(j, hole);
+                    hole = j;
+                }
+            }
+            s.keys[hole] = EMPTY;
+            return true;
+        } finally {
+            lock.unlockWrite(stamp);
+        }
     }
 
-    /**
-     * Copies the tombstones and the live entries updated at or after {@code updatedSince}
-     * (0: every entry).
-     */
-    private static void copyInto(Store from, Store to, int updatedSince) {
-        for (int j = 0; j < from.keys.length; j++) {
-            long k = from.keys[j];
-            if (k == EMPTY || ((from.flags[j] & DELETED) == 0 && from.updatedAt[j] < updatedSince)) {
-                continue;
-            }
-            int i = to.slot(k);
-            to.keys[i] = k;
-            to.versions[i] = from.versions[j];
-            to.minutes[i] = from.minutes[j];
-            to.fees[i] = from.fees[j];
-            to.ratings[i] = from.ratings[j];
-            to.reviews[i] = from.reviews[j];
-            to.updatedAt[i] = from.updatedAt[j];
-            to.flags[i] = from.flags[j];
-            to.used++;
-            if ((from.flags[j] & DELETED) != 0) {
-                to.tombstones++;
+    private Store grow(Store old) {
+        Store n = new Store(old.keys.length * 2);
+        for (int j = 0; j < old.keys.length; j++) {
+            if (old.keys[j] != EMPTY) {
+                int i = n.slot(old.keys[j]);
+                n.keys[i] = old.keys[j];
+                n.versions[i] = old.versions[j];
+                n.minutes[i] = old.minutes[j];
+                n.fees[i] = old.fees[j];
+                n.ratings[i] = old.ratings[j];
+                n.reviews[i] = old.reviews[j];
+                n.flags[i] = old.flags[j];
             }
         }
+        n.used = old.used;
+        n.tombstones = old.tombstones;
+        store = n;
+        return n;
     }
 
     /**
@@ -371,59 +402,76 @@ public final class HotTable {
     }
 
     /**
-     * The live entries and tombstones that an update wrote in the last {@link #KEEP_UPDATES_SECONDS}:
-     * what a peer's rebuild merges, so that a row broadcast before that peer's table existed is
-     * not lost while its shop document is still being written.
+     * Starts a rebuild: the table is not ready (with {@code reason}), and its store is replaced
+     * by an empty one that the operations arriving from now on and the rebuild's scan fill,
+     * merged by version. Returns the generation to pass to {@link #finishRebuild}.
      */
-    public List<HotEntry> recentUpdates() {
-        int since = nowSeconds() - (int) KEEP_UPDATES_SECONDS;
-        List<HotEntry> out = new ArrayList<>();
-        long stamp = lock.readLock();
-        try {
-            Store s = store;
-            for (int i = 0; i < s.keys.length; i++) {
-                if (s.keys[i] == EMPTY || s.updatedAt[i] == 0 || s.updatedAt[i] < since) {
-                    continue;
-                }
-                boolean deleted = (s.flags[i] & DELETED) != 0;
-                out.add(new HotEntry(s.keys[i], s.versions[i], deleted, (s.flags[i] & OPEN) != 0,
-                    s.minutes[i], s.fees[i], s.ratings[i], s.reviews[i]));
-            }
-        } finally {
-            lock.unlockRead(stamp);
-        }
-        return out;
-    }
-
-    /**
-     * Starts a rebuild: the table is not ready, and its store is replaced by one holding the
-     * tombstones and the entries updated in the last {@link #KEEP_UPDATES_SECONDS}, so the scan and the
-     * updates that arrive meanwhile merge by version with them. Returns the generation to pass to
-     * {@link #finishRebuild}.
-     */
-    public long beginRebuild() {
+    public long beginRebuild(String reason) {
         long stamp = lock.writeLock();
         try {
             ready = false;
-            Store old = store;
-            int cap = 16;
-            while (cap * 3L < Math.max(old.used, 1) * 4L) {
-                cap <<= 1;
-            }
-            Store n = new Store(cap);
-            copyInto(old, n, Math.max(1, nowSeconds() - (int) KEEP_UPDATES_SECONDS));
-            store = n;
+            notReadyReason = reason;
+            store = new Store(16);
             return ++rebuildGeneration;
         } finally {
             lock.unlockWrite(stamp);
         }
     }
 
-    /** Marks the table ready unless another rebuild began after {@code generation}. */
+    /** The current rebuild generation, for a scan that starts without resetting the store. */
+    public long generation() {
+        long stamp = lock.readLock();
+        try {
+            return rebuildGeneration;
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
+    /** Calls {@code f} with the id of every live entry, under the read lock. */
+    public void forEachLiveId(java.util.function.LongConsumer f) {
+        long stamp = lock.readLock();
+        try {
+            Store s = store;
+            for (int i = 0; i < s.keys.length; i++) {
+                if (s.keys[i] != EMPTY && (s.flags[i] & DELETED) == 0) {
+                    f.accept(s.keys[i]);
+                }
+            }
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
+    /** Marks the table not ready, for good or until the next rebuild. */
+    public void markNotReady(String reason) {
+        long stamp = lock.writeLock();
+        try {
+            ready = false;
+            notReadyReason = reason;
+            rebuildGeneration++;
+        } finally {
+            lock.unlockWrite(stamp);
+        }
+    }
+
+    /** Marks the table not ready for good: its index cannot hold a table, or its copy is gone. */
+    public void refuse(String reason) {
+        long stamp = lock.writeLock();
+        try {
+            refused = true;
+            ready = false;
+            notReadyReason = reason;
+        } finally {
+            lock.unlockWrite(stamp);
+        }
+    }
+
+    /** Marks the table ready unless another rebuild began after {@code generation}, or it was refused. */
     public boolean finishRebuild(long generation, long tookMs) {
         long stamp = lock.writeLock();
         try {
-            if (generation != rebuildGeneration) {
+            if (generation != rebuildGeneration || refused) {
                 return false;
             }
             rebuilds++;

@@ -17,6 +17,7 @@ import org.opensearch.core.common.io.stream.NamedWriteableRegistry;
 import org.opensearch.core.xcontent.NamedXContentRegistry;
 import org.opensearch.env.Environment;
 import org.opensearch.env.NodeEnvironment;
+import org.opensearch.index.IndexModule;
 import org.opensearch.plugins.ActionPlugin;
 import org.opensearch.plugins.Plugin;
 import org.opensearch.plugins.SearchPlugin;
@@ -30,8 +31,8 @@ import org.opensearch.transport.client.Client;
 import org.opensearch.watcher.ResourceWatcherService;
 
 /**
- * The {@code baedal-hot} plugin (docs/hot-layout.md): per-node hot shop tables, their REST
- * routes and transport action, the {@code baedal_hot_shop} / {@code baedal_hot_menu} queries,
+ * The {@code baedal-hot} plugin (docs/hot-layout.md): per-node hot shop tables fed by each
+ * node's copy of the shop-head index (index listeners), their status route and action, the {@code baedal_hot_shop} / {@code baedal_hot_menu} queries,
  * the {@code baedal_hot} sort, the {@code baedal_hot} search ext with its fetch sub-phase, and
  * {@code baedal_within_delivery_radius}, the native form of the delivery-area script filter.
  *
@@ -45,7 +46,7 @@ public final class HotTablePlugin extends Plugin implements ActionPlugin, Search
 
     @Override
     public List<Setting<?>> getSettings() {
-        return List.of(HotTables.TABLE_SETTING);
+        return List.of(HotTables.TABLE_SETTING, HotTables.CHECK_INTERVAL_SETTING);
     }
 
     @Override
@@ -55,13 +56,18 @@ public final class HotTablePlugin extends Plugin implements ActionPlugin, Search
                                                NodeEnvironment nodeEnvironment, NamedWriteableRegistry namedWriteableRegistry,
                                                IndexNameExpressionResolver indexNameExpressionResolver,
                                                Supplier<RepositoriesService> repositoriesServiceSupplier) {
-        tables.init(clusterService, client, threadPool);
+        tables.init(clusterService, threadPool, environment.settings());
         return List.of(tables);
     }
 
     @Override
     public List<ActionHandler<? extends ActionRequest, ? extends ActionResponse>> getActions() {
-        return List.of(new ActionHandler<>(HotNodesAction.INSTANCE, HotNodesAction.Transport.class));
+        return List.of(new ActionHandler<>(HotStatusAction.INSTANCE, HotStatusAction.Transport.class));
+    }
+
+    @Override
+    public void onIndexModule(IndexModule indexModule) {
+        tables.onIndexModule(indexModule);
     }
 
     @Override

@@ -1,14 +1,20 @@
 package dev.baedal.opensearch.hot;
 
+import java.io.IOException;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
+import org.apache.lucene.index.LeafReaderContext;
+import org.apache.lucene.index.StoredFields;
+import org.apache.lucene.search.IndexSearcher;
+import org.apache.lucene.util.Bits;
 import org.opensearch.OpenSearchStatusException;
-import org.opensearch.action.admin.cluster.health.ClusterHealthResponse;
-import org.opensearch.action.search.SearchResponse;
 import org.opensearch.cluster.ClusterChangedEvent;
 import org.opensearch.cluster.ClusterState;
 import org.opensearch.cluster.ClusterStateListener;
@@ -16,47 +22,107 @@ import org.opensearch.cluster.metadata.IndexAbstraction;
 import org.opensearch.cluster.metadata.IndexMetadata;
 import org.opensearch.cluster.service.ClusterService;
 import org.opensearch.common.settings.Setting;
+import org.opensearch.common.settings.Settings;
 import org.opensearch.common.unit.TimeValue;
+import org.opensearch.core.index.Index;
+import org.opensearch.core.index.shard.ShardId;
 import org.opensearch.core.rest.RestStatus;
 import org.opensearch.gateway.GatewayService;
-import org.opensearch.search.SearchHit;
-import org.opensearch.search.sort.FieldSortBuilder;
-import org.opensearch.search.sort.SortOrder;
+import org.opensearch.index.IndexModule;
+import org.opensearch.index.IndexSettings;
+import org.opensearch.index.engine.Engine;
+import org.opensearch.index.fieldvisitor.FieldsVisitor;
+import org.opensearch.index.shard.IndexEventListener;
+import org.opensearch.index.shard.IndexShard;
+import org.opensearch.index.shard.IndexShardState;
+import org.opensearch.index.shard.IndexingOperationListener;
 import org.opensearch.threadpool.ThreadPool;
-import org.opensearch.transport.client.Client;
 
 /**
- * This node's hot tables, one per concrete shop index with {@code index.baedal_hot.table: true},
- * and what keeps them ready: a {@link ClusterStateListener} that creates a table (and starts its
- * rebuild) when such an index appears in the cluster state, replaces it when the index is
- * recreated (new UUID), and drops it when the index goes away.
+ * This node's hot tables: one per shop-head index ({@code index.baedal_hot.table: true}) of
+ * which the node holds a copy, each fed by that copy's own operations (docs/hot-layout.md,
+ * "Consistency").
  *
- * <p>Invariants: at most one table per index name, for the index UUID the cluster state holds;
- * rebuilds of one table run one at a time; every failure to use a table that is unknown answers
- * 404, one that is not ready answers 503 ({@link #readyTable}).
+ * <p>How a table stays equal to its copy:
+ * <ul>
+ *   <li>An {@link IndexingOperationListener} applies every successful index and delete of the
+ *       copy, whatever its origin: primary, replica, local translog replay and peer-recovery
+ *       replay all go through {@code IndexShard.index}/{@code delete}, which call it.</li>
+ *   <li>When a copy starts recovering, its table starts empty; when the copy is started, a scan
+ *       of the local shard (no network) merges by version with the operations applied meanwhile,
+ *       and the table becomes ready. When the copy closes, the table goes.</li>
+ *   <li>A check compares the table with a scan of the copy ({@link #check}), periodically and
+ *       for every {@code _status}; a table that disagrees is rebuilt from the copy.</li>
+ * </ul>
+ * So a copy that misses an operation is failed by its primary and recovered by OpenSearch, and
+ * its table with it; once a bulk is acknowledged, every in-sync copy's table holds it.
+ *
+ * <p>Invariants: a table is served only while it is ready, the index has one shard and document
+ * replication, and this node knows an elected cluster manager; everything else answers 503
+ * naming the reason. One scan or check runs at a time per copy.
  */
 public final class HotTables implements ClusterStateListener {
 
     private static final Logger log = LogManager.getLogger(HotTables.class);
 
-    /** {@code index.baedal_hot.table}: the index holds the durable record of a hot table. */
+    /** {@code index.baedal_hot.table}: the index is a shop-head index with a hot table. */
     public static final Setting<Boolean> TABLE_SETTING =
         Setting.boolSetting("index.baedal_hot.table", false, Setting.Property.IndexScope);
 
-    static final int SCAN_PAGE = 5000;
-    static final String[] SCAN_FIELDS = {
-        "id", "version", "deleted", "open", "delivery_minutes", "delivery_fee", "rating", "review_count"};
+    /** {@code baedal_hot.check_interval}: how often each node checks its tables against its copies. */
+    public static final Setting<TimeValue> CHECK_INTERVAL_SETTING = Setting.timeSetting("baedal_hot.check_interval",
+        TimeValue.timeValueSeconds(30), TimeValue.timeValueSeconds(1), Setting.Property.NodeScope);
 
-    private final Map<String, HotTable> tables = new ConcurrentHashMap<>();
+    /** How long a check waits before it looks again at the rows that disagreed (in-flight operations). */
+    static final long RECHECK_DELAY_MS = 200;
+
+    /** The table of this node's copy of one shop-head index, and the copy. */
+    static final class Copy {
+        final HotTable table;
+        final IndexShard shard;
+        volatile Check lastCheck;
+
+        Copy(HotTable table, IndexShard shard) {
+            this.table = table;
+            this.shard = shard;
+        }
+    }
+
+    /**
+     * What one check found: the table's digest and the copy's (live rows only), the rows they
+     * disagree on after a second look, and when it ran.
+     */
+    record Check(long tableDigest, long shardDigest, long shardRows, int disagreeing, long atMillis) {
+        boolean agrees() {
+            return disagreeing == 0;
+        }
+    }
+
+    private final Map<String, Copy> copies = new ConcurrentHashMap<>();
+    private final Map<IndexSearcher, HotRows> views = Collections.synchronizedMap(new WeakHashMap<>());
     private volatile ClusterService clusterService;
-    private volatile Client client;
     private volatile ThreadPool threadPool;
+    private volatile boolean clusterManagerKnown;
 
-    void init(ClusterService clusterService, Client client, ThreadPool threadPool) {
+    void init(ClusterService clusterService, ThreadPool threadPool, Settings settings) {
         this.clusterService = clusterService;
-        this.client = client;
         this.threadPool = threadPool;
         clusterService.addListener(this);
+        threadPool.scheduleWithFixedDelay(this::checkAll, CHECK_INTERVAL_SETTING.get(settings), ThreadPool.Names.GENERIC);
+    }
+
+    @Override
+    public void clusterChanged(ClusterChangedEvent event) {
+        clusterManagerKnown = event.state().nodes().getClusterManagerNodeId() != null;
+    }
+
+    /** Registers the listeners that keep a table of this index, when it is a shop-head index. */
+    void onIndexModule(IndexModule module) {
+        if (TABLE_SETTING.get(module.getSettings())) {
+            Listener l = new Listener(module.getIndex());
+            module.addIndexOperationListener(l);
+            module.addIndexEventListener(l);
+        }
     }
 
     /** The concrete index behind a table name (an index, or an alias's write index or single index). */
@@ -87,166 +153,328 @@ public final class HotTables implements ClusterStateListener {
         return im;
     }
 
-    /** The table of a concrete index, created (not ready) if this node has not seen it yet. */
-    public HotTable tableFor(IndexMetadata im) {
-        String uuid = im.getIndexUUID();
-        HotTable t = tables.compute(im.getIndex().getName(), (k, old) ->
-            old != null && old.indexUuid().equals(uuid) ? old : new HotTable(k, uuid));
-        return t;
+    /** The copy of a concrete index on this node, or null. */
+    Copy copy(IndexMetadata im) {
+        Copy c = copies.get(im.getIndex().getName());
+        return c != null && c.table.indexUuid().equals(im.getIndexUUID()) ? c : null;
     }
 
-    /** The table named by a request, or 404; not ready answers 503. */
+    /** The ready table named by a request; 404 if unknown, 503 if this node cannot serve it. */
     public HotTable readyTable(String name) {
-        HotTable t = tableFor(concreteIndex(name));
-        if (!t.ready()) {
-            throw notReady(t);
+        IndexMetadata im = concreteIndex(name);
+        Copy c = copy(im);
+        if (c == null) {
+            throw new OpenSearchStatusException("hot table [" + im.getIndex().getName()
+                + "] is not on this node: it holds no started copy of the shop-head index", RestStatus.SERVICE_UNAVAILABLE);
         }
-        return t;
+        if (!clusterManagerKnown) {
+            throw new OpenSearchStatusException("hot table [" + im.getIndex().getName()
+                + "] is not served: this node knows no elected cluster manager, so its copy may be behind", RestStatus.SERVICE_UNAVAILABLE);
+        }
+        if (!c.table.ready()) {
+            throw new OpenSearchStatusException("hot table [" + im.getIndex().getName() + "] is not ready on this node: "
+                + c.table.notReadyReason(), RestStatus.SERVICE_UNAVAILABLE);
+        }
+        return c.table;
     }
 
-    static OpenSearchStatusException notReady(HotTable t) {
-        return new OpenSearchStatusException(
-            "hot table [" + t.index() + "] is not ready on this node (rebuild from the shop index in progress)",
-            RestStatus.SERVICE_UNAVAILABLE);
-    }
-
-    @Override
-    public void clusterChanged(ClusterChangedEvent event) {
-        if (!event.metadataChanged()) {
-            return;
+    /**
+     * The rows of a table as one search request sees them: the first read of a shop fixes its row
+     * for the rest of the request (filter, sort and fetch of one shard request share the
+     * request's searcher), so a row that changes in between cannot make them disagree.
+     */
+    public HotRows rows(String name, IndexSearcher searcher) {
+        HotTable t = readyTable(name);
+        if (searcher == null) {
+            return new HotRows(t);
         }
-        List<String> seen = new ArrayList<>();
-        for (IndexMetadata im : event.state().metadata().indices().values()) {
-            if (!TABLE_SETTING.get(im.getSettings()) || im.getState() == IndexMetadata.State.CLOSE) {
-                continue; // a closed index has no table until it is opened again (and rebuilt)
+        synchronized (views) {
+            HotRows v = views.get(searcher);
+            if (v == null || v.table() != t) {
+                v = new HotRows(t);
+                views.put(searcher, v);
             }
-            seen.add(im.getIndex().getName());
-            HotTable before = tables.get(im.getIndex().getName());
-            HotTable t = tableFor(im);
-            if (before != t || !t.rebuildScheduled) {
-                t.rebuildScheduled = true;
-                scheduleRebuild(t, TimeValue.ZERO);
-            }
+            return v;
         }
-        tables.keySet().retainAll(seen);
     }
 
-    private void scheduleRebuild(HotTable t, TimeValue delay) {
-        Runnable run = () -> {
-            if (tables.get(t.index()) != t) {
-                return; // index deleted or recreated meanwhile
+    private final class Listener implements IndexingOperationListener, IndexEventListener {
+        private final Index index;
+
+        Listener(Index index) {
+            this.index = index;
+        }
+
+        private HotTable table() {
+            Copy c = copies.get(index.getName());
+            return c != null && c.table.indexUuid().equals(index.getUUID()) ? c.table : null;
+        }
+
+        @Override
+        public void postIndex(ShardId shardId, Engine.Index op, Engine.IndexResult result) {
+            HotTable t = table();
+            if (t == null || result.getResultType() != Engine.Result.Type.SUCCESS) {
+                return;
             }
             try {
-                rebuild(t);
+                t.apply(HeadSource.parse(op.source(), op.parsedDoc().getMediaType(), op.id(), result.getVersion()));
+            } catch (IOException | RuntimeException e) {
+                log.error("baedal-hot: cannot read shop-head document [{}] of [{}]; the table is not ready", op.id(), index, e);
+                t.markNotReady("shop-head document [" + op.id() + "] is unreadable: " + e.getMessage());
+            }
+        }
+
+        @Override
+        public void postDelete(ShardId shardId, Engine.Delete op, Engine.DeleteResult result) {
+            HotTable t = table();
+            if (t == null || result.getResultType() != Engine.Result.Type.SUCCESS || !result.isFound()) {
+                return;
+            }
+            try {
+                t.remove(Long.parseLong(op.id()), result.getVersion());
+            } catch (NumberFormatException e) {
+                t.markNotReady("shop-head document [" + op.id() + "] has no numeric id");
+            }
+        }
+
+        @Override
+        public void beforeIndexShardRecovery(IndexShard shard, IndexSettings settings) {
+            HotTable t = new HotTable(index.getName(), index.getUUID());
+            if (settings.getNumberOfShards() != 1) {
+                t.refuse("the shop-head index has " + settings.getNumberOfShards() + " shards; a hot table needs number_of_shards: 1");
+            } else if (settings.isSegRepEnabledOrRemoteNode()) {
+                t.refuse("the shop-head index uses segment replication or a remote store; a hot table needs document replication "
+                    + "(index.replication.type: DOCUMENT), whose replicas apply each operation");
+            }
+            copies.put(index.getName(), new Copy(t, shard));
+        }
+
+        @Override
+        public void afterIndexShardStarted(IndexShard shard) {
+            Copy c = copies.get(index.getName());
+            if (c != null && c.shard == shard) {
+                scheduleScan(c, c.table.generation(), "its copy started");
+            }
+        }
+
+        @Override
+        public void beforeIndexShardClosed(ShardId shardId, IndexShard shard, Settings settings) {
+            Copy c = copies.get(index.getName());
+            if (c != null && c.shard == shard) {
+                copies.remove(index.getName(), c);
+                c.table.refuse("the local copy of the shop-head index is closed");
+            }
+        }
+    }
+
+    private void scheduleScan(Copy c, long generation, String why) {
+        threadPool.generic().execute(() -> {
+            if (copies.get(c.table.index()) != c) {
+                return;
+            }
+            try {
+                scan(c, generation, why);
             } catch (Exception e) {
-                log.warn("baedal-hot: rebuild of [{}] failed, retrying in 2s: {}", t.index(), e.toString());
-                scheduleRebuild(t, TimeValue.timeValueSeconds(2));
+                if (copies.get(c.table.index()) != c || c.shard.state() == IndexShardState.CLOSED) {
+                    return;
+                }
+                log.warn("baedal-hot: scan of the local copy of [{}] failed, retrying in 2s: {}", c.table.index(), e.toString());
+                threadPool.schedule(() -> scheduleScan(c, generation, why), TimeValue.timeValueSeconds(2), ThreadPool.Names.GENERIC);
             }
-        };
-        if (delay.millis() == 0) {
-            threadPool.generic().execute(run);
-        } else {
-            threadPool.schedule(run, delay, ThreadPool.Names.GENERIC);
-        }
+        });
     }
 
     /**
-     * Rebuilds one table from its shop index and blocks until it is ready: waits for the index's
-     * primaries, refreshes it (so every write acknowledged before the rebuild is seen), then
-     * scans {@code _source} sorted by {@code id} in pages with search_after, merging by version
-     * with the updates that arrive meanwhile. Call from a GENERIC thread, never a transport one.
+     * Loads every document of the local copy into the table, merged by version, and marks the
+     * table ready unless a rebuild began since {@code generation}. Refreshes the copy first, so
+     * every operation applied to the shard before the scan either is in the scan or went through
+     * the listener into the table (it ran before the refresh).
      */
-    public void rebuild(HotTable t) {
-        synchronized (t) {
+    private void scan(Copy c, long generation, String why) throws IOException {
+        synchronized (c) {
             long start = System.nanoTime();
-            long gen = t.beginRebuild();
-            Client c = client;
-            ClusterHealthResponse health = c.admin().cluster().prepareHealth(t.index())
-                .setWaitForYellowStatus().setTimeout(TimeValue.timeValueSeconds(30)).get();
-            if (health.isTimedOut()) {
-                throw new OpenSearchStatusException("shop index [" + t.index() + "] is not yellow after 30s", RestStatus.SERVICE_UNAVAILABLE);
-            }
-            c.admin().indices().prepareRefresh(t.index()).get();
-            Object[] after = null;
-            long scanned = 0;
-            while (true) {
-                var req = c.prepareSearch(t.index())
-                    .setSize(SCAN_PAGE)
-                    .setVersion(true)
-                    .setTrackTotalHits(false)
-                    .setRequestCache(false)
-                    .setFetchSource(SCAN_FIELDS, null)
-                    .addSort(new FieldSortBuilder("id").order(SortOrder.ASC).unmappedType("long"));
-                if (after != null) {
-                    req.searchAfter(after);
+            c.shard.refresh("baedal-hot-scan");
+            List<HotEntry> page = new ArrayList<>(4096);
+            long[] n = {0};
+            forEachDocument(c.shard, e -> {
+                page.add(e);
+                n[0]++;
+                if (page.size() == 4096) {
+                    c.table.apply(page);
+                    page.clear();
                 }
-                SearchResponse resp = req.get(TimeValue.timeValueMinutes(2));
-                if (resp.getFailedShards() > 0) {
-                    throw new OpenSearchStatusException(
-                        "rebuild scan of [" + t.index() + "] had " + resp.getFailedShards() + " failed shards",
-                        RestStatus.SERVICE_UNAVAILABLE);
-                }
-                SearchHit[] hits = resp.getHits().getHits();
-                if (hits.length == 0) {
-                    break;
-                }
-                List<HotEntry> page = new ArrayList<>(hits.length);
-                for (SearchHit h : hits) {
-                    page.add(fromSource(h));
-                }
-                t.load(page);
-                scanned += hits.length;
-                after = hits[hits.length - 1].getSortValues();
-                if (hits.length < SCAN_PAGE) {
-                    break;
-                }
-            }
-            int merged = mergePeersRecentUpdates(t);
+            });
+            c.table.apply(page);
             long tookMs = (System.nanoTime() - start) / 1_000_000;
-            t.finishRebuild(gen, tookMs);
-            log.info("baedal-hot: rebuilt [{}] from {} documents and {} recent updates of the nodes in {} ms: {} shops, {} tombstones",
-                t.index(), scanned, merged, tookMs, t.shops(), t.tombstones());
+            if (c.table.finishRebuild(generation, tookMs)) {
+                log.info("baedal-hot: table of [{}] built from {} documents of the local copy in {} ms ({}): {} shops, {} tombstones",
+                    c.table.index(), n[0], tookMs, why, c.table.shops(), c.table.tombstones());
+            }
+        }
+    }
+
+    interface EntryConsumer {
+        void accept(HotEntry e) throws IOException;
+    }
+
+    /** Calls {@code f} with the row of every live document of the copy's current reader. */
+    static void forEachDocument(IndexShard shard, EntryConsumer f) throws IOException {
+        try (Engine.Searcher s = shard.acquireSearcher("baedal-hot")) {
+            for (LeafReaderContext leaf : s.getIndexReader().leaves()) {
+                StoredFields stored = leaf.reader().storedFields();
+                Bits live = leaf.reader().getLiveDocs();
+                for (int d = 0; d < leaf.reader().maxDoc(); d++) {
+                    if (live != null && !live.get(d)) {
+                        continue;
+                    }
+                    FieldsVisitor v = new FieldsVisitor(true);
+                    stored.document(d, v);
+                    if (v.source() == null) {
+                        throw new IOException("shop-head document [" + v.id() + "] has no _source; a hot table needs it");
+                    }
+                    f.accept(HeadSource.parse(v.source(), null, v.id(), -1));
+                }
+            }
+        }
+    }
+
+    /** Checks every local table; a table that disagrees with its copy is rebuilt. */
+    private void checkAll() {
+        for (Copy c : copies.values()) {
+            if (c.table.ready()) {
+                try {
+                    check(c);
+                } catch (Exception e) {
+                    log.warn("baedal-hot: check of [{}] failed: {}", c.table.index(), e.toString());
+                }
+            }
         }
     }
 
     /**
-     * Merges, by version, the updates every node applied in the last
-     * {@link HotTable#KEEP_UPDATES_SECONDS}. baedal broadcasts a row beside (not after) its shop
-     * document's write, so a node whose table did not exist yet when the row was broadcast (it
-     * joined the cluster meanwhile), and whose scan ran before the document was written, gets the
-     * row from a peer. A node that does not answer fails the rebuild, which is retried: its rows
-     * may be the only copy.
+     * Compares the table with its copy: scans the copy after a refresh and looks up each
+     * document's row. A row that is not exactly its document's (missing, older, newer or
+     * different), and a live row without a document, is a suspect: it may be an operation between
+     * the engine and the listener, or one indexed after the refresh. Suspects are looked at again
+     * after {@link #RECHECK_DELAY_MS} and a second refresh; one whose document did not change in
+     * between must then match it exactly. What still disagrees is counted, logged, and makes the
+     * table rebuild from the copy (not ready meanwhile). The digests are those of the live rows, as
+     * {@link HotTable#digest} computes them, shown beside the verdict.
      */
-    private int mergePeersRecentUpdates(HotTable t) {
-        HotNodesAction.Response resp = client.execute(HotNodesAction.INSTANCE,
-            new HotNodesAction.Request(HotNodesAction.Op.RECENT, t.index(), List.of())).actionGet(TimeValue.timeValueMinutes(1));
-        if (resp.hasFailures()) {
-            throw new OpenSearchStatusException("rebuild of [" + t.index() + "] could not read the recent updates of "
-                + resp.failures().size() + " nodes: " + resp.failures().get(0).getMessage(), RestStatus.SERVICE_UNAVAILABLE);
+    Check check(Copy c) throws IOException, InterruptedException {
+        synchronized (c) {
+            HotTable t = c.table;
+            c.shard.refresh("baedal-hot-check");
+            Map<Long, Long> suspects = new java.util.HashMap<>(); // id -> document version at the first look, -1 if none
+            long[] shard = {0, 0}; // digest, documents
+            LongSet seen = new LongSet();
+            HotTable.Row row = new HotTable.Row();
+            forEachDocument(c.shard, e -> {
+                seen.add(e.id());
+                shard[1]++;
+                if (!e.deleted()) {
+                    shard[0] += entryDigest(e);
+                }
+                if (!matches(t, e, row)) {
+                    suspects.put(e.id(), e.version());
+                }
+            });
+            long tableDigest = t.digest();
+            t.forEachLiveId(id -> {
+                if (!seen.contains(id)) {
+                    suspects.put(id, -1L);
+                }
+            });
+            int disagreeing = 0;
+            if (!suspects.isEmpty()) {
+                Thread.sleep(RECHECK_DELAY_MS);
+                c.shard.refresh("baedal-hot-check");
+                Map<Long, HotEntry> now = new java.util.HashMap<>();
+                forEachDocument(c.shard, e -> {
+                    if (suspects.containsKey(e.id())) {
+                        now.put(e.id(), e);
+                    }
+                });
+                for (Map.Entry<Long, Long> s : suspects.entrySet()) {
+                    long id = s.getKey();
+                    HotEntry doc = now.get(id);
+                    if ((doc == null ? -1L : doc.version()) != s.getValue()) {
+                        continue; // written meanwhile: in flight, not wrong
+                    }
+                    boolean ok = doc != null ? matches(t, doc, row) : !t.read(id, row) || row.deleted;
+                    if (!ok) {
+                        disagreeing++;
+                        log.warn("baedal-hot: table of [{}] disagrees with its copy on shop {}: copy version {}, table version {}",
+                            t.index(), id, s.getValue(), t.read(id, row) ? row.version : -1);
+                    }
+                }
+            }
+            Check result = new Check(tableDigest, shard[0], shard[1], disagreeing, System.currentTimeMillis());
+            c.lastCheck = result;
+            if (!result.agrees() && t.ready()) {
+                log.warn("baedal-hot: table of [{}] disagrees with its copy on {} shops; rebuilding it from the copy", t.index(), disagreeing);
+                long gen = t.beginRebuild("rebuilding: the table disagreed with the local copy on " + disagreeing + " shops");
+                scheduleScan(c, gen, "it disagreed with its copy");
+            }
+            return result;
         }
-        int merged = 0;
-        for (HotNodesAction.NodeResponse n : resp.getNodes()) {
-            merged += t.load(n.recent).applied();
-        }
-        return merged;
     }
 
-    static HotEntry fromSource(SearchHit h) {
-        Map<String, Object> src = h.getSourceAsMap();
-        long id = src != null && src.get("id") instanceof Number n ? n.longValue() : Long.parseLong(h.getId());
-        long version = src != null && src.get("version") instanceof Number n ? n.longValue() : Math.max(h.getVersion(), 0);
-        if (src == null || Boolean.TRUE.equals(src.get("deleted"))) {
-            return HotEntry.tombstone(id, version);
-        }
-        return new HotEntry(id, version, false,
-            Boolean.TRUE.equals(src.get("open")),
-            intOf(src.get("delivery_minutes")),
-            intOf(src.get("delivery_fee")),
-            src.get("rating") instanceof Number n ? n.doubleValue() : 0,
-            intOf(src.get("review_count")));
+    /** Whether the table holds exactly a document's row. */
+    private static boolean matches(HotTable t, HotEntry e, HotTable.Row row) {
+        return t.read(e.id(), row) && row.version == e.version() && row.deleted == e.deleted()
+            && (e.deleted() || row.digest(e.id()) == entryDigest(e));
     }
 
-    private static int intOf(Object o) {
-        return o instanceof Number n ? n.intValue() : 0;
+    static long entryDigest(HotEntry e) {
+        return HotTable.rowDigest(e.id(), e.version(), e.open(), e.deliveryMinutes(), e.deliveryFee(), e.rating(), e.reviewCount());
+    }
+
+    /** A growable open-addressing set of longs, for the ids of one check. */
+    static final class LongSet {
+        private long[] keys = emptyKeys(64);
+        private int size;
+
+        private static long[] emptyKeys(int n) {
+            long[] k = new long[n];
+            Arrays.fill(k, HotTable.EMPTY);
+            return k;
+        }
+
+        void add(long id) {
+            if ((size + 1) * 2 > keys.length) {
+                long[] old = keys;
+                keys = emptyKeys(old.length * 2);
+                size = 0;
+                for (long k : old) {
+                    if (k != HotTable.EMPTY) {
+                        add(k);
+                    }
+                }
+            }
+            int i = slot(id);
+            if (keys[i] != id) {
+                keys[i] = id;
+                size++;
+            }
+        }
+
+        boolean contains(long id) {
+            return keys[slot(id)] == id;
+        }
+
+        private int slot(long id) {
+            int mask = keys.length - 1;
+            int i = (int) HotTable.mix(id) & mask;
+            while (keys[i] != id && keys[i] != HotTable.EMPTY) {
+                i = (i + 1) & mask;
+            }
+            return i;
+        }
+    }
+
+    /** This node's copies, for {@code _status}. */
+    Map<String, Copy> copies() {
+        return copies;
     }
 }

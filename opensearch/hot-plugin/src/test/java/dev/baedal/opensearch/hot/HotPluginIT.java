@@ -18,13 +18,14 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
 
 /**
- * The contract end to end on a real two-node cluster: the shop index with the table setting
- * behind an alias, a menus index with nested menus (two shards, so the nodes exchange shard
- * results), updates broadcast to both nodes, the shop and menu filters, the sorts (eta with a
- * nested filter and search_after), fetched hot fields, REST errors and the not-ready 503.
+ * The contract end to end on a real two-node cluster: the shop-head index with the table setting
+ * behind an alias, fully replicated, whose writes feed each node's table; a menus index with
+ * nested menus (two shards, so the nodes exchange shard results); the shop and menu filters, the
+ * sorts (eta with a nested filter and search_after), fetched hot fields, the status check, a
+ * table that disagrees with its copy, a joining node, REST errors and the not-ready 503.
  *
- * <p>Shops (table after the updates): 1 open 30min fee 2000 4.5; 2 open 20min fee 3000 4.8;
- * 3 closed 10min fee 0 3.9; 4 open 40min fee 1000 4.1; 5 deleted; 6 not in the table.
+ * <p>Shops (head documents): 1 open 30min fee 2000 4.5; 2 open 20min fee 3000 4.8;
+ * 3 closed 10min fee 0 3.9 (version 3); 4 open 40min fee 1000 4.1; 5 a tombstone; 6 none.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class HotPluginIT {
@@ -36,9 +37,9 @@ class HotPluginIT {
         Path home = Files.createTempDirectory("baedal-hot-it");
         c = new TwoNodeCluster(home);
         TwoNodeCluster.Resp r = c.send(0, "PUT", "/shops_v1", """
-            {"settings": {"number_of_shards": 1, "number_of_replicas": 0, "index.baedal_hot.table": true},
+            {"settings": {"number_of_shards": 1, "auto_expand_replicas": "0-all", "index.baedal_hot.table": true},
              "aliases": {"shops": {"is_write_index": true}},
-             "mappings": {"properties": {"id": {"type": "long"}, "version": {"type": "long"},
+             "mappings": {"properties": {"id": {"type": "long"}, "version": {"type": "long"}, "deleted": {"type": "boolean"},
                "open": {"type": "boolean"}, "delivery_minutes": {"type": "integer"},
                "delivery_fee": {"type": "integer"}, "rating": {"type": "double"}, "review_count": {"type": "integer"}}}}""");
         assertEquals(200, r.status(), r.raw());
@@ -48,7 +49,8 @@ class HotPluginIT {
                "menus": {"type": "nested", "properties": {"name": {"type": "keyword"},
                  "extra_fee": {"type": "integer"}, "cook_minutes": {"type": "integer"}}}}}}""");
         assertEquals(200, r.status(), r.raw());
-        // The durable record: shops 1..4 at version 2 (shop 3 is closed).
+        // The head documents, written as baedal writes them (external versions): shops 1..4 at
+        // version 2 (shop 3 is closed), then shop 3 at version 3, a stale shop 1, a tombstone.
         StringBuilder bulk = new StringBuilder();
         bulk.append(doc("shops_v1", 1, "\"version\":2,\"open\":true,\"delivery_minutes\":30,\"delivery_fee\":2000,\"rating\":4.5,\"review_count\":120"));
         bulk.append(doc("shops_v1", 2, "\"version\":2,\"open\":true,\"delivery_minutes\":20,\"delivery_fee\":3000,\"rating\":4.8,\"review_count\":80"));
@@ -63,11 +65,24 @@ class HotPluginIT {
         r = c.send(1, "POST", "/_bulk?refresh=true", bulk.toString());
         assertEquals(200, r.status(), r.raw());
         assertEquals(false, r.body().get("errors"), r.raw());
+        TwoNodeCluster.waitFor(() -> "green".equals(c.get(0, "/_cluster/health/shops_v1").body().get("status")), "shops_v1 green");
+        r = c.send(0, "POST", "/_bulk", versioned("shops_v1", 3, 3, "\"version\":3,\"open\":false,\"delivery_minutes\":10,"
+            + "\"delivery_fee\":0,\"rating\":3.9,\"review_count\":6")
+            + versioned("shops_v1", 1, 1, "\"version\":1,\"open\":false,\"delivery_minutes\":99,\"delivery_fee\":1,\"rating\":1,\"review_count\":1")
+            + versioned("shops_v1", 5, 9, "\"version\":9,\"deleted\":true"));
+        assertEquals(200, r.status(), r.raw());
+        List<Object> items = list(r.body().get("items"));
+        assertEquals(409, map(map(items.get(1)).get("index")).get("status"), "a stale head is refused: " + r.raw());
         // The two menus shards sit on different nodes, so shard results (sort values) cross the transport.
         TwoNodeCluster.waitFor(() -> {
             String shards = c.get(0, "/_cat/shards/menus?h=node").raw();
             return shards.contains("a") && shards.contains("b");
         }, "menus shards on both nodes");
+    }
+
+    static String versioned(String index, long id, long version, String fields) {
+        return "{\"index\":{\"_index\":\"" + index + "\",\"_id\":\"" + id + "\",\"version\":" + version
+            + ",\"version_type\":\"external\"}}\n{\"id\":" + id + "," + fields + "}\n";
     }
 
     static String doc(String index, long id, String fields) {
@@ -112,48 +127,31 @@ class HotPluginIT {
 
     @Test
     @Order(1)
-    void becomesReadyOnEveryNodeAfterTheRebuild() throws Exception {
-        // Created empty, the table is ready after an empty rebuild; the bulk above bypassed it
-        // (baedal posts updates), so a REST rebuild loads the four shops from the index.
+    void everyNodesTableHoldsItsCopysRows() throws Exception {
         TwoNodeCluster.waitFor(() -> Boolean.TRUE.equals(c.get(1, "/_baedal/hot/shops/_status").body().get("ready")), "ready");
-        TwoNodeCluster.Resp r = c.send(0, "POST", "/_baedal/hot/shops/_rebuild", null);
-        assertEquals(200, r.status(), r.raw());
-        assertEquals(true, r.body().get("ready"), r.raw());
-        r = c.get(1, "/_baedal/hot/shops/_status");
+        TwoNodeCluster.Resp r = c.get(1, "/_baedal/hot/shops/_status");
         assertEquals("shops_v1", r.body().get("table"));
+        assertEquals(true, r.body().get("agrees"), r.raw());
         Map<String, Object> nodes = map(r.body().get("nodes"));
         assertEquals(2, nodes.size(), r.raw());
+        Object digest = null;
         for (Object n : nodes.values()) {
-            assertEquals(4, map(n).get("shops"), r.raw());
-            assertTrue(((Number) map(n).get("rebuilds")).intValue() >= 1, r.raw());
-        }
-    }
-
-    @Test
-    @Order(2)
-    void updatesAreVersionedAndBroadcast() throws Exception {
-        TwoNodeCluster.Resp r = c.send(1, "POST", "/_baedal/hot/shops/_update", """
-            {"shops": [
-              {"id": 1, "version": 2, "open": false, "delivery_minutes": 99, "delivery_fee": 1, "rating": 1, "review_count": 1},
-              {"id": 5, "version": 9, "deleted": true},
-              {"id": 3, "version": 3, "open": false, "delivery_minutes": 10, "delivery_fee": 0, "rating": 3.9, "review_count": 6}
-            ]}""");
-        assertEquals(200, r.status(), r.raw());
-        assertEquals("shops_v1", r.body().get("table"));
-        assertEquals(Map.of("total", 2, "successful", 2, "failed", 0), r.body().get("nodes"));
-        assertEquals(2, r.body().get("applied"));
-        assertEquals(1, r.body().get("stale"));
-        assertEquals(List.of(), r.body().get("failures"));
-        r = c.send(0, "POST", "/_baedal/hot/shops_v1/_update", "{\"shops\":[{\"id\":5,\"version\":8,\"open\":true,"
-            + "\"delivery_minutes\":1,\"delivery_fee\":1,\"rating\":5,\"review_count\":1}]}");
-        assertEquals(0, r.body().get("applied"), r.raw());
-        assertEquals(1, r.body().get("stale"), r.raw());
-        r = c.get(0, "/_baedal/hot/shops/_status");
-        for (Object n : map(r.body().get("nodes")).values()) {
+            assertEquals(true, map(n).get("has_copy"), r.raw());
             assertEquals(4, map(n).get("shops"), r.raw());
             assertEquals(1, map(n).get("tombstones"), r.raw());
+            assertEquals(5, map(n).get("shard_documents"), r.raw());
+            assertEquals(0, map(n).get("disagreeing"), r.raw());
+            assertEquals(map(n).get("shard_digest"), map(n).get("digest"), r.raw());
             assertTrue(((Number) map(n).get("bytes")).longValue() > 0, r.raw());
+            if (digest != null) {
+                assertEquals(digest, map(n).get("digest"), "both nodes hold the same rows: " + r.raw());
+            }
+            digest = map(n).get("digest");
         }
+        // The digest of the four live rows, computed here from the formula, not by the plugin.
+        long sum = HotTable.rowDigest(1, 2, true, 30, 2000, 4.5, 120) + HotTable.rowDigest(2, 2, true, 20, 3000, 4.8, 80)
+            + HotTable.rowDigest(3, 3, false, 10, 0, 3.9, 6) + HotTable.rowDigest(4, 2, true, 40, 1000, 4.1, 9);
+        assertEquals(String.format(java.util.Locale.ROOT, "%016x", sum), digest, r.raw());
     }
 
     @Test
@@ -237,15 +235,10 @@ class HotPluginIT {
     @Test
     @Order(8)
     void restErrors() throws Exception {
-        TwoNodeCluster.Resp r = c.send(0, "POST", "/_baedal/hot/nope/_update", "{\"shops\":[]}");
+        TwoNodeCluster.Resp r = c.get(0, "/_baedal/hot/nope/_status");
         assertEquals(404, r.status(), r.raw());
         r = c.get(0, "/_baedal/hot/menus/_status");
         assertEquals(404, r.status(), r.raw());
-        r = c.send(0, "POST", "/_baedal/hot/shops/_update", "{\"shops\":[{\"id\":1,\"version\":3}]}");
-        assertEquals(400, r.status(), r.raw());
-        assertTrue(r.raw().contains("shops[0].open"), r.raw());
-        r = c.send(0, "POST", "/_baedal/hot/shops/_update", "{\"shops\":[{\"id\":1,");
-        assertEquals(400, r.status(), r.raw());
         r = c.send(0, "POST", "/menus/_search", "{\"query\":{\"baedal_hot_shop\":{\"table\":\"nope\"}}}");
         assertEquals(404, r.status(), r.raw());
         r = c.send(0, "POST", "/menus/_search", "{\"sort\":[{\"baedal_hot\":{\"table\":\"shops\",\"field\":\"eta\"}}]}");
@@ -254,15 +247,15 @@ class HotPluginIT {
 
     @Test
     @Order(9)
-    void restRebuildReloadsFromTheIndexKeepingTombstones() throws Exception {
-        TwoNodeCluster.Resp r = c.send(1, "POST", "/_baedal/hot/shops/_rebuild", null);
+    void purgingATombstoneRemovesItsRowEverywhere() throws Exception {
+        TwoNodeCluster.Resp r = c.send(1, "DELETE", "/shops_v1/_doc/5", null);
         assertEquals(200, r.status(), r.raw());
-        assertEquals(true, r.body().get("ready"), r.raw());
+        r = c.get(0, "/_baedal/hot/shops/_status");
         for (Object n : map(r.body().get("nodes")).values()) {
-            assertEquals(true, map(n).get("ready"), r.raw());
+            assertEquals(0, map(n).get("tombstones"), r.raw());
             assertEquals(4, map(n).get("shops"), r.raw());
-            assertEquals(1, map(n).get("tombstones"), r.raw());
         }
+        assertEquals(true, r.body().get("agrees"), r.raw());
     }
 
     @Test
@@ -292,7 +285,7 @@ class HotPluginIT {
     @Test
     @Order(11)
     void notReadyAnswers503() throws Exception {
-        // A table whose shop index cannot get its primary: the rebuild waits, the table stays not ready.
+        // A shop-head index whose only copy cannot be allocated: no node has a table.
         TwoNodeCluster.Resp r = c.send(0, "PUT", "/stuck_v1?wait_for_active_shards=0", """
             {"settings": {"number_of_shards": 1, "number_of_replicas": 0, "index.baedal_hot.table": true,
               "index.routing.allocation.require._name": "nowhere"},
@@ -300,44 +293,51 @@ class HotPluginIT {
         assertEquals(200, r.status(), r.raw());
         r = c.get(0, "/_baedal/hot/stuck_v1/_status");
         assertEquals(false, r.body().get("ready"), r.raw());
+        assertEquals(false, map(map(r.body().get("nodes")).get("a")).get("has_copy"), r.raw());
         r = c.send(0, "POST", "/menus/_search", "{\"query\":{\"baedal_hot_shop\":{\"table\":\"stuck_v1\"}}}");
         assertEquals(503, r.status(), r.raw());
         r = c.send(1, "POST", "/menus/_search", "{\"sort\":[{\"baedal_hot\":{\"table\":\"stuck_v1\",\"field\":\"rating\"}}]}");
         assertEquals(503, r.status(), r.raw());
         r = c.send(1, "POST", "/menus/_search", "{\"ext\":{\"baedal_hot\":{\"table\":\"stuck_v1\"}}}");
         assertEquals(503, r.status(), r.raw());
-        // Let the primary allocate: the retrying rebuild makes the table ready.
+        // Let the primary allocate: that node's table is built from its copy and becomes ready.
         r = c.send(0, "PUT", "/stuck_v1/_settings", "{\"index.routing.allocation.require._name\": null}");
         assertEquals(200, r.status(), r.raw());
-        TwoNodeCluster.waitFor(() -> Boolean.TRUE.equals(c.get(1, "/_baedal/hot/stuck_v1/_status").body().get("ready")), "stuck_v1 ready");
-        search(1, "{\"query\":{\"baedal_hot_shop\":{\"table\":\"stuck_v1\"}}}");
-        assertFalse(ids(search(1, "{\"query\":{\"baedal_hot_shop\":{\"table\":\"shops\"}}}")).isEmpty());
+        TwoNodeCluster.waitFor(() -> c.get(1, "/_baedal/hot/stuck_v1/_status").raw().contains("\"ready\":true"), "a stuck_v1 table ready");
+        // A shop-head index with two shards gets tables that never become ready, and say why.
+        r = c.send(0, "PUT", "/two_v1", """
+            {"settings": {"number_of_shards": 2, "number_of_replicas": 0, "index.baedal_hot.table": true},
+             "mappings": {"properties": {"id": {"type": "long"}}}}""");
+        assertEquals(200, r.status(), r.raw());
+        TwoNodeCluster.waitFor(() -> c.get(0, "/_baedal/hot/two_v1/_status").raw().contains("number_of_shards: 1"), "two_v1 reason");
+        r = c.send(0, "POST", "/menus/_search", "{\"query\":{\"baedal_hot_shop\":{\"table\":\"two_v1\"}}}");
+        assertEquals(503, r.status(), r.raw());
     }
 
     @Test
     @Order(12)
-    void anUpdateAheadOfItsShopDocumentSurvivesARebuild() throws Exception {
-        // baedal broadcasts a row beside its shop document's write: a rebuild that scans the
-        // index before the document lands must keep the row.
-        TwoNodeCluster.Resp r = c.send(0, "POST", "/_baedal/hot/shops/_update", "{\"shops\":[{\"id\":60,\"version\":5,\"open\":true,"
-            + "\"delivery_minutes\":7,\"delivery_fee\":70,\"rating\":4.7,\"review_count\":7}]}");
-        assertEquals(1, r.body().get("applied"), r.raw());
-        int before = shopsOn(0, "a");
-        r = c.send(1, "POST", "/_baedal/hot/shops/_rebuild", null);
-        assertEquals(200, r.status(), r.raw());
-        for (Object n : map(r.body().get("nodes")).values()) {
-            assertEquals(before, map(n).get("shops"), r.raw());
-        }
+    void aTableThatDisagreesWithItsCopyIsFoundAndRebuilt() throws Exception {
+        HotTables tables = c.nodes.get(1).injector().getInstance(HotTables.class);
+        HotTable t = tables.copies().get("shops_v1").table;
+        // A row ahead of its document (as an operation rolled back under the listener would
+        // leave it) and a row missing.
+        t.apply(new HotEntry(1, 50, false, false, 1, 1, 1, 1));
+        assertTrue(t.remove(2, Long.MAX_VALUE));
+        TwoNodeCluster.Resp r = c.get(0, "/_baedal/hot/shops/_status");
+        assertEquals(false, r.body().get("agrees"), r.raw());
+        assertEquals(2, map(map(r.body().get("nodes")).get("b")).get("disagreeing"), r.raw());
+        assertEquals(0, map(map(r.body().get("nodes")).get("a")).get("disagreeing"), r.raw());
+        TwoNodeCluster.waitFor(() -> Boolean.TRUE.equals(c.get(0, "/_baedal/hot/shops/_status").body().get("agrees")), "rebuilt");
+        r = c.get(0, "/_baedal/hot/shops/_status");
+        Map<String, Object> b = map(map(r.body().get("nodes")).get("b"));
+        assertEquals(map(map(r.body().get("nodes")).get("a")).get("digest"), b.get("digest"), r.raw());
+        assertTrue(((Number) b.get("rebuilds")).intValue() >= 2, r.raw());
+        fetchedHotFields();
     }
 
     @Test
     @Order(13)
-    void aJoiningNodeGetsTheUpdatesItsScanCannotSee() throws Exception {
-        // A row broadcast before node c existed, whose shop document is not written yet: c's
-        // table must still hold it once ready, from its peers' recent updates.
-        TwoNodeCluster.Resp r = c.send(1, "POST", "/_baedal/hot/shops/_update", "{\"shops\":[{\"id\":61,\"version\":3,\"open\":true,"
-            + "\"delivery_minutes\":8,\"delivery_fee\":80,\"rating\":4.8,\"review_count\":8}]}");
-        assertEquals(Map.of("total", 2, "successful", 2, "failed", 0), r.body().get("nodes"), r.raw());
+    void aJoiningNodeBuildsItsTableFromItsRecoveredCopy() throws Exception {
         int expected = shopsOn(0, "a");
         c.addNode("c");
         TwoNodeCluster.waitFor(() -> {
@@ -345,11 +345,17 @@ class HotPluginIT {
             return n != null && Boolean.TRUE.equals(n.get("ready"));
         }, "node c's table ready");
         assertEquals(expected, shopsOn(2, "c"));
-        // Node c answers a fetch of shop 61's hot fields from its own table.
-        r = c.send(2, "POST", "/_baedal/hot/shops/_update", "{\"shops\":[{\"id\":61,\"version\":3,\"open\":true,"
-            + "\"delivery_minutes\":8,\"delivery_fee\":80,\"rating\":4.8,\"review_count\":8}]}");
-        assertEquals(Map.of("total", 3, "successful", 3, "failed", 0), r.body().get("nodes"), r.raw());
-        assertEquals(0, r.body().get("applied"), "node c already holds shop 61 at version 3: " + r.raw());
+        TwoNodeCluster.Resp r = c.get(2, "/_baedal/hot/shops/_status");
+        assertEquals(true, r.body().get("agrees"), r.raw());
+        // A write after the join reaches c's table through replication.
+        r = c.send(2, "POST", "/_bulk", versioned("shops_v1", 4, 7, "\"version\":7,\"open\":false,\"delivery_minutes\":41,"
+            + "\"delivery_fee\":1000,\"rating\":4.1,\"review_count\":9"));
+        assertEquals(false, r.body().get("errors"), r.raw());
+        HotTable t = c.nodes.get(2).injector().getInstance(HotTables.class).copies().get("shops_v1").table;
+        HotTable.Row row = new HotTable.Row();
+        assertTrue(t.readLive(4, row));
+        assertEquals(7, row.version, "acknowledged, so applied on every in-sync copy");
+        assertEquals(41, row.deliveryMinutes);
     }
 
     int shopsOn(int node, String name) throws Exception {

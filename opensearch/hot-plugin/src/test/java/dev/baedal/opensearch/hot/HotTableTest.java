@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
@@ -50,49 +49,82 @@ class HotTableTest {
     }
 
     @Test
-    void rebuildKeepsTombstonesDropsOldEntriesAndGatesReady() {
-        AtomicLong clock = new AtomicLong(1_800_000_000_000L);
-        HotTable t = new HotTable("i", "u", clock::get);
+    void rebuildStartsEmptyAndOnlyItsOwnGenerationMakesItReady() {
+        HotTable t = new HotTable("i", "u");
         t.apply(List.of(live(1, 1, 10), live(2, 1, 20), HotEntry.tombstone(3, 9)));
+        assertFalse(t.ready(), "a table is not ready before its first scan");
+        assertTrue(t.finishRebuild(t.generation(), 3));
+        assertTrue(t.ready());
+        long g1 = t.beginRebuild("r1");
         assertFalse(t.ready());
-        clock.addAndGet((HotTable.KEEP_UPDATES_SECONDS + 1) * 1000);
-        long g1 = t.beginRebuild();
+        assertEquals("r1", t.notReadyReason());
         assertEquals(0, t.shops());
-        assertEquals(1, t.tombstones());
-        t.load(List.of(live(3, 8, 10), live(1, 2, 11))); // scan: 3 is older than its tombstone
-        long g2 = t.beginRebuild(); // a second rebuild supersedes the first
+        assertEquals(0, t.tombstones());
+        t.apply(List.of(live(1, 3, 11))); // an operation during the scan
+        t.apply(List.of(live(1, 2, 10), live(2, 2, 20))); // the scan: shop 1 is older than the operation
+        HotTable.Row r = new HotTable.Row();
+        assertTrue(t.readLive(1, r));
+        assertEquals(3, r.version);
+        long g2 = t.beginRebuild("r2"); // a second rebuild supersedes the first
         assertFalse(t.finishRebuild(g1, 5));
         assertFalse(t.ready());
         assertTrue(t.finishRebuild(g2, 5));
         assertTrue(t.ready());
-        assertEquals(1, t.rebuilds());
+        assertEquals(2, t.rebuilds());
+        t.markNotReady("closed");
+        assertFalse(t.finishRebuild(g2, 5), "a table marked not ready stays so until a new rebuild");
     }
 
+    /** Ids that collide in a small table, so removals must shift later keys of a probe run back. */
     @Test
-    void recentUpdatesSurviveARebuildAndArePassedToPeers() {
-        AtomicLong clock = new AtomicLong(1_800_000_000_000L);
-        HotTable t = new HotTable("i", "u", clock::get);
-        t.load(List.of(live(1, 1, 10), live(2, 1, 20))); // from a scan: never "updated"
-        clock.addAndGet(1000);
-        t.apply(List.of(live(2, 2, 21), live(5, 3, 50), HotEntry.tombstone(6, 4)));
-        List<Long> recent = t.recentUpdates().stream().map(HotEntry::id).sorted().toList();
-        assertEquals(List.of(2L, 5L, 6L), recent);
-        clock.addAndGet((HotTable.KEEP_UPDATES_SECONDS - 2) * 1000); // still inside the window
-        t.beginRebuild();
+    void removeKeepsEveryOtherKeyReachable() {
+        HotTable t = new HotTable("i", "u");
+        List<HotEntry> batch = new ArrayList<>();
+        for (long id = 1; id <= 3000; id++) {
+            batch.add(id % 3 == 0 ? HotEntry.tombstone(id, 4) : live(id, 4, (int) (id % 90)));
+        }
+        t.apply(batch);
         HotTable.Row r = new HotTable.Row();
-        assertFalse(t.read(1, r), "a scanned entry is dropped: the scan brings it back if its document is still there");
-        assertTrue(t.readLive(2, r));
-        assertEquals(21, r.deliveryMinutes);
-        assertTrue(t.readLive(5, r), "an update whose shop document may still be in flight survives");
-        assertEquals(3, r.version);
-        assertTrue(t.read(6, r) && r.deleted);
-        // The scan finds shop 2 at an older version: the update stays.
-        assertEquals(new HotTable.Applied(0, 1), t.load(List.of(live(2, 1, 20))));
-        clock.addAndGet(3 * 1000); // now outside the window
-        assertTrue(t.recentUpdates().isEmpty());
-        t.beginRebuild();
-        assertFalse(t.read(5, r));
-        assertTrue(t.read(6, r) && r.deleted, "tombstones always survive");
+        assertFalse(t.remove(1, 4), "a live row at or above the delete's version is a recreation: kept");
+        assertTrue(t.remove(2, 5), "a live row below the delete's version goes");
+        for (long id = 3; id <= 3000; id += 3) {
+            assertTrue(t.remove(id, 5), "tombstone " + id);
+        }
+        assertFalse(t.remove(3, 5), "already gone");
+        assertEquals(0, t.tombstones());
+        assertEquals(3000 - 1000 - 1, t.shops());
+        for (long id = 1; id <= 3000; id++) {
+            boolean expected = id != 2 && id % 3 != 0;
+            assertEquals(expected, t.read(id, r), "shop " + id);
+            if (expected) {
+                assertEquals(id % 90, r.deliveryMinutes);
+            }
+        }
+    }
+
+    /** A request's rows stay as it first read them while the table moves on. */
+    @Test
+    void rowsOfARequestAreFixedAtTheirFirstRead() {
+        HotTable t = new HotTable("i", "u");
+        t.apply(List.of(live(1, 1, 10), live(2, 1, 20)));
+        HotRows rows = new HotRows(t);
+        HotTable.Row r = new HotTable.Row();
+        assertTrue(rows.readLive(1, r));
+        assertFalse(rows.readLive(3, r));
+        t.apply(List.of(live(1, 2, 99), live(3, 1, 30), HotEntry.tombstone(2, 5)));
+        assertTrue(rows.readLive(1, r));
+        assertEquals(10, r.deliveryMinutes, "the row first read");
+        assertFalse(rows.readLive(3, r), "missing at its first read: missing for the request");
+        assertFalse(rows.readLive(2, r), "first read after its delete");
+        HotRows next = new HotRows(t);
+        assertTrue(next.readLive(1, r));
+        assertEquals(99, r.deliveryMinutes, "a new request sees the new row");
+        for (long id = 10; id < 5000; id++) { // growth keeps earlier rows
+            next.readLive(id, r);
+        }
+        assertTrue(next.readLive(1, r));
+        assertEquals(99, r.deliveryMinutes);
+        assertTrue(next.readLive(3, r));
     }
 
     @Test

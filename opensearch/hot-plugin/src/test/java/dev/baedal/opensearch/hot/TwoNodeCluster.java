@@ -68,7 +68,8 @@ final class TwoNodeCluster implements AutoCloseable {
             .put("network.host", "127.0.0.1")
             .put("http.port", 0)
             .put("transport.port", 0)
-            .put("cluster.routing.allocation.disk.threshold_enabled", false);
+            .put("cluster.routing.allocation.disk.threshold_enabled", false)
+            .put("baedal_hot.check_interval", "1h"); // checks run through _status, when a test asks
         if (seed == null) {
             s.putList("cluster.initial_cluster_manager_nodes", "a");
         } else {

@@ -1,7 +1,6 @@
 package dev.baedal.opensearch.hot;
 
 import java.io.IOException;
-import java.util.ArrayList;
 import java.util.List;
 import org.opensearch.action.ActionType;
 import org.opensearch.action.FailedNodeException;
@@ -22,171 +21,151 @@ import org.opensearch.transport.TransportRequest;
 import org.opensearch.transport.TransportService;
 
 /**
- * The one transport action behind the three REST routes: it runs an operation (update, status or
- * rebuild) on the hot table of one concrete index on every node of the cluster, the local node
- * included ({@link BaseNodesRequest} with no node ids), and gathers each node's counts. A fourth
- * operation, used by a rebuild and not by REST, gathers every node's recent updates
- * ({@link HotTable#recentUpdates}).
+ * The one message the plugin sends between nodes: every data node's report on its table of one
+ * shop-head index (readiness, counts, and a fresh {@link HotTables#check} against its copy).
  *
- * <p>Invariant: a node that fails or cannot be reached is in {@code failures()}, never silently
- * missing; the REST layer answers 503 when there is any. The node operation runs on the GENERIC
- * pool, because a rebuild blocks on searches.
+ * <p>Invariants: every message starts with {@link #WIRE_VERSION}, and a node refuses a version it
+ * does not speak with an error naming both; a node that fails or cannot be reached is in
+ * {@code failures()}, never silently missing. The node operation runs on the GENERIC pool,
+ * because a check scans the local copy.
  */
-public final class HotNodesAction extends ActionType<HotNodesAction.Response> {
+public final class HotStatusAction extends ActionType<HotStatusAction.Response> {
 
-    public static final String NAME = "cluster:admin/baedal/hot/nodes";
-    public static final HotNodesAction INSTANCE = new HotNodesAction();
+    public static final String NAME = "cluster:monitor/baedal/hot/status";
+    public static final HotStatusAction INSTANCE = new HotStatusAction();
 
-    private HotNodesAction() {
+    /** The format of this action's messages; it changes with the plugin version whenever they change. */
+    static final int WIRE_VERSION = 2;
+
+    private HotStatusAction() {
         super(NAME, Response::new);
     }
 
-    /** What each node does. */
-    public enum Op { UPDATE, STATUS, REBUILD, RECENT }
+    static void readWireVersion(StreamInput in) throws IOException {
+        int v = in.readVInt();
+        if (v != WIRE_VERSION) {
+            throw new IllegalStateException("baedal-hot message of wire version " + v + " but this node speaks "
+                + WIRE_VERSION + "; every node needs the same baedal-hot version (docs/hot-layout.md, \"Upgrades\")");
+        }
+    }
 
-    /** The cluster-wide request: an operation on one concrete index's table. */
+    /** The cluster-wide request: the status of one concrete index's table on every data node. */
     public static final class Request extends BaseNodesRequest<Request> {
-        final Op op;
         final String index;
-        final List<HotEntry> entries;
 
-        public Request(Op op, String index, List<HotEntry> entries) {
-            super((String[]) null);
-            this.op = op;
+        public Request(String index) {
+            super("data:true");
             this.index = index;
-            this.entries = entries;
         }
 
         public Request(StreamInput in) throws IOException {
             super(in);
-            op = in.readEnum(Op.class);
+            readWireVersion(in);
             index = in.readString();
-            entries = readEntries(in);
         }
 
         @Override
         public void writeTo(StreamOutput out) throws IOException {
             super.writeTo(out);
-            out.writeEnum(op);
+            out.writeVInt(WIRE_VERSION);
             out.writeString(index);
-            writeEntries(out, entries);
         }
     }
 
-    /** What one node is asked: the same operation, index and entries. */
+    /** What one node is asked. */
     public static final class NodeRequest extends TransportRequest {
-        final Op op;
         final String index;
-        final List<HotEntry> entries;
 
         NodeRequest(Request r) {
-            op = r.op;
             index = r.index;
-            entries = r.entries;
         }
 
         public NodeRequest(StreamInput in) throws IOException {
             super(in);
-            op = in.readEnum(Op.class);
+            readWireVersion(in);
             index = in.readString();
-            entries = readEntries(in);
         }
 
         @Override
         public void writeTo(StreamOutput out) throws IOException {
             super.writeTo(out);
-            out.writeEnum(op);
+            out.writeVInt(WIRE_VERSION);
             out.writeString(index);
-            writeEntries(out, entries);
         }
     }
 
-    static List<HotEntry> readEntries(StreamInput in) throws IOException {
-        int n = in.readVInt();
-        List<HotEntry> out = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) {
-            out.add(new HotEntry(in.readLong(), in.readVLong(), in.readBoolean(), in.readBoolean(),
-                in.readInt(), in.readInt(), in.readDouble(), in.readInt()));
-        }
-        return out;
-    }
-
-    static void writeEntries(StreamOutput out, List<HotEntry> entries) throws IOException {
-        out.writeVInt(entries.size());
-        for (HotEntry e : entries) {
-            out.writeLong(e.id());
-            out.writeVLong(e.version());
-            out.writeBoolean(e.deleted());
-            out.writeBoolean(e.open());
-            out.writeInt(e.deliveryMinutes());
-            out.writeInt(e.deliveryFee());
-            out.writeDouble(e.rating());
-            out.writeInt(e.reviewCount());
-        }
-    }
-
-    /**
-     * One node's table after the operation (and, for an update, its applied/stale counts; for
-     * {@link Op#RECENT}, its recent updates).
-     */
+    /** One node's table, and what its check found (no check when the node has no ready table). */
     public static final class NodeResponse extends BaseNodeResponse {
+        final boolean hasCopy;
         final boolean ready;
+        final String reason;
         final long shops;
         final long tombstones;
         final long bytes;
-        /** {@link HotTable#digest}, computed for status and rebuild answers only (else 0). */
-        final long digest;
         final long rebuilds;
         final long lastRebuildMs;
-        final int applied;
-        final int stale;
-        final List<HotEntry> recent;
+        final boolean checked;
+        final long tableDigest;
+        final long shardDigest;
+        final long shardRows;
+        final int disagreeing;
 
-        NodeResponse(DiscoveryNode node, HotTable t, boolean withDigest, int applied, int stale, List<HotEntry> recent) {
+        NodeResponse(DiscoveryNode node, HotTable t, HotTables.Check check, String reason) {
             super(node);
-            ready = t.ready();
-            shops = t.shops();
-            tombstones = t.tombstones();
-            bytes = t.bytes();
-            digest = withDigest ? t.digest() : 0;
-            rebuilds = t.rebuilds();
-            lastRebuildMs = t.lastRebuildMs();
-            this.applied = applied;
-            this.stale = stale;
-            this.recent = recent;
+            hasCopy = t != null;
+            ready = t != null && t.ready() && reason == null;
+            this.reason = reason != null ? reason : t == null || t.ready() ? "" : t.notReadyReason();
+            shops = t == null ? 0 : t.shops();
+            tombstones = t == null ? 0 : t.tombstones();
+            bytes = t == null ? 0 : t.bytes();
+            rebuilds = t == null ? 0 : t.rebuilds();
+            lastRebuildMs = t == null ? -1 : t.lastRebuildMs();
+            checked = check != null;
+            tableDigest = check == null ? 0 : check.tableDigest();
+            shardDigest = check == null ? 0 : check.shardDigest();
+            shardRows = check == null ? 0 : check.shardRows();
+            disagreeing = check == null ? 0 : check.disagreeing();
         }
 
         public NodeResponse(StreamInput in) throws IOException {
             super(in);
+            readWireVersion(in);
+            hasCopy = in.readBoolean();
             ready = in.readBoolean();
+            reason = in.readString();
             shops = in.readVLong();
             tombstones = in.readVLong();
             bytes = in.readVLong();
-            digest = in.readLong();
             rebuilds = in.readVLong();
             lastRebuildMs = in.readLong();
-            applied = in.readVInt();
-            stale = in.readVInt();
-            recent = readEntries(in);
+            checked = in.readBoolean();
+            tableDigest = in.readLong();
+            shardDigest = in.readLong();
+            shardRows = in.readVLong();
+            disagreeing = in.readVInt();
         }
 
         @Override
         public void writeTo(StreamOutput out) throws IOException {
             super.writeTo(out);
+            out.writeVInt(WIRE_VERSION);
+            out.writeBoolean(hasCopy);
             out.writeBoolean(ready);
+            out.writeString(reason);
             out.writeVLong(shops);
             out.writeVLong(tombstones);
             out.writeVLong(bytes);
-            out.writeLong(digest);
             out.writeVLong(rebuilds);
             out.writeLong(lastRebuildMs);
-            out.writeVInt(applied);
-            out.writeVInt(stale);
-            writeEntries(out, recent);
+            out.writeBoolean(checked);
+            out.writeLong(tableDigest);
+            out.writeLong(shardDigest);
+            out.writeVLong(shardRows);
+            out.writeVInt(disagreeing);
         }
     }
 
-    /** Every node's answer, and the id of the node that received the REST request. */
+    /** Every data node's answer. */
     public static final class Response extends BaseNodesResponse<NodeResponse> {
         public Response(ClusterName clusterName, List<NodeResponse> nodes, List<FailedNodeException> failures) {
             super(clusterName, nodes, failures);
@@ -207,7 +186,7 @@ public final class HotNodesAction extends ActionType<HotNodesAction.Response> {
         }
     }
 
-    /** Runs the operation on each node. */
+    /** Runs the check on each data node. */
     public static final class Transport extends TransportNodesAction<Request, Response, NodeRequest, NodeResponse> {
         private final HotTables tables;
 
@@ -240,22 +219,25 @@ public final class HotNodesAction extends ActionType<HotNodesAction.Response> {
             if (im == null) {
                 throw new IllegalStateException("index [" + r.index + "] is not in this node's cluster state");
             }
-            HotTable t = tables.tableFor(im);
-            int applied = 0;
-            int stale = 0;
-            List<HotEntry> recent = List.of();
-            switch (r.op) {
-                case UPDATE -> {
-                    HotTable.Applied a = t.apply(r.entries);
-                    applied = a.applied();
-                    stale = a.stale();
-                }
-                case REBUILD -> tables.rebuild(t);
-                case RECENT -> recent = t.recentUpdates();
-                case STATUS -> { }
+            HotTables.Copy c = tables.copy(im);
+            if (c == null) {
+                return new NodeResponse(clusterService.localNode(), null, null, "this node holds no copy of the shop-head index");
             }
-            boolean withDigest = r.op == Op.STATUS || r.op == Op.REBUILD;
-            return new NodeResponse(clusterService.localNode(), t, withDigest, applied, stale, recent);
+            String reason = null;
+            try {
+                tables.readyTable(r.index);
+            } catch (RuntimeException e) {
+                reason = e.getMessage();
+            }
+            HotTables.Check check = null;
+            if (c.table.ready()) {
+                try {
+                    check = tables.check(c);
+                } catch (Exception e) {
+                    throw new IllegalStateException("check of the table of [" + r.index + "] failed: " + e, e);
+                }
+            }
+            return new NodeResponse(clusterService.localNode(), c.table, check, reason);
         }
     }
 }
