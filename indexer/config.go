@@ -4,19 +4,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/baedal/baedal/eventlog"
 	"github.com/baedal/baedal/layout"
 )
-
-// MaxHotRetryFor bounds RetryFor when the hot layout runs: the baedal-hot
-// table keeps a row whose shop document is not yet written through a table
-// rebuild for 10 minutes (HotTable.KEEP_UPDATES_SECONDS), so one batch's heads
-// must be written, or the batch given up and sent again, well within that.
-const MaxHotRetryFor = 5 * time.Minute
 
 // Config is the indexer's configuration. Layout and Log are shared with other
 // components; Flags binds only the indexer's own fields, so bind those two
@@ -53,6 +46,11 @@ type Config struct {
 	// FreshnessPoll and FreshnessTimeout: how often and how long the
 	// freshness probe searches for a sampled event.
 	FreshnessPoll, FreshnessTimeout time.Duration
+	// HotTombstoneRetention is how long the hot layout keeps a deleted
+	// shop's head tombstone (and the plugin's table its row): an event
+	// older than the delete, arriving within it, cannot bring the shop
+	// back. Worker 0 purges older tombstones every HotTombstonePurgeEvery.
+	HotTombstoneRetention, HotTombstonePurgeEvery time.Duration
 	// RefetchOnGap re-reads a cached shop from OpenSearch when a batch's first
 	// event for it skips versions (version > held version + 1): the held state
 	// may be stale (another worker wrote the shop).
@@ -72,7 +70,8 @@ func Defaults() Config {
 		RetryBase: 100 * time.Millisecond, RetryMax: 5 * time.Second, RetryFor: 2 * time.Minute,
 		WorkerIndex: 0, Workers: 1, LagEvery: 5 * time.Second,
 		FreshnessPoll: 50 * time.Millisecond, FreshnessTimeout: 30 * time.Second,
-		RefetchOnGap: true,
+		RefetchOnGap:          true,
+		HotTombstoneRetention: 7 * 24 * time.Hour, HotTombstonePurgeEvery: time.Hour,
 	}
 }
 
@@ -101,6 +100,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.WorkerIndex, "indexer-worker-index", c.WorkerIndex, "this worker's index, 0..workers-1")
 	fs.IntVar(&c.Workers, "indexer-workers", c.Workers, "number of indexer workers sharing the partitions")
 	fs.DurationVar(&c.LagEvery, "indexer-lag-every", c.LagEvery, "consumer lag sampling period")
+	fs.DurationVar(&c.HotTombstoneRetention, "hot-tombstone-retention", c.HotTombstoneRetention, "how long the hot layout keeps a deleted shop's tombstone (an older event cannot revive the shop within it)")
+	fs.DurationVar(&c.HotTombstonePurgeEvery, "hot-tombstone-purge-every", c.HotTombstonePurgeEvery, "how often indexer worker 0 purges hot tombstones past their retention")
 }
 
 // Validate names the first invalid field.
@@ -134,8 +135,12 @@ func (c *Config) Validate() error {
 	}
 	if c.RetryBase <= 0 || c.RetryMax < c.RetryBase || c.RetryFor <= 0 {
 		errs = append(errs, fmt.Errorf("retry-base %s, retry-max %s, retry-for %s: need 0 < retry-base <= retry-max and retry-for > 0", c.RetryBase, c.RetryMax, c.RetryFor))
-	} else if slices.Contains(c.Layouts, layout.Hot) && c.RetryFor > MaxHotRetryFor {
-		errs = append(errs, fmt.Errorf("retry-for: got %s, allowed with the hot layout: <= %s (the baedal-hot table keeps a row without its shop document through a rebuild for 10 minutes; see docs/hot-layout.md)", c.RetryFor, MaxHotRetryFor))
+	}
+	if c.HotTombstoneRetention < time.Hour {
+		errs = append(errs, fmt.Errorf("hot-tombstone-retention: got %s, allowed: >= 1h (longer than any event can wait in the log)", c.HotTombstoneRetention))
+	}
+	if c.HotTombstonePurgeEvery < time.Second {
+		errs = append(errs, fmt.Errorf("hot-tombstone-purge-every: got %s, allowed: >= 1s", c.HotTombstonePurgeEvery))
 	}
 	if c.Workers < 1 || c.Workers > 1024 {
 		errs = append(errs, fmt.Errorf("workers: got %d, allowed: 1..1024", c.Workers))

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/baedal/baedal/catalog"
@@ -15,8 +13,8 @@ import (
 )
 
 // HotEntry is one shop's row of the baedal-hot plugin's table: the whole hot
-// state at the aggregate version, so an update is idempotent
-// (docs/hot-layout.md).
+// state at the aggregate version, as the plugin reads it from the shop's
+// head document (docs/hot-layout.md).
 type HotEntry struct {
 	ID              int64   `json:"id"`
 	Version         int64   `json:"version"`
@@ -77,73 +75,24 @@ func splitmix64(z uint64) uint64 {
 	return z ^ (z >> 31)
 }
 
-// HotTablePath returns the REST path of an action on the table of a shop
-// index (or alias): "_update", "_status" or "_rebuild".
-func HotTablePath(shopIndex, action string) string {
-	return "/_baedal/hot/" + shopIndex + "/" + action
-}
-
-// hotUpdateResponse is the part of the plugin's update answer we read.
-type hotUpdateResponse struct {
-	Nodes struct {
-		Total, Successful, Failed int
-	} `json:"nodes"`
-	Applied int `json:"applied"`
-	Stale   int `json:"stale"`
-}
-
-// maxHotEntries bounds one table update (~120 bytes per entry).
-const maxHotEntries = 5000
-
-// writeHotTable sends the current hot row of every shop of the batch
-// (applied events or not, except the poisoned ones and shops that never
-// existed) to the table on every node, retrying 429s, 5xx (a node that did
-// not take the update: the plugin answers 503) and transport errors until
-// deadline. Rows go for every shop of a batch, so a worker killed after the
-// heads were written but before the rows were sent still sends them on
-// redelivery, when every event of the batch is stale.
-//
-// Rows are idempotent (the table keeps the newest version), so re-sending
-// one costs a few bytes and never makes the table older.
-func (ix *Indexer) writeHotTable(ctx context.Context, c Coalesced, poisoned map[int64]string, deadline time.Time, stats *Stats) error {
-	var rows []HotEntry
-	for _, shopID := range slices.Sorted(maps.Keys(c.States)) {
-		head := &c.States[shopID].Parts[PartHotShop]
-		if _, bad := poisoned[shopID]; bad || head.Version == 0 {
-			continue
-		}
-		rows = append(rows, HotEntryOf(head))
+// PurgeHotTombstones deletes the hot layout's head tombstones whose
+// retention ended (deleted_at before now minus retention) from the
+// shop-head index behind alias, and returns how many it deleted. Each
+// node's baedal-hot table drops the row when its copy applies the delete. A
+// shop recreated meanwhile is a newer document, so the delete-by-query's
+// version check skips it (conflicts=proceed).
+func PurgeHotTombstones(ctx context.Context, os *osapi.Client, alias string, retention time.Duration) (int, error) {
+	body := fmt.Appendf(nil, `{"query":{"bool":{"filter":[{"term":{"deleted":true}},{"range":{"deleted_at":{"lt":"now-%ds"}}}]}}}`,
+		int64(retention.Seconds()))
+	var out struct {
+		Deleted  int               `json:"deleted"`
+		Failures []json.RawMessage `json:"failures"`
 	}
-	if len(rows) == 0 {
-		return nil
+	if err := os.Do(ctx, http.MethodPost, "/"+alias+"/_delete_by_query?conflicts=proceed&slices=auto", body, &out); err != nil {
+		return 0, fmt.Errorf("indexer: purge hot tombstones older than %s from %s: %w", retention, alias, err)
 	}
-	path := HotTablePath(ix.cfg.Layout.Alias(PartHotShop.Role()), "_update")
-	for start := 0; start < len(rows); start += maxHotEntries {
-		chunk := rows[start:min(start+maxHotEntries, len(rows))]
-		body, err := json.Marshal(map[string]any{"shops": chunk})
-		if err != nil {
-			return err
-		}
-		for attempt := 0; ; attempt++ {
-			if attempt > 0 {
-				stats.Retries++
-				ix.m.retries.WithLabelValues(ix.label).Inc()
-				if err := sleepCtx(ctx, backoff(attempt, ix.cfg.RetryBase, ix.cfg.RetryMax)); err != nil {
-					return fmt.Errorf("indexer: hot table update of %d shops: %w", len(chunk), err)
-				}
-			}
-			var out hotUpdateResponse
-			start := time.Now()
-			err := ix.os.Do(ctx, http.MethodPost, path, body, &out)
-			stats.Bulk += time.Since(start)
-			if err == nil {
-				break
-			}
-			if !osapi.Retryable(err) || ctx.Err() != nil || time.Now().After(deadline) {
-				return fmt.Errorf("indexer: hot table update of %d shops, attempt %d: %w", len(chunk), attempt+1, err)
-			}
-			ix.log.Warn("hot table update failed, retrying", "shops", len(chunk), "attempt", attempt+1, "err", err)
-		}
+	if len(out.Failures) > 0 {
+		return out.Deleted, fmt.Errorf("indexer: purge hot tombstones from %s: %d failures, first: %s", alias, len(out.Failures), out.Failures[0])
 	}
-	return nil
+	return out.Deleted, nil
 }

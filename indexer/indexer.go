@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -233,9 +232,7 @@ func stateFromSource(p Part, src []byte) (catalog.ShopState, error) {
 		err := json.Unmarshal(src, &d)
 		return layout.StateFromMenus(d), err
 	case PartHotShop:
-		var d layout.ShopDoc
-		err := json.Unmarshal(src, &d)
-		return layout.StateFromShop(d), err
+		return layout.StateFromHotHead(src)
 	case PartHotMenus:
 		var d layout.HotMenusDoc
 		err := json.Unmarshal(src, &d)
@@ -248,24 +245,28 @@ func stateFromSource(p Part, src []byte) (catalog.ShopState, error) {
 
 // AppendAction appends the bulk lines of one action to dst: an index action
 // with the part's full document, or a delete, both with version_type
-// external and the part's version.
+// external and the part's version. The hot layout's head is never deleted:
+// a delete writes its tombstone (layout.HotHeadTombstone).
 func AppendAction(dst []byte, cfg *layout.Config, a Action, st *catalog.ShopState) ([]byte, error) {
 	op := "index"
-	if a.Delete {
+	tombstone := a.Delete && a.Part == PartHotShop
+	if a.Delete && !tombstone {
 		op = "delete"
 	}
 	dst = fmt.Appendf(dst, `{%q:{"_index":%q,"_id":"%d","version":%d,"version_type":"external"}}`+"\n",
 		op, cfg.Alias(a.Part.Role()), a.ShopID, a.Version)
-	if a.Delete {
+	if op == "delete" {
 		return dst, nil
 	}
 	var doc any
-	switch a.Part {
-	case PartShop, PartHotShop:
+	switch {
+	case tombstone:
+		doc = layout.HotHeadTombstone{ID: a.ShopID, Version: a.Version, Deleted: true, DeletedAt: time.Now().UTC().Format(time.RFC3339)}
+	case a.Part == PartShop, a.Part == PartHotShop:
 		doc = layout.BuildShop(st, a.Version)
-	case PartMenus:
+	case a.Part == PartMenus:
 		doc = layout.BuildMenus(st, a.Version)
-	case PartHotMenus:
+	case a.Part == PartHotMenus:
 		doc = layout.BuildHotMenus(st, a.Version)
 	default:
 		doc = layout.BuildNested(st, a.Version)
@@ -290,7 +291,7 @@ type bulkItem struct {
 
 // write sends the actions, retrying what is retryable, in two phases: first
 // every part but the head (HeadPart), then the heads of the shops whose other
-// parts were accepted (in the hot layout beside the table rows: writeHotHeads).
+// parts were accepted.
 // A head at version v thus promises that the shop's
 // other documents reflect every event up to v, which is what lets a
 // redelivered batch be judged against the head's version alone (Aggregate):
@@ -319,49 +320,12 @@ func (ix *Indexer) write(ctx context.Context, c Coalesced, stats *Stats) (writeO
 		_, bad := out.poisoned[c.Actions[i].ShopID]
 		return bad
 	})
-	if ix.kind != layout.Hot {
-		if err := ix.writePhase(ctx, c, lines, heads, deadline, out, stats); err != nil {
-			return out, err
-		}
-	} else if err := ix.writeHotHeads(ctx, c, lines, heads, deadline, out, stats); err != nil {
+	if err := ix.writePhase(ctx, c, lines, heads, deadline, out, stats); err != nil {
 		return out, err
 	}
 	ix.m.docs.WithLabelValues(ix.label).Add(float64(stats.Docs))
 	ix.m.conflicts.WithLabelValues(ix.label).Add(float64(stats.Conflicts))
 	return out, nil
-}
-
-// writeHotHeads writes the hot layout's heads and, beside their bulk, the
-// baedal-hot table rows of the batch, which makes the batch visible to search
-// as soon as the table has them (freshness does not wait for the bulk). A row
-// can thus reach the table before its shop document is written; a table
-// rebuild in that window keeps it, because the plugin keeps the rows of recent
-// updates through a rebuild and a node that joins merges its peers' recent rows
-// (docs/hot-layout.md, "Rebuild").
-//
-// A node that restarts loses its table, and with one node (or a whole
-// cluster restarting) no peer holds the row either: if the row reached the
-// table before the restart and the head only after the rebuild's scan, the
-// table would keep the older row. A head written across a restart needed a
-// failed attempt first, so when the heads' bulk needed a retry the rows are
-// sent once more after it (idempotent; on a healthy cluster it costs
-// nothing). A head that OpenSearch refuses for good (a poisoned shop,
-// dead-lettered) may leave its row in the table; only a mapping error can do
-// that to a shop document.
-func (ix *Indexer) writeHotHeads(ctx context.Context, c Coalesced, lines [][]byte, heads []int, deadline time.Time, out writeOutcome, stats *Stats) error {
-	var table Stats
-	tableDone := make(chan error, 1)
-	poisoned := maps.Clone(out.poisoned) // writePhase adds to out.poisoned meanwhile
-	go func() { tableDone <- ix.writeHotTable(ctx, c, poisoned, deadline, &table) }()
-	retriesBefore := stats.Retries
-	headsErr := ix.writePhase(ctx, c, lines, heads, deadline, out, stats)
-	tableErr := <-tableDone
-	if headsErr == nil && tableErr == nil && stats.Retries > retriesBefore {
-		tableErr = ix.writeHotTable(ctx, c, out.poisoned, deadline, &table)
-	}
-	stats.Retries += table.Retries
-	stats.Bulk += table.Bulk
-	return errors.Join(headsErr, tableErr)
 }
 
 // writeOutcome is what OpenSearch answered for the shops of a written batch.

@@ -111,6 +111,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	for _, c := range consumers {
 		wg.Go(func() { errs <- w.consume(ctx, c) })
 	}
+	if w.kind == layout.Hot && w.cfg.WorkerIndex == 0 {
+		wg.Go(func() { w.purgeHotTombstones(ctx) })
+	}
 	wg.Go(func() { w.sampleLag(ctx, consumers) })
 	wg.Wait()
 	close(errs)
@@ -373,4 +376,26 @@ func (w *Worker) visible(ctx context.Context, ev catalog.Event) (bool, error) {
 		return false, err
 	}
 	return resp.Hits.Total.Value > 0, nil
+}
+
+// purgeHotTombstones runs PurgeHotTombstones every HotTombstonePurgeEvery
+// until ctx ends; a failed purge is logged and tried again next time.
+func (w *Worker) purgeHotTombstones(ctx context.Context) {
+	alias := w.cfg.Layout.Alias(layout.RoleHotShops)
+	t := time.NewTicker(w.cfg.HotTombstonePurgeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := PurgeHotTombstones(ctx, w.os, alias, w.cfg.HotTombstoneRetention)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			w.log.Warn("purging hot tombstones failed; trying again later", "err", err)
+		case n > 0:
+			w.log.Info("purged hot tombstones past their retention", "deleted", n, "retention", w.cfg.HotTombstoneRetention)
+		}
+	}
 }

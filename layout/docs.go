@@ -1,6 +1,7 @@
 package layout
 
 import (
+	"encoding/json"
 	"slices"
 
 	"github.com/baedal/baedal/catalog"
@@ -110,6 +111,32 @@ func BuildNested(st *catalog.ShopState, version int64) NestedDoc {
 // BuildShop returns the split shop document.
 func BuildShop(st *catalog.ShopState, version int64) ShopDoc {
 	return ShopDoc{Shop: st.Shop, Version: version}
+}
+
+// HotHeadTombstone is the hot layout's head document of a deleted shop: it
+// stays in the shop-head index, so a restart keeps the delete's version and
+// the plugin's table keeps it too (docs/hot-layout.md, "Tombstones").
+type HotHeadTombstone struct {
+	ID        int64  `json:"id"`
+	Version   int64  `json:"version"`
+	Deleted   bool   `json:"deleted"`
+	DeletedAt string `json:"deleted_at"`
+}
+
+// StateFromHotHead rebuilds the head part of the hot layout from its
+// document: a shop, or a tombstone (deleted: true) at its version.
+func StateFromHotHead(src []byte) (catalog.ShopState, error) {
+	var d struct {
+		ShopDoc
+		Deleted bool `json:"deleted"`
+	}
+	if err := json.Unmarshal(src, &d); err != nil {
+		return catalog.ShopState{}, err
+	}
+	if d.Deleted {
+		return catalog.ShopState{Shop: catalog.Shop{ID: d.ID}, Version: d.Version, Deleted: true}, nil
+	}
+	return StateFromShop(d.ShopDoc), nil
 }
 
 // BuildMenus returns the split menu document.

@@ -53,32 +53,42 @@ func (c *Config) DeleteIndices(ctx context.Context, os *osapi.Client, k Kind) er
 }
 
 // HotPlugin is the OpenSearch plugin the hot layout needs on every node
-// (docs/hot-layout.md).
-const HotPlugin = "baedal-hot"
+// (docs/hot-layout.md), at HotPluginVersion: its tables, queries and
+// messages change with its version, so a node with another version (a
+// rolling upgrade under way) makes the hot layout unavailable until every
+// node runs the same one.
+const (
+	HotPlugin        = "baedal-hot"
+	HotPluginVersion = "0.3.0"
+)
 
-// NodesWithoutHotPlugin returns the names of the cluster's nodes that lack
-// the baedal-hot plugin: when it is not empty, the hot layout cannot run and
-// the other layouts are unaffected.
+// NodesWithoutHotPlugin returns, for each node of the cluster that lacks the
+// baedal-hot plugin at HotPluginVersion, its name and what it has instead
+// ("no baedal-hot", or "baedal-hot 0.2.0"): when it is not empty, the hot
+// layout cannot run and the other layouts are unaffected.
 func NodesWithoutHotPlugin(ctx context.Context, os *osapi.Client) ([]string, error) {
 	var resp struct {
 		Nodes map[string]struct {
 			Name    string `json:"name"`
 			Plugins []struct {
-				Name string `json:"name"`
+				Name    string `json:"name"`
+				Version string `json:"version"`
 			} `json:"plugins"`
 		} `json:"nodes"`
 	}
-	if err := os.Do(ctx, http.MethodGet, "/_nodes/plugins?filter_path=nodes.*.name,nodes.*.plugins.name", nil, &resp); err != nil {
+	if err := os.Do(ctx, http.MethodGet, "/_nodes/plugins?filter_path=nodes.*.name,nodes.*.plugins.name,nodes.*.plugins.version", nil, &resp); err != nil {
 		return nil, fmt.Errorf("layout: list the plugins of the OpenSearch nodes: %w", err)
 	}
 	var missing []string
 	for _, n := range resp.Nodes {
-		has := false
+		has := "no " + HotPlugin
 		for _, p := range n.Plugins {
-			has = has || p.Name == HotPlugin
+			if p.Name == HotPlugin {
+				has = HotPlugin + " " + p.Version
+			}
 		}
-		if !has {
-			missing = append(missing, n.Name)
+		if has != HotPlugin+" "+HotPluginVersion {
+			missing = append(missing, n.Name+" ("+has+")")
 		}
 	}
 	slices.Sort(missing)
@@ -96,7 +106,7 @@ func RunnableKinds(ctx context.Context, os *osapi.Client) (kinds []Kind, unavail
 	unavailable = map[Kind]string{}
 	for _, k := range Kinds() {
 		if k == Hot && len(missing) > 0 {
-			unavailable[k] = fmt.Sprintf("the OpenSearch nodes %s lack the %s plugin (see opensearch/README.md)", strings.Join(missing, ", "), HotPlugin)
+			unavailable[k] = fmt.Sprintf("the OpenSearch nodes %s lack the %s plugin %s (see opensearch/README.md)", strings.Join(missing, ", "), HotPlugin, HotPluginVersion)
 			continue
 		}
 		kinds = append(kinds, k)

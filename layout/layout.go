@@ -147,7 +147,8 @@ type Config struct {
 // every index.
 func Defaults() Config {
 	one := IndexSettings{Shards: 1, Replicas: DefaultReplicas, RefreshInterval: "1s"}
-	return Config{Prefix: "baedal_", Nested: one, Shops: one, Menus: one, HotShops: one, HotMenus: one}
+	head := IndexSettings{Shards: 1, Replicas: HotShopsReplicas, RefreshInterval: "1s"}
+	return Config{Prefix: "baedal_", Nested: one, Shops: one, Menus: one, HotShops: head, HotMenus: one}
 }
 
 // Flags binds the configuration to command-line flags.
@@ -163,10 +164,22 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	}
 }
 
+// HotShopsReplicas is the replica setting of the hot layout's shop-head
+// index: a copy on every data node, whose baedal-hot plugin keeps its table
+// from that copy's own operations (docs/hot-layout.md, "Consistency").
+const HotShopsReplicas = "0-all"
+
 // Validate checks every index's settings.
 func (c *Config) Validate() error {
+	var head error
+	switch {
+	case c.HotShops.Shards != 1:
+		head = fmt.Errorf("hot-shops-shards: got %d, allowed: 1 (each node's hot table follows its whole copy of the shop-head index)", c.HotShops.Shards)
+	case c.HotShops.Replicas != HotShopsReplicas:
+		head = fmt.Errorf("hot-shops-replicas: got %q, allowed: %s (every data node holds a copy, and its table)", c.HotShops.Replicas, HotShopsReplicas)
+	}
 	return errors.Join(c.Nested.Validate("nested"), c.Shops.Validate("shops"), c.Menus.Validate("menus"),
-		c.HotShops.Validate("hot-shops"), c.HotMenus.Validate("hot-menus"))
+		c.HotShops.Validate("hot-shops"), head, c.HotMenus.Validate("hot-menus"))
 }
 
 // Index roles. The alias is what readers and writers use; the concrete

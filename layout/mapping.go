@@ -113,6 +113,10 @@ func (c *Config) IndexBody(role string) ([]byte, error) {
 		props = shopProperties()
 	case RoleHotShops:
 		props = shopProperties()
+		// A deleted shop's head stays as a tombstone (id, version, deleted,
+		// deleted_at) until its retention ends (indexer.PurgeHotTombstones).
+		props["deleted"] = typ("boolean")
+		props["deleted_at"] = typ("date")
 	case RoleHotMenus:
 		props = shopProperties()
 		for _, f := range catalog.HotShopFields() {
@@ -146,9 +150,13 @@ func (c *Config) IndexBody(role string) ([]byte, error) {
 	}
 	if role == RoleHotShops {
 		// The baedal-hot plugin keeps a table of this index's hot fields on
-		// every node (docs/hot-layout.md); a cluster without the plugin
-		// refuses the setting, so the hot layout cannot be created there.
+		// every node holding a copy (docs/hot-layout.md); a cluster without
+		// the plugin refuses the setting, so the hot layout cannot be
+		// created there.
 		index[HotTableSetting] = true
+		// Each replica applies every operation (the plugin's listener
+		// sees it); segment replication would copy files instead.
+		index["replication.type"] = "DOCUMENT"
 	}
 	return json.Marshal(map[string]any{
 		"settings": map[string]any{"index": index, "analysis": analysis()},

@@ -30,15 +30,11 @@
 //     configured setting, auto-expanding 0-1) and refresh interval are set
 //     on the target and the orchestrator waits for green (the replica build
 //     is timed), all before the swap.
-//     For the hot layout's shop index (<prefix>hot_shops), the baedal-hot
-//     plugin's table of the target is rebuilt from the target here
-//     (POST _baedal/hot/<target>/_rebuild): the plugin built it, empty,
-//     when the index was created, and the copy writes documents, not table
-//     rows. Every later writer (catch-up, tailer, post-swap pass: all
-//     indexer.Apply; the live indexer after the swap) sends rows beside the
-//     documents to the table of the index its alias names, and the table
-//     keeps the newest version of a row, so after the swap the table that
-//     searches read through the alias holds every shop's newest hot state.
+//     For the hot layout's shop-head index (<prefix>hot_shops), the
+//     replica setting is always layout.HotShopsReplicas (0-all): the
+//     baedal-hot plugin keeps each node's table from that node's copy, so
+//     the copy's writes fill the primary's table and each replica's table is
+//     built from its recovered copy (docs/hot-layout.md, "Consistency").
 //  6. caught_up: the event log is replayed from the recorded start into the
 //     target with the indexer's own code (indexer.Apply) through a catch-up
 //     alias (<index>_cu_<role>) that points the role at the target, in

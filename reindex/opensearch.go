@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/baedal/baedal/indexer"
 	"github.com/baedal/baedal/internal/osapi"
 )
 
@@ -485,23 +484,6 @@ func cancelTask(ctx context.Context, os *osapi.Client, taskID string) error {
 	err := os.Do(ctx, http.MethodPost, "/_tasks/"+url.PathEscape(taskID)+"/_cancel", nil, nil)
 	if err != nil && !osapi.IsStatus(err, http.StatusNotFound) {
 		return fmt.Errorf("reindex: cancel task %s: %w", taskID, err)
-	}
-	return nil
-}
-
-// rebuildHotTable makes every node rebuild the baedal-hot table of a hot
-// shop index from its documents (docs/hot-layout.md, "Rebuild"); it
-// answers when every node is done.
-func rebuildHotTable(ctx context.Context, os *osapi.Client, index string) error {
-	var resp struct {
-		Ready    bool              `json:"ready"`
-		Failures []json.RawMessage `json:"failures"`
-	}
-	if err := os.Do(ctx, http.MethodPost, indexer.HotTablePath(index, "_rebuild"), nil, &resp); err != nil {
-		return fmt.Errorf("reindex: rebuild the hot table of %s: %w", index, err)
-	}
-	if !resp.Ready || len(resp.Failures) > 0 {
-		return fmt.Errorf("reindex: rebuild the hot table of %s: ready %v, failures %s", index, resp.Ready, resp.Failures)
 	}
 	return nil
 }

@@ -139,6 +139,8 @@ func (o *Orchestrator) Start(ctx context.Context, opts Options) (Status, error) 
 		// with 0 replicas (or auto-expanded on one node) must not carry
 		// that over to a cluster that can hold replicas.
 		spec.Replicas, spec.ReplicaSetting = src.Replicas, o.cfg.Layout.Settings(role).Replicas
+	} else if role == layout.RoleHotShops {
+		return Status{}, fmt.Errorf("reindex: replicas: got %d for %s, allowed: the default (%s: every data node holds a copy of the shop-head index, and its hot table)", spec.Replicas, opts.Alias, layout.HotShopsReplicas)
 	} else {
 		spec.ReplicaSetting = strconv.Itoa(spec.Replicas)
 	}
@@ -436,15 +438,6 @@ func (o *Orchestrator) restore(ctx context.Context, st Status, fields map[string
 	}
 	if err := waitGreen(ctx, o.os, st.Target, o.cfg.GreenTimeout); err != nil {
 		return "", err
-	}
-	if st.Role == layout.RoleHotShops {
-		// The plugin built the target's table when the index was created,
-		// empty; the copy wrote documents, not table rows. Rebuild it from
-		// the target before the catch-up, whose rows (indexer.Apply sends
-		// them beside the heads) it then merges by version.
-		if err := rebuildHotTable(ctx, o.os, st.Target); err != nil {
-			return "", err
-		}
 	}
 	secs := time.Since(start).Seconds()
 	o.log.Info("target restored", "job", st.ID, "replicas", st.ReplicaSetting, "refresh_interval", st.Refresh, "replica_build_seconds", secs)

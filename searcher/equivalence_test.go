@@ -18,7 +18,6 @@ import (
 
 	"github.com/baedal/baedal/backend"
 	"github.com/baedal/baedal/catalog"
-	"github.com/baedal/baedal/indexer"
 	"github.com/baedal/baedal/internal/osapi"
 	"github.com/baedal/baedal/internal/stacktest"
 	"github.com/baedal/baedal/layout"
@@ -431,7 +430,8 @@ func writeDocs(t *testing.T, osc *osapi.Client, idx layout.Config, k layout.Kind
 	// A deleted shop leaves a delete tombstone in the index, as the
 	// indexer's deletes do: a Lucene document with none of the shop's
 	// fields, which some bulk scorers show to a script before they check
-	// that it is live. The hot layout's deletes go through its table.
+	// that it is live. The hot layout keeps a head tombstone, as its
+	// indexer does, which the plugin's table reads.
 	deleteAfterIndexing := func(alias string, id int64) {
 		add(alias, id, map[string]any{"id": id})
 		meta, _ := json.Marshal(map[string]any{"delete": map[string]any{"_index": alias, "_id": strconv.FormatInt(id, 10)}})
@@ -439,9 +439,11 @@ func writeDocs(t *testing.T, osc *osapi.Client, idx layout.Config, k layout.Kind
 		buf.WriteByte('\n')
 	}
 	n := 0
-	var hotRows []indexer.HotEntry
 	for id, st := range states {
-		if st.Deleted && k != layout.Hot {
+		switch {
+		case st.Deleted && k == layout.Hot:
+			add(idx.Alias(layout.RoleHotShops), id, layout.HotHeadTombstone{ID: id, Version: st.Version, Deleted: true, DeletedAt: "2026-11-28T00:00:00Z"})
+		case st.Deleted:
 			for _, alias := range idx.Aliases(k) {
 				deleteAfterIndexing(alias, id)
 			}
@@ -455,7 +457,6 @@ func writeDocs(t *testing.T, osc *osapi.Client, idx layout.Config, k layout.Kind
 		case layout.Hot:
 			add(idx.Alias(layout.RoleHotShops), id, layout.BuildShop(st, st.Version))
 			add(idx.Alias(layout.RoleHotMenus), id, layout.BuildHotMenus(st, st.Version))
-			hotRows = append(hotRows, indexer.HotEntryOf(st))
 		default:
 			add(idx.Alias(layout.RoleShops), id, layout.BuildShop(st, st.Version))
 			add(idx.Alias(layout.RoleMenus), id, layout.BuildMenus(st, st.Version))
@@ -467,12 +468,6 @@ func writeDocs(t *testing.T, osc *osapi.Client, idx layout.Config, k layout.Kind
 	flush()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for start := 0; start < len(hotRows); start += 5000 {
-		body, _ := json.Marshal(map[string]any{"shops": hotRows[start:min(start+5000, len(hotRows))]})
-		if err := osc.Do(ctx, http.MethodPost, indexer.HotTablePath(idx.Alias(layout.RoleHotShops), "_update"), body, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for _, alias := range idx.Aliases(k) {
 		if err := osc.Do(ctx, http.MethodPost, "/"+alias+"/_refresh", nil, nil); err != nil {
 			t.Fatal(err)

@@ -36,7 +36,49 @@ func (e *execution) hot(ctx context.Context) (*Response, error) {
 		"_source":          obj{"excludes": arr{"menus"}},
 		"ext":              obj{"baedal_hot": obj{"table": table}},
 	}
-	return e.oneRequest(ctx, e.s.idx.Alias(layout.RoleHotMenus), body)
+	resp, err := e.oneRequest(ctx, e.s.idx.Alias(layout.RoleHotMenus), body)
+	if err != nil {
+		return nil, err
+	}
+	for kind, n := range hotDisagreements(r, resp.Shops) {
+		e.s.hotDisagreements.WithLabelValues(kind).Add(float64(n))
+	}
+	return resp, nil
+}
+
+// hotDisagreements re-checks a page against the hot values it returns: each
+// shop must satisfy the request's hot predicates ("filter"), and a sort on a
+// hot field must be ordered by the values shown ("order"). The plugin reads
+// one row per shop for a whole shard request (filter, sort and fetch), so
+// any disagreement is a defect, counted by kind.
+func hotDisagreements(r *query.Request, shops []ShopHit) map[string]int {
+	out := map[string]int{}
+	for i := range shops {
+		sh := &shops[i]
+		if (r.OpenNow && !sh.Open) || (r.MaxDeliveryFee != nil && sh.DeliveryFee > *r.MaxDeliveryFee) ||
+			(r.MinRating != nil && sh.Rating < *r.MinRating) {
+			out["filter"]++
+		}
+		if i == 0 {
+			continue
+		}
+		prev := &shops[i-1]
+		switch r.Sort {
+		case query.SortDeliveryMinutes:
+			if sh.DeliveryMinutes < prev.DeliveryMinutes {
+				out["order"]++
+			}
+		case query.SortDeliveryFee:
+			if sh.DeliveryFee < prev.DeliveryFee {
+				out["order"]++
+			}
+		case query.SortRating:
+			if sh.Rating > prev.Rating {
+				out["order"]++
+			}
+		}
+	}
+	return out
 }
 
 // hotTableFilter is the plugin's shop-level filter on the hot fields the

@@ -3,13 +3,13 @@ package searcher
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
 	"testing"
 
 	"github.com/baedal/baedal/catalog"
-	"github.com/baedal/baedal/indexer"
 	"github.com/baedal/baedal/internal/stacktest"
 	"github.com/baedal/baedal/layout"
 	"github.com/baedal/baedal/query"
@@ -45,8 +45,8 @@ func TestHotHidesShopsTheTableDoesNotHoldLive(t *testing.T) {
 	unborn := catalog.NewGenerator(7).Shop(500)
 	unborn.Shop.ID = ids[len(ids)-1] + 1000
 
-	tombstone, _ := json.Marshal(map[string]any{"shops": []indexer.HotEntry{{ID: deleted.Shop.ID, Version: deleted.Version + 1, Deleted: true}}})
-	if err := osc.Do(ctx, http.MethodPost, indexer.HotTablePath(idx.Alias(layout.RoleHotShops), "_update"), tombstone, nil); err != nil {
+	tombstone, _ := json.Marshal(layout.HotHeadTombstone{ID: deleted.Shop.ID, Version: deleted.Version + 1, Deleted: true, DeletedAt: "2026-11-28T00:00:00Z"})
+	if err := osc.Do(ctx, http.MethodPut, fmt.Sprintf("/%s/_doc/%d?version=%d&version_type=external", idx.Alias(layout.RoleHotShops), deleted.Shop.ID, deleted.Version+1), tombstone, nil); err != nil {
 		t.Fatal(err)
 	}
 	doc, _ := json.Marshal(layout.BuildHotMenus(&unborn, unborn.Version))

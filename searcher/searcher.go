@@ -68,6 +68,10 @@ type Searcher struct {
 	cfg      Config
 	stepTime *prometheus.HistogramVec
 	total    *prometheus.HistogramVec
+	// hotDisagreements counts hot-layout hits whose returned hot values
+	// contradict the request's hot predicates or the page's order
+	// (hotDisagreements in hot.go); it must stay 0.
+	hotDisagreements *prometheus.CounterVec
 
 	mu          sync.Mutex
 	unavailable map[layout.Kind]string // layout → why it cannot serve
@@ -148,9 +152,13 @@ func New(os *osapi.Client, idx layout.Config, cfg Config, reg prometheus.Registe
 			Name: "baedal_search_seconds", Help: "Time of a whole search, by layout.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}, []string{"layout"}),
+		hotDisagreements: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baedal_search_hot_disagreements_total",
+			Help: "Hot-layout hits whose returned hot values contradict the request's hot filters or the page's sort order, by kind; must stay 0.",
+		}, []string{"kind"}),
 	}
 	if reg != nil {
-		reg.MustRegister(s.stepTime, s.total)
+		reg.MustRegister(s.stepTime, s.total, s.hotDisagreements)
 	}
 	return s
 }

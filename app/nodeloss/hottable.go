@@ -16,7 +16,7 @@ import (
 
 // HotTableCheck is one node's baedal-hot table at the end of a run, beside
 // the hot rows the accepted events describe and those the shop index holds
-// (the table is a cache of the shop index, rebuilt on the node's restart).
+// (the table follows the node's copy of the shop index).
 type HotTableCheck struct {
 	Node   string `json:"node"`
 	Ready  bool   `json:"ready"`
@@ -40,8 +40,8 @@ func (c HotTableCheck) Equal() bool {
 	return c.Ready && c.Shops == c.WantShops && c.Digest == c.WantDigest && c.ShopIndexDigest == c.WantDigest
 }
 
-// checkHotTables compares every node's table (the plugin's `_status`: live
-// rows and their digest, indexer.HotTableDigest) with the states the
+// checkHotTables compares every data node's table (the plugin's checked
+// `_status`: live rows and their digest, indexer.HotTableDigest) with the states the
 // accepted events describe and with the shop index's documents, until they
 // agree or timeout passes (a restarted node may still be rebuilding), and
 // returns the last comparison: one check per node that answered (a node
@@ -59,7 +59,7 @@ func checkHotTables(ctx context.Context, osc *osapi.Client, cfg indexer.Config, 
 	if err != nil {
 		return nil, err
 	}
-	path := indexer.HotTablePath(cfg.Layout.Alias(layout.RoleHotShops), "_status")
+	alias := cfg.Layout.Alias(layout.RoleHotShops)
 	var checks []HotTableCheck
 	for deadline := time.Now().Add(timeout); ; time.Sleep(500 * time.Millisecond) {
 		held, err := ix.Fetch(ctx, ids)
@@ -72,21 +72,15 @@ func checkHotTables(ctx context.Context, osc *osapi.Client, cfg indexer.Config, 
 				indexed = append(indexed, &s)
 			}
 		}
-		var status struct {
-			Nodes map[string]struct {
-				Ready  bool   `json:"ready"`
-				Shops  int    `json:"shops"`
-				Digest string `json:"digest"`
-			} `json:"nodes"`
-		}
-		// A node still rebuilding makes `_status` a 503: retried.
-		if err := osc.Do(ctx, http.MethodGet, path, nil, &status); err != nil && !osapi.Retryable(err) {
-			return nil, fmt.Errorf("nodeloss: %s: %w", path, err)
+		// A node still recovering its copy makes `_status` a 503: retried.
+		status, err := layout.FetchHotStatus(ctx, osc, alias, true)
+		if err != nil && !osapi.Retryable(err) {
+			return nil, fmt.Errorf("nodeloss: %w", err)
 		}
 		checks = nil
 		for _, node := range slices.Sorted(maps.Keys(status.Nodes)) {
 			n := status.Nodes[node]
-			checks = append(checks, HotTableCheck{Node: node, Ready: n.Ready, Shops: n.Shops, Digest: n.Digest,
+			checks = append(checks, HotTableCheck{Node: node, Ready: n.Ready, Shops: int(n.Shops), Digest: n.Digest,
 				WantShops: len(live), WantDigest: want, ShopIndexDigest: indexer.HotTableDigest(indexed)})
 		}
 		done := len(checks) == nodes && !slices.ContainsFunc(checks, func(c HotTableCheck) bool { return !c.Equal() })

@@ -383,35 +383,29 @@ func (r *run) setup(ctx context.Context) error {
 // every node (it rebuilds from the shop index after the index is created).
 const hotTableReadyTimeout = 2 * time.Minute
 
-// hotTableStatus is the part of the plugin's table status we read.
-type hotTableStatus struct {
-	Ready bool `json:"ready"`
-	Nodes map[string]struct {
-		Ready bool  `json:"ready"`
-		Shops int64 `json:"shops"`
-		Bytes int64 `json:"bytes"`
-	} `json:"nodes"`
-}
+// hotTableStatus is the plugin's table status (unchecked: a ready poll
+// scans nothing).
+type hotTableStatus layout.HotStatus
 
 // hotTableStatus returns the hot table's status once it is ready on every
 // node, polling for up to wait.
 func (r *run) hotTableStatus(ctx context.Context, wait time.Duration) (hotTableStatus, error) {
-	path := indexer.HotTablePath(r.idx.Alias(layout.RoleHotShops), "_status")
+	alias := r.idx.Alias(layout.RoleHotShops)
 	deadline := time.Now().Add(wait)
 	for {
-		var st hotTableStatus
-		if err := r.osc.Do(ctx, http.MethodGet, path, nil, &st); err != nil {
-			return st, fmt.Errorf("searchbench: hot table status: %w", err)
+		st, err := layout.FetchHotStatus(ctx, r.osc, alias, false)
+		if err != nil {
+			return hotTableStatus(st), fmt.Errorf("searchbench: %w", err)
 		}
 		if st.Ready {
-			return st, nil
+			return hotTableStatus(st), nil
 		}
 		if time.Now().After(deadline) {
-			return st, fmt.Errorf("searchbench: the hot table %s is not ready on every node after %s: %+v", path, wait, st.Nodes)
+			return hotTableStatus(st), fmt.Errorf("searchbench: the hot table of %s is not ready on every data node after %s: %s", alias, wait, st.Problem())
 		}
 		select {
 		case <-ctx.Done():
-			return st, ctx.Err()
+			return hotTableStatus(st), ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -25,7 +25,7 @@ final class ClasspathPlugins {
         // Ships a Painless extension: without extendedPlugins its script contexts do not compile.
         new Spec("analysis-common", "org.opensearch.analysis.common.CommonAnalysisModulePlugin", List.of("lang-painless")),
         new Spec("analysis-nori", "org.opensearch.plugin.analysis.nori.AnalysisNoriPlugin", List.of()),
-        // baedal's own plugin (opensearch/hot-plugin, docs/hot-layout.md); baedal serve checks its name.
+        // baedal's own plugin (opensearch/hot-plugin, docs/hot-layout.md); baedal serve checks its name and version.
         new Spec("baedal-hot", "dev.baedal.opensearch.hot.HotTablePlugin", List.of())
     );
 
@@ -59,11 +59,27 @@ final class ClasspathPlugins {
         }
     }
 
+    /**
+     * A plugin's own version, from its jar's manifest (Implementation-Version), as an installed
+     * plugin reports its descriptor's; OpenSearch's version for the modules, which have none.
+     */
+    static String versionOf(Spec s) {
+        try {
+            Package p = Class.forName(s.className(), false, ClasspathPlugins.class.getClassLoader()).getPackage();
+            if (p != null && p.getImplementationVersion() != null) {
+                return p.getImplementationVersion();
+            }
+        } catch (ClassNotFoundException | LinkageError e) {
+            // verify() has already failed the start for a missing class
+        }
+        return Version.CURRENT.toString();
+    }
+
     static List<PluginInfo> toPluginInfos(List<Spec> specs) {
         List<PluginInfo> infos = new ArrayList<>();
         for (Spec s : specs) {
             infos.add(new PluginInfo(
-                s.name(), s.name() + " (classpath)", Version.CURRENT.toString(), Version.CURRENT,
+                s.name(), s.name() + " (classpath)", versionOf(s), Version.CURRENT,
                 Runtime.version().feature() + "", s.className(), s.extendedPlugins(), false));
         }
         return infos;

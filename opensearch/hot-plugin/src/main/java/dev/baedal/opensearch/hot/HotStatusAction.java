@@ -22,7 +22,8 @@ import org.opensearch.transport.TransportService;
 
 /**
  * The one message the plugin sends between nodes: every data node's report on its table of one
- * shop-head index (readiness, counts, and a fresh {@link HotTables#check} against its copy).
+ * shop-head index (readiness, counts, and, unless the request says not to, a fresh
+ * {@link HotTables#check} against its copy).
  *
  * <p>Invariants: every message starts with {@link #WIRE_VERSION}, and a node refuses a version it
  * does not speak with an error naming both; a node that fails or cannot be reached is in
@@ -52,16 +53,19 @@ public final class HotStatusAction extends ActionType<HotStatusAction.Response> 
     /** The cluster-wide request: the status of one concrete index's table on every data node. */
     public static final class Request extends BaseNodesRequest<Request> {
         final String index;
+        final boolean check;
 
-        public Request(String index) {
+        public Request(String index, boolean check) {
             super("data:true");
             this.index = index;
+            this.check = check;
         }
 
         public Request(StreamInput in) throws IOException {
             super(in);
             readWireVersion(in);
             index = in.readString();
+            check = in.readBoolean();
         }
 
         @Override
@@ -69,21 +73,25 @@ public final class HotStatusAction extends ActionType<HotStatusAction.Response> 
             super.writeTo(out);
             out.writeVInt(WIRE_VERSION);
             out.writeString(index);
+            out.writeBoolean(check);
         }
     }
 
     /** What one node is asked. */
     public static final class NodeRequest extends TransportRequest {
         final String index;
+        final boolean check;
 
         NodeRequest(Request r) {
             index = r.index;
+            check = r.check;
         }
 
         public NodeRequest(StreamInput in) throws IOException {
             super(in);
             readWireVersion(in);
             index = in.readString();
+            check = in.readBoolean();
         }
 
         @Override
@@ -91,6 +99,7 @@ public final class HotStatusAction extends ActionType<HotStatusAction.Response> 
             super.writeTo(out);
             out.writeVInt(WIRE_VERSION);
             out.writeString(index);
+            out.writeBoolean(check);
         }
     }
 
@@ -230,7 +239,7 @@ public final class HotStatusAction extends ActionType<HotStatusAction.Response> 
                 reason = e.getMessage();
             }
             HotTables.Check check = null;
-            if (c.table.ready()) {
+            if (r.check && c.table.ready()) {
                 try {
                     check = tables.check(c);
                 } catch (Exception e) {

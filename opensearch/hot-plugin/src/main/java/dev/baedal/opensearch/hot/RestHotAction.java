@@ -15,8 +15,9 @@ import org.opensearch.rest.RestRequest;
 import org.opensearch.transport.client.node.NodeClient;
 
 /**
- * {@code GET /_baedal/hot/{table}/_status}: every data node's table of one shop-head index, each
- * checked against the node's copy (docs/hot-layout.md, "_status").
+ * {@code GET /_baedal/hot/{table}/_status[?check=false]}: every data node's table of one
+ * shop-head index, each checked against the node's copy unless {@code check=false}
+ * (docs/hot-layout.md, "_status").
  *
  * <p>Invariant: the table name is resolved (alias to concrete index, 404 if not a hot table) on
  * the receiving node before anything is sent to other nodes; the answer is 503 whenever a node
@@ -43,7 +44,7 @@ public final class RestHotAction extends BaseRestHandler {
     @Override
     protected RestChannelConsumer prepareRequest(RestRequest request, NodeClient client) throws IOException {
         String index = tables.concreteIndex(request.param("table")).getIndex().getName();
-        HotStatusAction.Request req = new HotStatusAction.Request(index);
+        HotStatusAction.Request req = new HotStatusAction.Request(index, request.paramAsBoolean("check", true));
         return channel -> client.execute(HotStatusAction.INSTANCE, req, new ActionListener<>() {
             @Override
             public void onResponse(HotStatusAction.Response r) {
@@ -72,10 +73,13 @@ public final class RestHotAction extends BaseRestHandler {
         int failed = r.failures().size();
         boolean allReady = failed == 0 && !r.getNodes().isEmpty() && r.getNodes().stream().allMatch(n -> n.ready);
         boolean allAgree = r.getNodes().stream().allMatch(n -> n.checked && n.disagreeing == 0);
+        boolean checked = r.getNodes().stream().anyMatch(n -> n.checked);
         b.startObject();
         b.field("table", index);
         b.field("ready", allReady);
-        b.field("agrees", failed == 0 && allReady && allAgree);
+        if (checked) {
+            b.field("agrees", failed == 0 && allReady && allAgree);
+        }
         b.startObject("nodes");
         for (HotStatusAction.NodeResponse n : r.getNodes()) {
             b.startObject(n.getNode().getName())

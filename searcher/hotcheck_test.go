@@ -1,0 +1,39 @@
+package searcher
+
+import (
+	"testing"
+
+	"github.com/baedal/baedal/catalog"
+	"github.com/baedal/baedal/query"
+)
+
+func shops(s ...catalog.Shop) []ShopHit {
+	out := make([]ShopHit, len(s))
+	for i := range s {
+		out[i].Shop = s[i]
+	}
+	return out
+}
+
+// The re-check flags a returned closed shop under open_now, a fee over the
+// bound, and a page whose shown values break its sort order; a consistent
+// page passes.
+func TestHotDisagreementsFlagsContradictingRows(t *testing.T) {
+	fee := 2000
+	r := &query.Request{OpenNow: true, MaxDeliveryFee: &fee, Sort: query.SortDeliveryMinutes}
+	good := shops(catalog.Shop{Open: true, DeliveryMinutes: 10}, catalog.Shop{Open: true, DeliveryMinutes: 10, DeliveryFee: 2000},
+		catalog.Shop{Open: true, DeliveryMinutes: 30})
+	if got := hotDisagreements(r, good); len(got) != 0 {
+		t.Errorf("a consistent page: %v, want none", got)
+	}
+	bad := shops(catalog.Shop{Open: true, DeliveryMinutes: 20}, catalog.Shop{DeliveryMinutes: 15},
+		catalog.Shop{Open: true, DeliveryMinutes: 40, DeliveryFee: 2500})
+	got := hotDisagreements(r, bad)
+	if got["filter"] != 2 || got["order"] != 1 {
+		t.Errorf("closed shop, fee 2500 > 2000, 15 after 20: got %v, want filter 2, order 1", got)
+	}
+	r = &query.Request{Sort: query.SortRating}
+	if got := hotDisagreements(r, shops(catalog.Shop{Rating: 4.1}, catalog.Shop{Rating: 4.5})); got["order"] != 1 {
+		t.Errorf("rating sorts descending: 4.5 after 4.1 is out of order, got %v", got)
+	}
+}
