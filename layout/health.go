@@ -32,11 +32,21 @@ type Health struct {
 	// Error says why the health could not be read (OpenSearch
 	// unreachable); Health is then "unknown".
 	Error string `json:"error,omitempty"`
+	// For the hot layout: TablesServing is the number of data nodes whose
+	// baedal-hot table serves searches (ready: built from the node's copy,
+	// and, as the plugin checks periodically, equal to it), and Tables
+	// names every other node and why (docs/hot-layout.md, "Consistency").
+	// Such a node serves no hot search; the others do.
+	TablesServing *int   `json:"tables_serving,omitempty"`
+	Tables        string `json:"tables,omitempty"`
 }
 
 // Searchable reports whether every index has all its primaries (green or
-// yellow): the layout answers complete results.
-func (h Health) Searchable() bool { return h.Health == "green" || h.Health == "yellow" }
+// yellow), and for the hot layout some node's table serves: the layout
+// answers complete results.
+func (h Health) Searchable() bool {
+	return (h.Health == "green" || h.Health == "yellow") && (h.TablesServing == nil || *h.TablesServing > 0)
+}
 
 // Health reads the health and replica count of every index of layout k
 // from the cluster state (it answers while shards are unavailable). It
@@ -87,6 +97,19 @@ func (c *Config) Health(ctx context.Context, os *osapi.Client, k Kind) Health {
 		h.Indices = append(h.Indices, ih)
 		h.Health = worse(h.Health, ih.Health)
 	}
+	if k == Hot && h.Searchable() {
+		serving := 0
+		st, err := FetchHotStatus(ctx, os, c.Alias(RoleHotShops), false)
+		for _, n := range st.Nodes {
+			if n.Ready {
+				serving++
+			}
+		}
+		h.TablesServing, h.Tables = &serving, st.Problem()
+		if err != nil && len(st.Nodes) == 0 {
+			h.Tables = err.Error()
+		}
+	}
 	return h
 }
 
@@ -110,6 +133,9 @@ func (h Health) String() string {
 	var parts []string
 	for _, ih := range h.Indices {
 		parts = append(parts, fmt.Sprintf("%s %s, %d replicas (setting %s)", ih.Alias, ih.Health, ih.Replicas, ih.ReplicaSetting))
+	}
+	if h.Tables != "" {
+		parts = append(parts, "tables: "+h.Tables)
 	}
 	return fmt.Sprintf("%s: %s (%s)", h.Layout, h.Health, strings.Join(parts, "; "))
 }

@@ -52,11 +52,39 @@ func TestReplicaSettings(t *testing.T) {
 		if err := json.Unmarshal(raw, &body); err != nil {
 			t.Fatal(err)
 		}
-		if got := body.Settings.Index["auto_expand_replicas"]; got != "0-1" {
-			t.Errorf("%s: auto_expand_replicas = %v, want 0-1", role, got)
+		want := "0-1"
+		if role == RoleHotShops {
+			want = "0-all" // every data node holds the shop-head index, and its hot table
+			if body.Settings.Index["replication.type"] != "DOCUMENT" {
+				t.Errorf("%s: replication.type = %v, want DOCUMENT (replicas apply each operation, which the plugin's listener sees)", role, body.Settings.Index["replication.type"])
+			}
+		}
+		if got := body.Settings.Index["auto_expand_replicas"]; got != want {
+			t.Errorf("%s: auto_expand_replicas = %v, want %s", role, got, want)
 		}
 		if _, ok := body.Settings.Index["number_of_replicas"]; ok {
 			t.Errorf("%s: number_of_replicas set beside auto_expand_replicas", role)
 		}
+	}
+}
+
+// The shop-head index must stay one shard on every data node: other
+// settings are refused, naming the flag and what it allows.
+func TestHotShopsSettingsAreFixed(t *testing.T) {
+	for _, c := range []struct {
+		shards   int
+		replicas string
+		flag     string
+	}{{2, HotShopsReplicas, "hot-shops-shards"}, {1, "0-1", "hot-shops-replicas"}} {
+		cfg := Defaults()
+		cfg.HotShops.Shards, cfg.HotShops.Replicas = c.shards, c.replicas
+		err := cfg.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.flag) || !strings.Contains(err.Error(), "allowed") {
+			t.Errorf("hot-shops %d shards, replicas %q: %v, want an error naming %s and what it allows", c.shards, c.replicas, err, c.flag)
+		}
+	}
+	if d := Defaults(); d.Validate() != nil {
+		err := d.Validate()
+		t.Errorf("the defaults: %v", err)
 	}
 }

@@ -298,3 +298,19 @@ func TestReached(t *testing.T) {
 		}
 	}
 }
+
+// Two writes of the same hot head tombstone differ only in deleted_at (when
+// each writer wrote it): they hash alike, and a live document's fields still
+// count.
+func TestCanonicalHashLeavesOutATombstonesDeletedAt(t *testing.T) {
+	a, _ := CanonicalHash([]byte(`{"id":7,"version":3,"deleted":true,"deleted_at":"2026-11-28T01:00:00Z"}`))
+	b, _ := CanonicalHash([]byte(`{"id":7,"version":3,"deleted":true,"deleted_at":"2026-11-28T02:00:00Z"}`))
+	if a != b {
+		t.Errorf("tombstones differing only in deleted_at hash %x and %x", a, b)
+	}
+	c, _ := CanonicalHash([]byte(`{"id":7,"version":3,"deleted":false,"deleted_at":"2026-11-28T02:00:00Z"}`))
+	d, _ := CanonicalHash([]byte(`{"id":7,"version":3,"deleted":false,"deleted_at":"2026-11-28T01:00:00Z"}`))
+	if c == d {
+		t.Error("a document that is not a tombstone must keep every field in its hash")
+	}
+}

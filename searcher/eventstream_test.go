@@ -91,8 +91,10 @@ func TestEventStreamsGiveEqualLayouts(t *testing.T) {
 		for _, id := range ids {
 			got, want := held[id].Aggregate(k), *reference[id]
 			if want.Deleted || want.Version == 0 {
-				if got.Version != 0 {
-					t.Fatalf("%s: shop %d should not exist, has version %d", k, id, got.Version)
+				// The hot layout keeps a deleted shop's head as a tombstone.
+				tombstone := k == layout.Hot && want.Deleted && got.Deleted && got.Version == want.Version
+				if got.Version != 0 && !tombstone {
+					t.Fatalf("%s: shop %d should not exist, has version %d (deleted %v)", k, id, got.Version, got.Deleted)
 				}
 				continue
 			}
