@@ -30,6 +30,9 @@ type Config struct {
 	// baedal-hot plugin: a cluster that lacks it, where the hot layout is
 	// unavailable and the others serve (tests; trying it out).
 	OpenSearchWithoutHotPlugin int
+	// OpenSearchSettings are extra OpenSearch settings (KEY=VALUE) for
+	// every node, applied last (fault tests shorten fault detection).
+	OpenSearchSettings []string
 	// RedisReplicas is the number of read replicas of the primary Redis.
 	RedisReplicas int
 	// LinksOldRedis starts a second, separate Redis: the old store of the

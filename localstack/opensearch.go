@@ -30,8 +30,8 @@ func clusterName(stateDir string) string {
 }
 
 // startOpenSearchNode starts one node of the cluster with the launcher
-// (without the baedal-hot plugin when withoutHot).
-func startOpenSearchNode(stateDir, jdkHome, launcherDir, heap string, node openSearchNode, all []openSearchNode, withoutHot bool) (Process, error) {
+// (without the baedal-hot plugin when withoutHot), with the extra settings.
+func startOpenSearchNode(stateDir, jdkHome, launcherDir, heap string, node openSearchNode, all []openSearchNode, withoutHot bool, settings []string) (Process, error) {
 	home := filepath.Join(stateDir, "opensearch", node.name)
 	if err := os.MkdirAll(filepath.Join(home, "data"), 0o755); err != nil {
 		return Process{}, err
@@ -54,6 +54,9 @@ func startOpenSearchNode(stateDir, jdkHome, launcherDir, heap string, node openS
 	}
 	if withoutHot {
 		args = append(args, "--without-plugin", "baedal-hot")
+	}
+	for _, kv := range settings {
+		args = append(args, "--setting", kv)
 	}
 	if len(all) > 1 {
 		var seeds, names []string

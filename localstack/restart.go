@@ -33,6 +33,27 @@ func (st *State) Kill(component string) error {
 	return p.Stop(syscall.SIGKILL, 5*time.Second)
 }
 
+// Pause stops a component with SIGSTOP (a long GC pause, or a host that
+// freezes), and Resume continues it with SIGCONT; fault tests.
+func (st *State) Pause(component string) error { return st.signal(component, syscall.SIGSTOP) }
+
+// Resume continues a component paused with Pause.
+func (st *State) Resume(component string) error { return st.signal(component, syscall.SIGCONT) }
+
+func (st *State) signal(component string, sig syscall.Signal) error {
+	p, ok := st.Process(component)
+	if !ok {
+		return fmt.Errorf("localstack: no component %s in %s", component, st.StateDir)
+	}
+	if !p.Alive() {
+		return fmt.Errorf("localstack: %s (pid %d) is not running", component, p.PID)
+	}
+	if err := syscall.Kill(p.PID, sig); err != nil {
+		return fmt.Errorf("localstack: %s %s (pid %d): %w", sig, component, p.PID, err)
+	}
+	return nil
+}
+
 // RestartOpenSearchNode starts a stopped OpenSearch node of the stack again
 // with its recorded command line and data directory, records its new PID,
 // and waits until the cluster has all its nodes again (not for green: the

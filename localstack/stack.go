@@ -284,7 +284,7 @@ func start(ctx context.Context, cfg Config, stateDir, jdk, launcherDir, password
 		url := "http://127.0.0.1:" + strconv.Itoa(node.httpPort)
 		st.OpenSearchURLs = append(st.OpenSearchURLs, url)
 		withoutHot := i >= len(plan.openSearch)-cfg.OpenSearchWithoutHotPlugin
-		p, err := startOpenSearchNode(stateDir, jdk, launcherDir, cfg.OpenSearchHeap, node, plan.openSearch, withoutHot)
+		p, err := startOpenSearchNode(stateDir, jdk, launcherDir, cfg.OpenSearchHeap, node, plan.openSearch, withoutHot, cfg.OpenSearchSettings)
 		if err := record(p, err, func(ctx context.Context, p Process) error { return waitOpenSearch(ctx, p, url, cfg.OpenSearchNodes) }); err != nil {
 			return fail(err)
 		}

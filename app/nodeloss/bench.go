@@ -18,7 +18,8 @@ type BenchConfig struct {
 	KillNodeAfter time.Duration
 	// Outage is how long the node stays down.
 	Outage time.Duration
-	// Victim is data_node or cluster_manager.
+	// Victim is data_node, cluster_manager, paused_data_node (SIGSTOP for
+	// the outage, then SIGCONT) or whole_cluster.
 	Victim string
 	// Shops in the catalog.
 	Shops int
@@ -35,7 +36,7 @@ func (c *BenchConfig) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.OpenSearchNodes, "opensearch-nodes", c.OpenSearchNodes, "with 3 and --kill-node-after: the node-loss scenario on a 3-node cluster of its own")
 	fs.DurationVar(&c.KillNodeAfter, "kill-node-after", c.KillNodeAfter, "node-loss scenario: SIGKILL an OpenSearch node after this much load (needs --opensearch-nodes 3)")
 	fs.DurationVar(&c.Outage, "node-outage", c.Outage, "node-loss scenario: how long the node stays down before it is started again")
-	fs.StringVar(&c.Victim, "kill-node", c.Victim, "node-loss scenario: data_node or cluster_manager")
+	fs.StringVar(&c.Victim, "kill-node", c.Victim, "node-loss scenario: data_node, cluster_manager, paused_data_node (SIGSTOP for the outage, then SIGCONT) or whole_cluster")
 	fs.IntVar(&c.Shops, "node-loss-shops", c.Shops, "node-loss scenario: shops in the catalog")
 }
 
@@ -51,8 +52,8 @@ func (c *BenchConfig) Validate() error {
 		return fmt.Errorf("kill-node-after: needs --opensearch-nodes 3 (a node of a single-node cluster is the whole cluster)")
 	case c.KillNodeAfter < 0 || c.Outage <= 0:
 		return fmt.Errorf("kill-node-after %s, node-outage %s: must be >= 0 and > 0", c.KillNodeAfter, c.Outage)
-	case c.Victim != string(DataNode) && c.Victim != string(ClusterManager):
-		return fmt.Errorf("kill-node: got %q, allowed: data_node, cluster_manager", c.Victim)
+	case c.Victim != string(DataNode) && c.Victim != string(ClusterManager) && c.Victim != string(PausedDataNode) && c.Victim != string(WholeCluster):
+		return fmt.Errorf("kill-node: got %q, allowed: data_node, cluster_manager, paused_data_node, whole_cluster", c.Victim)
 	case c.Shops < 1 || c.Shops > 100_000:
 		return fmt.Errorf("node-loss-shops: got %d, allowed: 1..100000", c.Shops)
 	}
@@ -62,7 +63,7 @@ func (c *BenchConfig) Validate() error {
 // Config is the scenario's run configuration: one case, 10 s after green.
 func (c *BenchConfig) Config() Config {
 	cfg := Defaults()
-	cfg.Shops, cfg.Before, cfg.Outage, cfg.After = c.Shops, c.KillNodeAfter, c.Outage, 10*time.Second
+	cfg.Shops, cfg.Before, cfg.Outage, cfg.PauseOutage, cfg.After = c.Shops, c.KillNodeAfter, c.Outage, c.Outage, 10*time.Second
 	cfg.Victims = []Victim{Victim(c.Victim)}
 	return cfg
 }
@@ -76,6 +77,7 @@ type LayoutSummary struct {
 	Errors500      int     `json:"errors_500"`
 	Other          int     `json:"other_errors"`
 	Fallbacks      int     `json:"fallbacks"`
+	StaleHits      int     `json:"stale_hits"`
 	P99BeforeMs    float64 `json:"p99_before_ms"`
 	P99DuringMs    float64 `json:"p99_during_ms"`
 }
@@ -95,8 +97,13 @@ type BenchSummary struct {
 	LayoutsEqual    bool                     `json:"layouts_equal"`
 	SecondsToRejoin float64                  `json:"seconds_to_rejoin"`
 	SecondsToGreen  float64                  `json:"seconds_to_green"`
-	Command         string                   `json:"command"`
-	Date            string                   `json:"date"`
+	// SecondsToConsistent: until every data node's hot table was ready and
+	// equal to its copy; HotTablesDiffer counts the nodes whose table did
+	// not hold the accepted events' rows at the end.
+	SecondsToConsistent float64 `json:"seconds_to_consistent"`
+	HotTablesDiffer     int     `json:"hot_tables_differ"`
+	Command             string  `json:"command"`
+	Date                string  `json:"date"`
 }
 
 // Summary shapes the result of a one-case run for the benchmark: during
@@ -114,6 +121,7 @@ func (r *Result) Summary(c BenchConfig, command string) BenchSummary {
 	}
 	c0 := r.Cases[0]
 	s.Victim, s.Node, s.SecondsToRejoin, s.SecondsToGreen = c0.Victim, c0.Node, c0.SecondsToRejoin, c0.SecondsToGreen
+	s.SecondsToConsistent, s.HotTablesDiffer = c0.SecondsToConsistent, r.HotTablesDiffer
 	for _, label := range c0.Labels() {
 		var l LayoutSummary
 		if n := c0.Searches[PhaseBefore][label]; n != nil {
@@ -129,6 +137,7 @@ func (r *Result) Summary(c BenchConfig, command string) BenchSummary {
 			l.Errors500 += n.Errors500
 			l.Other += n.Other
 			l.Fallbacks += n.Fallbacks
+			l.StaleHits += n.StaleHits
 			l.P99DuringMs = max(l.P99DuringMs, n.Latency.P99Ms)
 		}
 		s.Layouts[label] = l

@@ -27,6 +27,14 @@ type HotTableCheck struct {
 	WantShops       int    `json:"want_shops"`
 	WantDigest      string `json:"want_digest"`
 	ShopIndexDigest string `json:"shop_index_digest"`
+	// Tombstones is what the node's table holds; WantTombstones the shops
+	// the accepted events deleted (after creating them), whose head
+	// tombstones must survive restarts of one node or of the whole cluster.
+	Tombstones     int `json:"tombstones"`
+	WantTombstones int `json:"want_tombstones"`
+	// Disagreeing is what the plugin's check of the table against the
+	// node's own copy found (0 when they agree).
+	Disagreeing int `json:"disagreeing"`
 	// RowDiffs, when the table differs, names the first shops whose row, as
 	// a search on the hot menu index reads it, differs from the events'
 	// state or the shop index (the search reads every shard's own node, so
@@ -37,7 +45,8 @@ type HotTableCheck struct {
 // Equal reports whether the node's table is ready and holds exactly the
 // events' live rows, and the shop index agrees with both.
 func (c HotTableCheck) Equal() bool {
-	return c.Ready && c.Shops == c.WantShops && c.Digest == c.WantDigest && c.ShopIndexDigest == c.WantDigest
+	return c.Ready && c.Shops == c.WantShops && c.Digest == c.WantDigest && c.ShopIndexDigest == c.WantDigest &&
+		c.Tombstones == c.WantTombstones && c.Disagreeing == 0
 }
 
 // checkHotTables compares every data node's table (the plugin's checked
@@ -49,9 +58,13 @@ func (c HotTableCheck) Equal() bool {
 func checkHotTables(ctx context.Context, osc *osapi.Client, cfg indexer.Config, nodes int, states map[int64]*catalog.ShopState, timeout time.Duration) ([]HotTableCheck, error) {
 	ids := slices.Sorted(maps.Keys(states))
 	var live []*catalog.ShopState
+	deleted := 0
 	for _, id := range ids {
-		if s := states[id]; !s.Deleted && s.Version > 0 {
+		switch s := states[id]; {
+		case !s.Deleted && s.Version > 0:
 			live = append(live, s)
+		case s.Deleted:
+			deleted++
 		}
 	}
 	want := indexer.HotTableDigest(live)
@@ -80,8 +93,13 @@ func checkHotTables(ctx context.Context, osc *osapi.Client, cfg indexer.Config, 
 		checks = nil
 		for _, node := range slices.Sorted(maps.Keys(status.Nodes)) {
 			n := status.Nodes[node]
-			checks = append(checks, HotTableCheck{Node: node, Ready: n.Ready, Shops: int(n.Shops), Digest: n.Digest,
-				WantShops: len(live), WantDigest: want, ShopIndexDigest: indexer.HotTableDigest(indexed)})
+			c := HotTableCheck{Node: node, Ready: n.Ready, Shops: int(n.Shops), Digest: n.Digest,
+				WantShops: len(live), WantDigest: want, ShopIndexDigest: indexer.HotTableDigest(indexed),
+				Tombstones: int(n.Tombstones), WantTombstones: deleted, Disagreeing: -1}
+			if n.Disagreeing != nil {
+				c.Disagreeing = *n.Disagreeing
+			}
+			checks = append(checks, c)
 		}
 		done := len(checks) == nodes && !slices.ContainsFunc(checks, func(c HotTableCheck) bool { return !c.Equal() })
 		if done || ctx.Err() != nil {

@@ -28,6 +28,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,7 +53,25 @@ const (
 	DataNode Victim = "data_node"
 	// ClusterManager is the elected cluster manager.
 	ClusterManager Victim = "cluster_manager"
+	// PausedDataNode is DataNode frozen with SIGSTOP for the outage, longer
+	// than the cluster's fault detection (shortened to about 9 s when a run
+	// has this victim), so the cluster removes it and writes go on without
+	// it; then SIGCONT. It missed operations while frozen: none of its
+	// stale rows may be served, while it is out or after it is back.
+	PausedDataNode Victim = "paused_data_node"
+	// WholeCluster is every node SIGKILLed at once and restarted on its
+	// data (a full cluster restart): hot tombstones must survive it.
+	WholeCluster Victim = "whole_cluster"
 )
+
+// faultDetection shortens OpenSearch's fault detection (default: about 30 s
+// to remove a silent node) for runs that pause a node, so a pause of
+// Config.Outage outlasts it.
+var faultDetection = []string{
+	"cluster.fault_detection.follower_check.interval=1s", "cluster.fault_detection.follower_check.timeout=2s",
+	"cluster.fault_detection.follower_check.retry_count=3", "cluster.fault_detection.leader_check.interval=1s",
+	"cluster.fault_detection.leader_check.timeout=2s", "cluster.fault_detection.leader_check.retry_count=3",
+}
 
 // Config shapes a run. Zero fields take the defaults of Defaults.
 type Config struct {
@@ -70,8 +89,10 @@ type Config struct {
 	EventEvery    time.Duration
 	EventsPerTick int
 	// Before is the load before the first kill; Outage how long each
-	// victim stays down; After the load after the cluster is green again.
-	Before, Outage, After time.Duration
+	// victim stays down (PauseOutage for PausedDataNode: longer than the
+	// shortened fault detection); After the load after the cluster is
+	// green again.
+	Before, Outage, PauseOutage, After time.Duration
 	// Victims are the cases, in order, on the same cluster.
 	Victims []Victim
 	// GreenTimeout bounds the wait for green after a restart;
@@ -82,14 +103,15 @@ type Config struct {
 }
 
 // Defaults is the CI size: 60 shops, ~20 searches/s, ~10 events/s, 2 s
-// before, 8 s outages, 2 s after, a data node then the cluster manager; up
+// before, 8 s outages (15 s pauses), 2 s after; a data node killed, the
+// cluster manager killed, a data node paused, the whole cluster killed; up
 // to 4 minutes for green (a loaded 2-core machine recovered a replica in
 // 30 s to over 2 minutes).
 func Defaults() Config {
 	return Config{
 		Nodes: 3, Shops: 60, Seed: 23, SearchEvery: 150 * time.Millisecond, EventEvery: 200 * time.Millisecond, EventsPerTick: 2,
-		Before: 2 * time.Second, Outage: 8 * time.Second, After: 2 * time.Second,
-		Victims:      []Victim{DataNode, ClusterManager},
+		Before: 2 * time.Second, Outage: 8 * time.Second, PauseOutage: 15 * time.Second, After: 2 * time.Second,
+		Victims:      []Victim{DataNode, ClusterManager, PausedDataNode, WholeCluster},
 		GreenTimeout: 4 * time.Minute, CatchUpTimeout: 2 * time.Minute,
 	}
 }
@@ -106,12 +128,16 @@ type Counts struct {
 	Latency    bench.LatencySummary `json:"latency"`
 	// Fallbacks counts 200s answered by another layout than meant.
 	Fallbacks int `json:"fallbacks"`
+	// StaleHits counts hot-layout hits older than the same shop's version
+	// that an earlier search of the same client showed, in a search that
+	// started at least staleGrace after that one ended (searchLoad.stale).
+	StaleHits int `json:"stale_hits"`
 	lat       *bench.LatencyRecorder
 }
 
-// String is "200×n 503×n 5xx×n other×n p99 Xms".
+// String is "200×n 503×n 5xx×n other×n fallbacks×n stale×n p99 Xms".
 func (c *Counts) String() string {
-	return fmt.Sprintf("200×%d 503×%d 5xx×%d other×%d fallbacks×%d p99 %.0fms", c.OK, c.Refused503, c.Errors500, c.Other, c.Fallbacks, c.Latency.P99Ms)
+	return fmt.Sprintf("200×%d 503×%d 5xx×%d other×%d fallbacks×%d stale×%d p99 %.0fms", c.OK, c.Refused503, c.Errors500, c.Other, c.Fallbacks, c.StaleHits, c.Latency.P99Ms)
 }
 
 // Labels returns the search clients of the case, sorted: "default" (no
@@ -142,6 +168,10 @@ type CaseResult struct {
 	// again; SecondsToGreen until it was green.
 	SecondsToRejoin float64 `json:"seconds_to_rejoin"`
 	SecondsToGreen  float64 `json:"seconds_to_green"`
+	// SecondsToConsistent is from the restart (or SIGCONT) until every data
+	// node's hot table was ready and equal to its copy (the plugin's checked
+	// status); 0 without the hot layout.
+	SecondsToConsistent float64 `json:"seconds_to_consistent,omitempty"`
 	// Searches maps phase → layout ("default" for a search that named
 	// none) → counts.
 	Searches map[string]map[string]*Counts `json:"searches"`
@@ -173,7 +203,7 @@ type Result struct {
 	ReadyStatus string          `json:"ready_status"`
 	Ready       []layout.Health `json:"ready"`
 	// BadAnswers are the first answers that were neither 200 nor 503 with
-	// Retry-After.
+	// Retry-After, or that showed stale hits.
 	BadAnswers []string `json:"bad_answers,omitempty"`
 }
 
@@ -191,7 +221,7 @@ func Run(ctx context.Context, cfg Config, keepLogs func(dir string) bool) (_ *Re
 	if cfg.Nodes != 1 && cfg.Nodes != 3 {
 		return nil, fmt.Errorf("nodeloss: nodes: got %d, allowed: 1, 3", cfg.Nodes)
 	}
-	if cfg.Nodes == 1 && slices.ContainsFunc(cfg.Victims, func(v Victim) bool { return v != ClusterManager }) {
+	if cfg.Nodes == 1 && slices.ContainsFunc(cfg.Victims, func(v Victim) bool { return v != ClusterManager && v != WholeCluster }) {
 		return nil, fmt.Errorf("nodeloss: victims %v: a 1-node cluster has only its cluster manager to kill", cfg.Victims)
 	}
 	progress := cfg.Progress
@@ -204,6 +234,9 @@ func Run(ctx context.Context, cfg Config, keepLogs func(dir string) bool) (_ *Re
 	}
 	lc := localstack.Defaults()
 	lc.StateDir, lc.PortBase, lc.OpenSearchNodes = dir, 0, cfg.Nodes
+	if slices.Contains(cfg.Victims, PausedDataNode) {
+		lc.OpenSearchSettings = faultDetection
+	}
 	upCtx, cancel := context.WithTimeout(ctx, 6*time.Minute)
 	st, err := localstack.Up(upCtx, lc, progress)
 	cancel()
@@ -231,8 +264,9 @@ func Run(ctx context.Context, cfg Config, keepLogs func(dir string) bool) (_ *Re
 }
 
 // Defective reports whether the run found something a restart must not
-// leave behind: an answer neither 200 nor 503, a lost or dead-lettered
-// event, layouts that disagree, or a hot table that differs.
+// leave behind: an answer neither 200 nor 503 or with stale hits (in
+// BadAnswers), a lost or dead-lettered event, layouts that disagree, or a
+// hot table that differs.
 func (r *Result) Defective() bool {
 	return len(r.BadAnswers) > 0 || r.EventPostFailures > 0 || r.EventsLost > 0 || r.DeadLettered > 0 ||
 		r.LayoutsDiffer != "" || r.HotTablesDiffer > 0
@@ -263,6 +297,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Outage == 0 {
 		c.Outage = d.Outage
+	}
+	if c.PauseOutage == 0 {
+		c.PauseOutage = d.PauseOutage
 	}
 	if c.After == 0 {
 		c.After = d.After
@@ -382,27 +419,54 @@ func run(ctx context.Context, cfg Config, st *localstack.State) (*Result, error)
 			searches.phase.Store(prefix + PhaseBefore)
 			sleep(ctx, cfg.After)
 		}
-		node, err := pickVictim(ctx, osc, v)
+		nodes, err := pickVictims(ctx, osc, v, st)
 		if err != nil {
 			return nil, err
 		}
+		node := strings.Join(nodes, ",")
 		searches.phase.Store(prefix + PhaseOutage)
-		if err := st.Kill(node); err != nil {
-			return nil, err
+		for _, n := range nodes {
+			if v == PausedDataNode {
+				err = st.Pause(n)
+			} else {
+				err = st.Kill(n)
+			}
+			if err != nil {
+				return nil, err
+			}
 		}
-		fmt.Fprintf(cfg.Progress, "nodeloss: SIGKILLed %s (%s); down for %s\n", node, v, cfg.Outage)
-		sleep(ctx, cfg.Outage)
+		outage := cfg.Outage
+		if v == PausedDataNode {
+			outage = cfg.PauseOutage
+		}
+		fmt.Fprintf(cfg.Progress, "nodeloss: %s %s (%s); out for %s\n", map[bool]string{true: "SIGSTOPped", false: "SIGKILLed"}[v == PausedDataNode], node, v, outage)
+		sleep(ctx, outage)
 		searches.phase.Store(prefix + PhaseRestart)
 		restarted := time.Now()
-		if err := st.RestartOpenSearchNode(ctx, node); err != nil {
-			return nil, fmt.Errorf("nodeloss: restart %s: %w", node, err)
+		if v == PausedDataNode {
+			if err := st.Resume(nodes[0]); err != nil {
+				return nil, err
+			}
+			err = waitNodes(ctx, osc, len(st.OpenSearchURLs), cfg.GreenTimeout)
+		} else {
+			err = restartNodes(ctx, st, nodes)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("nodeloss: bring %s back: %w", node, err)
 		}
 		c := CaseResult{Victim: v, Node: node, SecondsToRejoin: time.Since(restarted).Seconds()}
 		if err := waitGreen(ctx, osc, acfg.Indexer.Layout, kinds, cfg.GreenTimeout); err != nil {
 			return nil, fmt.Errorf("nodeloss: after restarting %s: %w", node, err)
 		}
 		c.SecondsToGreen = time.Since(restarted).Seconds()
-		fmt.Fprintf(cfg.Progress, "nodeloss: %s rejoined after %.1f s, green after %.1f s\n", node, c.SecondsToRejoin, c.SecondsToGreen)
+		if slices.Contains(kinds, layout.Hot) {
+			if err := waitHotConsistent(ctx, osc, acfg.Indexer.Layout.Alias(layout.RoleHotShops), cfg.GreenTimeout); err != nil {
+				return nil, fmt.Errorf("nodeloss: after bringing %s back: %w", node, err)
+			}
+			c.SecondsToConsistent = time.Since(restarted).Seconds()
+		}
+		fmt.Fprintf(cfg.Progress, "nodeloss: %s rejoined after %.1f s, green after %.1f s, hot tables consistent after %.1f s\n",
+			node, c.SecondsToRejoin, c.SecondsToGreen, c.SecondsToConsistent)
 		searches.phase.Store(prefix + PhaseAfter)
 		sleep(ctx, cfg.After)
 		res.Cases = append(res.Cases, c)
@@ -526,6 +590,67 @@ func pickVictim(ctx context.Context, osc *osapi.Client, v Victim) (string, error
 		return "", fmt.Errorf("nodeloss: no node but the cluster manager holds a shard: %+v", shards)
 	}
 	return best, nil
+}
+
+// pickVictims returns the nodes a case takes out: every node for
+// WholeCluster, else the one pickVictim names.
+func pickVictims(ctx context.Context, osc *osapi.Client, v Victim, st *localstack.State) ([]string, error) {
+	if v == WholeCluster {
+		var nodes []string
+		for _, p := range st.Processes {
+			if strings.HasPrefix(p.Component, "opensearch-") {
+				nodes = append(nodes, p.Component)
+			}
+		}
+		return nodes, nil
+	}
+	if v == PausedDataNode {
+		v = DataNode
+	}
+	n, err := pickVictim(ctx, osc, v)
+	return []string{n}, err
+}
+
+// restartNodes starts stopped nodes again, all at once (a whole cluster
+// must form again, so none waits for the others).
+func restartNodes(ctx context.Context, st *localstack.State, nodes []string) error {
+	errs := make(chan error, len(nodes))
+	for _, n := range nodes {
+		go func() { errs <- st.RestartOpenSearchNode(ctx, n) }()
+	}
+	var all []error
+	for range nodes {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
+}
+
+// waitNodes waits until the cluster has n nodes again.
+func waitNodes(ctx context.Context, osc *osapi.Client, n int, timeout time.Duration) error {
+	var last error
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(200 * time.Millisecond) {
+		var h struct {
+			Nodes int `json:"number_of_nodes"`
+		}
+		if last = osc.Do(ctx, http.MethodGet, "/_cluster/health", nil, &h); last == nil && h.Nodes == n {
+			return nil
+		}
+	}
+	return fmt.Errorf("the cluster does not have its %d nodes after %s: %v", n, timeout, last)
+}
+
+// waitHotConsistent waits until every data node's hot table is ready and
+// equal to its copy of the shop-head index (the plugin's checked status).
+func waitHotConsistent(ctx context.Context, osc *osapi.Client, alias string, timeout time.Duration) error {
+	var last string
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(500 * time.Millisecond) {
+		st, err := layout.FetchHotStatus(ctx, osc, alias, true)
+		if err == nil && st.Ready && st.Agrees != nil && *st.Agrees {
+			return nil
+		}
+		last = fmt.Sprintf("%s %v", st.Problem(), err)
+	}
+	return fmt.Errorf("the hot tables are not all ready and equal to their copies after %s: %s", timeout, last)
 }
 
 // eventLoad posts events and keeps the reference of the accepted ones: each
@@ -715,6 +840,54 @@ type searchLoad struct {
 	mu     sync.Mutex
 	counts map[string]map[string]*Counts
 	bad    []string
+	// seen is, per client (label), each shop's newest version a search
+	// showed and when that search ended.
+	seen map[string]map[int64]seenVersion
+}
+
+type seenVersion struct {
+	version int64
+	at      time.Time
+}
+
+// staleGrace is how long after a search that showed a version another may
+// still show an older one without counting as stale: a write reaches each
+// copy's table within milliseconds of the others, and a search in that
+// window may read either copy. A node that missed writes serves versions
+// seconds or minutes old.
+const staleGrace = time.Second
+
+// stale counts the hits of an answer (shop id and version) that are older
+// than a version the same client saw in a search that ended at least
+// staleGrace before this one started, and records the answer's versions.
+// Callers hold s.mu.
+func (s *searchLoad) stale(label string, start, end time.Time, hits []hitVersion) (stale int, example string) {
+	if s.seen == nil {
+		s.seen = map[string]map[int64]seenVersion{}
+	}
+	seen := s.seen[label]
+	if seen == nil {
+		seen = map[int64]seenVersion{}
+		s.seen[label] = seen
+	}
+	for _, h := range hits {
+		prev, ok := seen[h.ID]
+		if ok && h.Version < prev.version && prev.at.Add(staleGrace).Before(start) {
+			stale++
+			if example == "" {
+				example = fmt.Sprintf("shop %d at version %d, %.1f s after a search showed version %d", h.ID, h.Version, start.Sub(prev.at).Seconds(), prev.version)
+			}
+		}
+		if !ok || h.Version > prev.version {
+			seen[h.ID] = seenVersion{h.Version, end}
+		}
+	}
+	return stale, example
+}
+
+type hitVersion struct {
+	ID      int64 `json:"id"`
+	Version int64 `json:"version"`
 }
 
 func (s *searchLoad) run(stop <-chan struct{}, label string, every time.Duration) {
@@ -735,7 +908,9 @@ func (s *searchLoad) run(stop <-chan struct{}, label string, every time.Duration
 		start := time.Now()
 		code, retryAfter, body := 0, "", ""
 		var answer struct {
-			FallbackFrom string `json:"fallback_from"`
+			Layout       string       `json:"layout"`
+			FallbackFrom string       `json:"fallback_from"`
+			Shops        []hitVersion `json:"shops"`
 		}
 		if resp, err := client.Get(url); err != nil {
 			body = err.Error()
@@ -761,6 +936,18 @@ func (s *searchLoad) run(stop <-chan struct{}, label string, every time.Duration
 			n.lat.Record(took)
 			if answer.FallbackFrom != "" {
 				n.Fallbacks++
+				break // another layout answered: its versions are not this client's
+			}
+			if answer.Layout != string(layout.Hot) {
+				// nested and split show what each copy's last refresh holds, one
+				// second apart at most between copies: OpenSearch's own read
+				// semantics, not baedal's claim.
+				break
+			}
+			stale, example := s.stale(label, start, start.Add(took), answer.Shops)
+			n.StaleHits += stale
+			if stale > 0 && len(s.bad) < 5 {
+				s.bad = append(s.bad, fmt.Sprintf("%s %s: %d stale hits, e.g. %s", phase, label, stale, example))
 			}
 		case code == http.StatusServiceUnavailable && retryAfter != "":
 			n.Refused503++
