@@ -81,18 +81,30 @@ func NodesWithoutHotPlugin(ctx context.Context, os *osapi.Client) ([]string, err
 	}
 	var missing []string
 	for _, n := range resp.Nodes {
-		has := "no " + HotPlugin
+		versions := map[string]string{}
 		for _, p := range n.Plugins {
-			if p.Name == HotPlugin {
-				has = HotPlugin + " " + p.Version
-			}
+			versions[p.Name] = p.Version
 		}
-		if has != HotPlugin+" "+HotPluginVersion {
+		if has := hotPluginHeld(versions); has != "" {
 			missing = append(missing, n.Name+" ("+has+")")
 		}
 	}
 	slices.Sort(missing)
 	return missing, nil
+}
+
+// hotPluginHeld says what a node with these plugins (name → version) has
+// instead of the baedal-hot plugin at HotPluginVersion, or "" when it has
+// that.
+func hotPluginHeld(plugins map[string]string) string {
+	v, ok := plugins[HotPlugin]
+	switch {
+	case !ok:
+		return "no " + HotPlugin
+	case v != HotPluginVersion:
+		return HotPlugin + " " + v
+	}
+	return ""
 }
 
 // RunnableKinds returns the layouts the cluster can run, the baseline first:

@@ -144,3 +144,21 @@ func TestHotMenusHoldEveryColdField(t *testing.T) {
 		t.Errorf("a cold update touches shop=%v menus=%v, want both", s, m)
 	}
 }
+
+// A node must hold the baedal-hot plugin at the version baedal speaks: an
+// absent plugin and another version (a rolling upgrade under way) are both
+// named.
+func TestHotPluginHeldNamesWhatANodeHasInstead(t *testing.T) {
+	for _, c := range []struct {
+		plugins map[string]string
+		want    string
+	}{
+		{map[string]string{HotPlugin: HotPluginVersion, "analysis-nori": "3.8.0"}, ""},
+		{map[string]string{"analysis-nori": "3.8.0"}, "no " + HotPlugin},
+		{map[string]string{HotPlugin: "0.1.0"}, HotPlugin + " 0.1.0"},
+	} {
+		if got := hotPluginHeld(c.plugins); got != c.want {
+			t.Errorf("hotPluginHeld(%v) = %q, want %q", c.plugins, got, c.want)
+		}
+	}
+}
