@@ -505,6 +505,9 @@ func hasFieldExpiry(ctx context.Context, rdb redis.Cmdable) (bool, error) {
 // what to set in the service's parameter group. It returns the settings
 // found too low, as "name=value (want >= N) on node", for tests and tools.
 func CheckRedisSettings(ctx context.Context, rdb redis.Cmdable, log *slog.Logger) []string {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	nodes, err := redisscan.Nodes(ctx, rdb)
 	if err != nil {
 		log.Info("links bucketed layout: could not list the Redis masters to check the listpack settings", "err", err)
