@@ -570,3 +570,84 @@ var slotTags = sync.OnceValue(func() *[MaxBucketShards][2]byte {
 	}
 	return &tags
 })
+
+// CreateValues stores already encoded values in pipelines of up to 1,000,
+// never replacing a record, without Create's checks and without WAIT: for
+// loads and benchmarks (`bench links`). Record i expires at expiresAt[i].
+// It returns how many ids were stored already.
+func (s *Store) CreateValues(ctx context.Context, ids []ClickID, values [][]byte, expiresAt []time.Time) (int, error) {
+	if len(values) != len(ids) || len(expiresAt) != len(ids) {
+		return 0, fmt.Errorf("linkstore: CreateValues: %d ids, %d values, %d expiry times", len(ids), len(values), len(expiresAt))
+	}
+	if s.buckets != nil {
+		if err := bucketCreateScript.Load(ctx, s.primary).Err(); err != nil {
+			return 0, fmt.Errorf("linkstore: SCRIPT LOAD: %w", err)
+		}
+	}
+	existed := 0
+	now := s.now()
+	for start := 0; start < len(ids); start += 1000 {
+		end := min(start+1000, len(ids))
+		pipe := s.primary.Pipeline()
+		cmds := make([]redis.Cmder, 0, end-start)
+		for i := start; i < end; i++ {
+			if s.buckets == nil {
+				cmds = append(cmds, pipe.SetArgs(ctx, s.Key(ids[i]), values[i], redis.SetArgs{Mode: "NX", ExpireAt: expiresAt[i]}))
+				continue
+			}
+			p := s.buckets.place(ids[i], now)
+			keys := append([]string{p.key}, p.others...)
+			cmds = append(cmds, bucketCreateScript.EvalSha(ctx, pipe, keys, field(ids[i]), values[i], expiresAt[i].UnixMilli(), boolArg(s.buckets.fieldExpiry), "0"))
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return existed, fmt.Errorf("linkstore: pipelined create of %d records: %w", end-start, err)
+		}
+		for _, c := range cmds {
+			switch c := c.(type) {
+			case *redis.StatusCmd:
+				if errors.Is(c.Err(), redis.Nil) {
+					existed++
+				}
+			case *redis.Cmd:
+				if n, _ := c.Int64(); n == 0 {
+					existed++
+				}
+			}
+		}
+	}
+	return existed, nil
+}
+
+// BucketKeys returns the number of bucket keys of a bucketed store and the
+// Redis encodings of up to sample of them (listpack, listpackex,
+// hashtable): the benchmark's evidence that buckets stayed compact.
+func (s *Store) BucketKeys(ctx context.Context, sample int) (int64, map[string]int, error) {
+	if s.buckets == nil {
+		return 0, nil, errors.New("linkstore: BucketKeys of a store in the keys layout")
+	}
+	nodes, err := redisscan.Nodes(ctx, s.primary)
+	if err != nil {
+		return 0, nil, err
+	}
+	var n int64
+	encodings := map[string]int{}
+	pattern := redisscan.EscapeGlob(s.buckets.prefix) + "*"
+	for _, node := range nodes {
+		iter := node.Scan(ctx, 0, pattern, 1000).Iterator()
+		for iter.Next(ctx) {
+			n++
+			if sample > 0 {
+				sample--
+				enc, err := node.ObjectEncoding(ctx, iter.Val()).Result()
+				if err != nil {
+					return 0, nil, fmt.Errorf("linkstore: OBJECT ENCODING %q: %w", iter.Val(), err)
+				}
+				encodings[enc]++
+			}
+		}
+		if err := iter.Err(); err != nil {
+			return 0, nil, fmt.Errorf("linkstore: SCAN %q: %w", pattern, err)
+		}
+	}
+	return n, encodings, nil
+}
