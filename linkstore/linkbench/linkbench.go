@@ -240,8 +240,8 @@ type CodecFigures struct {
 	Codec     string `json:"codec"`
 	KeyFormat string `json:"key_format"`
 	// Layout is keys (one string per record) or bucketed.
-	Layout string `json:"layout"`
-	Records   int    `json:"records"`
+	Layout  string `json:"layout"`
+	Records int    `json:"records"`
 	// UsedMemoryPerRecord is the used_memory delta of loading the records,
 	// divided by their number: key, value, TTL and Redis's own overhead.
 	UsedMemoryPerRecord  float64 `json:"used_memory_per_record"`
