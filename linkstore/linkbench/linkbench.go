@@ -137,7 +137,7 @@ func Defaults() Config {
 		BucketedCodec:  linkstore.DefaultCodec,
 		ClickRate:      250,
 		BucketShards:   linkstore.DefaultBucketShards,
-		ResolveSample:  500,
+		ResolveSample:  2000,
 		ClientIDSample: 100,
 	}
 }
