@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baedal/baedal/internal/redisscan"
+	"github.com/baedal/baedal/internal/redisslot"
 )
 
 // Layout names: how a store lays its records out in Redis.
@@ -67,7 +68,7 @@ const (
 	DefaultBucketWidth  = time.Minute
 	DefaultBucketShards = 64
 	// MaxBucketShards is the number of Redis Cluster slots.
-	MaxBucketShards = 16384
+	MaxBucketShards = redisslot.Count
 )
 
 // BucketRedisSettings are the Redis settings the bucketed layout needs: a
@@ -533,22 +534,6 @@ func CheckRedisSettings(ctx context.Context, rdb redis.Cmdable, log *slog.Logger
 	return low
 }
 
-// crc16 is Redis Cluster's key hash (CRC-16/XMODEM).
-func crc16(b []byte) uint16 {
-	var crc uint16
-	for _, c := range b {
-		crc ^= uint16(c) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
-}
-
 // slotTag returns 2 bytes that hash to slot as a Redis Cluster hash tag
 // ({tag}): CRC-16 is a bijection on 2-byte inputs, so each slot has 4 of
 // them (the slot is the CRC's low 14 bits); the first in byte order
@@ -563,7 +548,7 @@ var slotTags = sync.OnceValue(func() *[MaxBucketShards][2]byte {
 		if tag[0] == '{' || tag[0] == '}' || tag[1] == '{' || tag[1] == '}' {
 			continue
 		}
-		slot := crc16(tag[:]) & (MaxBucketShards - 1)
+		slot := redisslot.CRC16(string(tag[:])) % MaxBucketShards
 		if !found[slot] {
 			tags[slot], found[slot] = tag, true
 		}

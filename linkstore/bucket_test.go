@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/baedal/baedal/internal/redisslot"
 	"github.com/baedal/baedal/internal/stacktest"
 )
 
@@ -40,18 +41,11 @@ func TestNewClickIDIsUUIDv7OfItsTime(t *testing.T) {
 	}
 }
 
-func TestCRC16AndSlotTags(t *testing.T) {
-	// CRC-16/XMODEM's check value, and Redis Cluster's documented slot of "foo".
-	if got := crc16([]byte("123456789")); got != 0x31c3 {
-		t.Fatalf("crc16(123456789) = %#04x, want 0x31c3", got)
-	}
-	if got := crc16([]byte("foo")) % MaxBucketShards; got != 12182 {
-		t.Fatalf("slot of foo = %d, want 12182", got)
-	}
+func TestSlotTags(t *testing.T) {
 	for slot := range uint16(MaxBucketShards) {
 		tag := slotTag(slot)
-		if bytes.ContainsAny(tag[:], "{}") || crc16(tag[:])%MaxBucketShards != slot {
-			t.Fatalf("slotTag(%d) = %q hashes to %d", slot, tag, crc16(tag[:])%MaxBucketShards)
+		if bytes.ContainsAny(tag[:], "{}") || redisslot.Of("x{"+string(tag[:])+"}y") != int(slot) {
+			t.Fatalf("slotTag(%d) = %q hashes to %d", slot, tag, redisslot.Of("{"+string(tag[:])+"}"))
 		}
 	}
 }
@@ -168,7 +162,7 @@ func testBucketedCreateGetResolve(t *testing.T, rdb redis.UniversalClient) {
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		for k := range buckets {
 			slot, err := cc.ClusterKeySlot(ctx, k).Result()
-			want := int64(crc16([]byte{k[len(s.buckets.prefix)+1], k[len(s.buckets.prefix)+2]}) % MaxBucketShards)
+			want := int64(redisslot.Of(k))
 			if err != nil || slot != want {
 				t.Fatalf("bucket %q in slot %d (%v), want its tag's %d", k, slot, err, want)
 			}
