@@ -23,6 +23,16 @@
 // each one's empty baseline) beside the single Redis's, and the masters'
 // balance: the largest master's share of the commands and of the memory
 // over the smallest's, with the target <= 1.2.
+//
+// Unless --bucketed-codec none, the same codec is also measured in the
+// link store's bucketed layout (linkstore.LayoutBucketed, its own
+// database, loaded through Store.CreateValues), beside the keys layout:
+// records get UUIDv7 ids of a simulated --click-rate, and after each
+// round's load, outside its used_memory readings, a sample is resolved one
+// at a time in both layouts, and clicks with client UUIDv4 ids are created
+// and resolved beside UUIDv7 ones (bucketed.go). The cluster then loads the
+// bucketed layout. The summary's bucketed object and the bucketed.*
+// targets (issue 41) come from these.
 package linkbench
 
 import (
