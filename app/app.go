@@ -247,7 +247,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		feedReads = func(ctx context.Context, read func(context.Context, redis.Cmdable) error) error {
 			return read(ctx, rdb)
 		}
-		linkReader = linkstore.ClientReader{Client: rdb}
+		linkReader = linkstore.DoReader(feedReads)
 		replicasView = func() any { return reads.Status() }
 	} else if len(clients.RedisReplicas) > 0 {
 		// Replica addresses are refused in cluster mode (backend.RedisConfig
@@ -264,18 +264,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		feedReads = func(ctx context.Context, read func(context.Context, redis.Cmdable) error) error {
 			return reads.Do(ctx, func(ctx context.Context, c *redis.Client) error { return read(ctx, c) })
 		}
-		linkReader = linkstore.ReaderFunc(func(ctx context.Context, key string) ([]byte, error) {
-			var v []byte
-			err := reads.Do(ctx, func(ctx context.Context, c *redis.Client) error {
-				var err error
-				v, err = c.Get(ctx, key).Bytes()
-				return err
-			})
-			if errors.Is(err, redis.Nil) {
-				return nil, linkstore.ErrNotFound
-			}
-			return v, err
-		})
+		linkReader = linkstore.DoReader(feedReads)
 		replicasView = func() any { return reads.Status() }
 	}
 	srv.HandleAdmin("GET /v1/admin/replicas", adminView(replicasView))

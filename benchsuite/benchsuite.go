@@ -62,6 +62,8 @@ func Measures() []Measure {
 		{"links", "value_ratio", "Value size, best format / JSON", "0.456", "—"},
 		{"links", "encode_ns", "Encode ns per record, best format", "~17,000", "≤ 5,000"},
 		{"links", "decode_ns", "Decode ns per record, best format", "—", "≤ 3,000"},
+		{"links", "bucketed.memory_ratio", "Redis memory, bucketed layout / JSON", "0.48 (−52%)", "≤ 0.25"},
+		{"links", "bucketed.resolve_p99_ratio", "Resolve p99, bucketed / keys layout", "—", "≤ 1.1"},
 		{"feed", "consistency.push", "Consistent polls, push", "0.7167", "—"},
 		{"feed", "consistency.hybrid", "Consistent polls, hybrid", "1.0", "1.0"},
 		{"feed", "read_speedup_hybrid_vs_pull_user_a", "Feed read p50 for user A, pull / hybrid", "—", "≥ 10"},

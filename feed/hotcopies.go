@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/baedal/baedal/internal/redisslot"
 )
 
 // Hot-key copies (Redis Cluster).
@@ -60,30 +61,10 @@ import (
 const defaultClusterHotKeyCopies = 12
 
 // slotCount is the number of hash slots of a Redis Cluster.
-const slotCount = 16384
+const slotCount = redisslot.Count
 
-// clusterSlot returns the hash slot of key: CRC16 (XMODEM) of the key, or of
-// its hash tag (the text between the first '{' and the next '}', when not
-// empty), modulo 16384, as the Redis Cluster specification defines it.
-func clusterSlot(key string) int {
-	if open := strings.IndexByte(key, '{'); open >= 0 {
-		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			key = key[open+1 : open+1+end]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc ^= uint16(key[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int(crc) % slotCount
-}
+// clusterSlot returns the hash slot of key (redisslot.Of).
+func clusterSlot(key string) int { return redisslot.Of(key) }
 
 // spreadNames returns k key names derived from base (base~n), the i-th
 // hashing into the i-th of k equal slot ranges. k = 1 returns base itself.

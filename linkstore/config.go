@@ -56,8 +56,8 @@ func (c Config) Validate() error {
 		if err := c.Old.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("links-old-%w", err))
 		}
-		if c.OldRedisAddr == "" && c.Old.WithDefaults().Namespace == c.New.WithDefaults().Namespace && c.Old.WithDefaults().KeyFormat == c.New.WithDefaults().KeyFormat {
-			errs = append(errs, errors.New("links-old-namespace: old and new store share one Redis with the same key format; give them different --links-old-namespace / --links-namespace or key formats"))
+		if oldCfg, newCfg := c.Old.WithDefaults(), c.New.WithDefaults(); c.OldRedisAddr == "" && oldCfg.Namespace == newCfg.Namespace && sameKeys(oldCfg, newCfg) {
+			errs = append(errs, errors.New("links-old-namespace: old and new store share one Redis with the same layout and key format; give them different --links-old-namespace / --links-namespace, layouts or key formats"))
 		}
 		if c.OldRedisAddr != "" && backend.CheckRedisAddr(c.OldRedisAddr) != nil {
 			errs = append(errs, fmt.Errorf("links-old-redis-addr: %w", backend.CheckRedisAddr(c.OldRedisAddr)))
@@ -69,11 +69,38 @@ func (c Config) Validate() error {
 
 func (c Config) migrating() bool { return c.Migrate || c.OldRedisAddr != "" }
 
+// sameKeys reports whether two stores in one namespace would write the
+// same keys: the keys layout's keys depend on the key format, the
+// bucketed layout's on the bucket settings (both under "b:").
+func sameKeys(a, b StoreConfig) bool {
+	if a.Layout != b.Layout {
+		return false
+	}
+	if a.Layout == LayoutBucketed {
+		return true
+	}
+	return a.KeyFormat == b.KeyFormat
+}
+
+// withLifetime sets the stores' MaxLifetime from the service's
+// --links-max-lifetime, unless set.
+func (c Config) withLifetime() Config {
+	if c.Service.MaxLifetime != 0 {
+		for _, st := range []*StoreConfig{&c.New, &c.Old} {
+			if st.MaxLifetime == 0 {
+				st.MaxLifetime = c.Service.MaxLifetime
+			}
+		}
+	}
+	return c
+}
+
 // Open builds the service on the new store's primary. newReader may be nil
 // (read from the primary) or the S3 replica reader. rc gives the timeouts of
 // the old store's Redis client (credentials, TLS) when OldRedisAddr is set; close that client
 // with the returned func after Service.Close.
 func Open(ctx context.Context, cfg Config, rc backend.RedisConfig, primary redis.UniversalClient, newReader Reader, log *slog.Logger, reg prometheus.Registerer) (*Service, func(), error) {
+	cfg = cfg.withLifetime()
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}

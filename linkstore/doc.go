@@ -38,8 +38,20 @@
 // The store marks it consumed the way header-less stores do today: it
 // rewrites the whole value as {"consumed":true,...} with SET KEEPTTL.
 //
-// On a Redis Cluster (backend --redis-cluster-mode) every command touches one
-// key: Create, Get and the Resolve and delete scripts work on the click's key
+// Two layouts (StoreConfig.Layout, docs/links.md): keys, one Redis string
+// per record as above, and bucketed (bucket.go), where a record is the field
+// <16 id bytes> of a hash <ns>b:{<tag>}<bucket index>, one hash per time
+// bucket and shard, kept in Redis's listpack encoding, which removes
+// Redis's per-key cost from each record. New click ids are UUIDv7, so the
+// bucket follows from the id; a client's UUIDv4 goes to the bucket of its
+// creation time and is found by probing its shard's buckets over the
+// longest lifetime. Create is HSETNX in a script (never replaced), Resolve
+// a compare-and-set script that rewrites the value with the flags byte
+// changed, and a bucket expires when its last record has. All buckets of a
+// shard share one slot, so those scripts work on a Redis Cluster.
+//
+// On a Redis Cluster (backend --redis-cluster-mode), in the keys layout,
+// every command touches one key: Create, Get and the Resolve and delete scripts work on the click's key
 // alone, so no two keys need to share a slot and no key has a hash tag (none
 // was renamed). The reads of many keys, the dictionaries at load
 // (<ns>linkstore:dict:*, 256 keys) and Scan's values, are one MGET on a

@@ -2,7 +2,6 @@ package linkstore
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -342,15 +341,6 @@ func (s *Service) SetMode(ctx context.Context, m Mode) error {
 	s.mode.Store(m)
 	s.log.Info("links migration mode switched", "from", cur, "to", m)
 	return nil
-}
-
-// NewClickID returns a random (version 4) click id.
-func NewClickID() ClickID {
-	var id ClickID
-	_, _ = rand.Read(id[:])
-	id[6] = id[6]&0x0f | 0x40
-	id[8] = id[8]&0x3f | 0x80
-	return id
 }
 
 // Create stores a new click where the mode says, and never replaces a

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,12 +34,52 @@ type ReaderFunc func(ctx context.Context, key string) ([]byte, error)
 // Get calls f.
 func (f ReaderFunc) Get(ctx context.Context, key string) ([]byte, error) { return f(ctx, key) }
 
+// FieldReader is a Reader that also reads one field of a hash: the
+// bucketed layout's reads of version 7 ids go through it. A Reader without
+// it has those reads go to the primary.
+type FieldReader interface {
+	HGet(ctx context.Context, key, field string) ([]byte, error)
+}
+
 // ClientReader reads with one go-redis client (the primary, or one replica).
 type ClientReader struct{ Client redis.Cmdable }
 
 // Get implements Reader.
 func (r ClientReader) Get(ctx context.Context, key string) ([]byte, error) {
-	v, err := r.Client.Get(ctx, key).Bytes()
+	return notFound(r.Client.Get(ctx, key).Bytes())
+}
+
+// HGet implements FieldReader.
+func (r ClientReader) HGet(ctx context.Context, key, field string) ([]byte, error) {
+	return notFound(r.Client.HGet(ctx, key, field).Bytes())
+}
+
+// DoReader reads through a function that runs a read on a client it picks
+// (the S3 replica selector's Do).
+type DoReader func(ctx context.Context, read func(context.Context, redis.Cmdable) error) error
+
+// Get implements Reader.
+func (d DoReader) Get(ctx context.Context, key string) ([]byte, error) {
+	return d.read(ctx, func(ctx context.Context, c redis.Cmdable) *redis.StringCmd { return c.Get(ctx, key) })
+}
+
+// HGet implements FieldReader.
+func (d DoReader) HGet(ctx context.Context, key, field string) ([]byte, error) {
+	return d.read(ctx, func(ctx context.Context, c redis.Cmdable) *redis.StringCmd { return c.HGet(ctx, key, field) })
+}
+
+func (d DoReader) read(ctx context.Context, cmd func(context.Context, redis.Cmdable) *redis.StringCmd) ([]byte, error) {
+	var v []byte
+	err := d(ctx, func(ctx context.Context, c redis.Cmdable) error {
+		var err error
+		v, err = cmd(ctx, c).Bytes()
+		return err
+	})
+	return notFound(v, err)
+}
+
+// notFound turns redis.Nil into ErrNotFound.
+func notFound(v []byte, err error) ([]byte, error) {
 	if errors.Is(err, redis.Nil) {
 		return nil, ErrNotFound
 	}
@@ -71,6 +112,17 @@ type StoreConfig struct {
 	// time is a NotReplicatedError (503 with Retry-After).
 	WaitReplicas int
 	WaitTimeout  time.Duration
+	// Layout is keys (one Redis string per record, the default) or
+	// bucketed (records as fields of small hashes; see BucketConfig). The
+	// bucketed layout needs a header codec (not json-raw) and Redis >= 7.0.
+	Layout string
+	// Buckets configures the bucketed layout.
+	Buckets BucketConfig
+	// MaxLifetime is the latest expires_at, from now, of a record whose id
+	// carries no time (UUIDv4) in the bucketed layout: a read looks that far
+	// back for it, and a create refuses a later expires_at (0: TTL).
+	// Config.Open sets it from --links-max-lifetime.
+	MaxLifetime time.Duration
 }
 
 // Store defaults.
@@ -94,6 +146,13 @@ func (c StoreConfig) WithDefaults() StoreConfig {
 	if c.WaitTimeout == 0 {
 		c.WaitTimeout = time.Second
 	}
+	if c.Layout == "" {
+		c.Layout = LayoutKeys
+	}
+	if c.MaxLifetime == 0 {
+		c.MaxLifetime = c.TTL
+	}
+	c.Buckets = c.Buckets.WithDefaults()
 	c.Codecs = c.Codecs.WithDefaults()
 	return c
 }
@@ -119,6 +178,21 @@ func (c StoreConfig) Validate() error {
 	if c.WaitTimeout < time.Millisecond || c.WaitTimeout > time.Minute {
 		return fmt.Errorf("wait-timeout: got %s, allowed: 1ms..1m", c.WaitTimeout)
 	}
+	switch c.Layout {
+	case LayoutKeys:
+	case LayoutBucketed:
+		if c.Codec == CodecJSONRaw {
+			return fmt.Errorf("layout: %s needs a codec with a header, got codec %s; allowed codecs: %s", LayoutBucketed, CodecJSONRaw, strings.Join(slices.DeleteFunc(CodecNames(), func(n string) bool { return n == CodecJSONRaw }), ", "))
+		}
+		if c.MaxLifetime < time.Second || c.MaxLifetime > 30*24*time.Hour {
+			return fmt.Errorf("max-lifetime: got %s, allowed: 1s..720h", c.MaxLifetime)
+		}
+		if err := c.Buckets.Validate(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("layout: got %q, allowed: %s, %s", c.Layout, LayoutKeys, LayoutBucketed)
+	}
 	return c.Codecs.Validate()
 }
 
@@ -132,6 +206,8 @@ func (c *StoreConfig) Flags(fs *flag.FlagSet, prefix string) {
 	fs.DurationVar(&c.TTL, prefix+"ttl", c.TTL, "time to live of a click record created without expires_at")
 	fs.IntVar(&c.WaitReplicas, prefix+"wait-replicas", c.WaitReplicas, "answer a created click only after this many replicas of its primary have it (Redis WAIT; 0: do not wait)")
 	fs.DurationVar(&c.WaitTimeout, prefix+"wait-timeout", c.WaitTimeout, "how long a click creation waits for the replicas before it fails with 503")
+	fs.StringVar(&c.Layout, prefix+"layout", c.Layout, "record layout in Redis: keys (one string per record) or bucketed (records as fields of small time-bucketed hashes; needs Redis >= 7.0 and a header codec)")
+	c.Buckets.Flags(fs, prefix)
 	c.Codecs.RegisterFlags(fs, prefix)
 }
 
@@ -156,6 +232,7 @@ type Store struct {
 	dicts     *Dictionaries
 	codec     Codec
 	codecs    *Codecs
+	buckets   *bucketLayout // nil in the keys layout
 	log       *slog.Logger
 	now       func() time.Time // the clock of expires_at checks; tests move it
 }
@@ -178,6 +255,11 @@ func NewStore(ctx context.Context, cfg StoreConfig, primary redis.Cmdable, reade
 	keyFormat, _ := ParseKeyFormat(cfg.KeyFormat)
 	dicts, _ := NewDictionaries()
 	s := &Store{cfg: cfg, keyFormat: keyFormat, primary: primary, reader: reader, dicts: dicts, log: log, now: time.Now}
+	if cfg.Layout == LayoutBucketed {
+		if err := s.openBuckets(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Codec == CodecProtoZstdDict || cfg.Codec == CodecProtoS2Dict {
 		if err := s.EnsureDictionary(ctx); err != nil {
 			return nil, err
@@ -201,7 +283,31 @@ func (s *Store) Config() StoreConfig { return s.cfg }
 // Dictionaries returns the loaded dictionary set.
 func (s *Store) Dictionaries() *Dictionaries { return s.dicts }
 
-// Key returns the Redis key of a click id.
+// openBuckets sets up the bucketed layout: per-field expiry as
+// configured and detected, and a warning for each listpack setting that is
+// too low.
+func (s *Store) openBuckets(ctx context.Context) error {
+	s.buckets = newBucketLayout(s.cfg.Namespace, s.cfg.Buckets, s.cfg.MaxLifetime)
+	if s.cfg.Buckets.FieldExpiry != FieldExpiryOff {
+		has, err := hasFieldExpiry(ctx, s.primary)
+		if err != nil {
+			return err
+		}
+		if !has && s.cfg.Buckets.FieldExpiry == FieldExpiryOn {
+			return fmt.Errorf("field-expiry: %s, but the Redis has no HPEXPIREAT (Redis >= 7.4 or Valkey >= 9 has it); allowed here: %s, %s", FieldExpiryOn, FieldExpiryAuto, FieldExpiryOff)
+		}
+		s.buckets.fieldExpiry = has
+	}
+	CheckRedisSettings(ctx, s.primary, s.log)
+	s.log.Info("links store: bucketed layout", "namespace", s.cfg.Namespace, "bucket_width", s.cfg.Buckets.Width, "bucket_shards", s.cfg.Buckets.Shards, "field_expiry", s.buckets.fieldExpiry)
+	return nil
+}
+
+// FieldExpiry reports whether a bucketed store expires each record's field
+// itself (HPEXPIREAT); false in the keys layout.
+func (s *Store) FieldExpiry() bool { return s.buckets != nil && s.buckets.fieldExpiry }
+
+// Key returns the Redis key of a click id in the keys layout.
 func (s *Store) Key(id ClickID) string {
 	buf := make([]byte, 0, len(s.cfg.Namespace)+KeyTextLen)
 	buf = append(buf, s.cfg.Namespace...)
@@ -228,6 +334,9 @@ func (s *Store) Put(ctx context.Context, rec *Record) error {
 // PutValue stores an already encoded value (any format) with the TTL,
 // replacing any earlier value.
 func (s *Store) PutValue(ctx context.Context, id ClickID, value []byte) error {
+	if s.buckets != nil {
+		return s.bucketCreate(ctx, id, value, s.now().Add(s.cfg.TTL), true)
+	}
 	if err := s.primary.Set(ctx, s.Key(id), value, s.cfg.TTL).Err(); err != nil {
 		return fmt.Errorf("linkstore: SET click %s: %w", id, err)
 	}
@@ -243,12 +352,18 @@ func (s *Store) setNX(ctx context.Context, key string, value []byte, expiresAt t
 		return s.primary.SetArgs(ctx, key, value, args).Err()
 	}
 	var set *redis.StatusCmd
-	if err := rediswait.Pipelines(ctx, s.primary, s.cfg.WaitReplicas, s.cfg.WaitTimeout, []string{key}, func(pipe redis.Pipeliner, _ int) {
+	if err := redisWaitPipelines(ctx, s, key, func(pipe redis.Pipeliner) {
 		set = pipe.SetArgs(ctx, key, value, args)
 	}); err != nil {
 		return err
 	}
 	return set.Err() // redis.Nil: the click exists
+}
+
+// redisWaitPipelines runs add's commands on the connection of key's
+// primary, then WAITs for WaitReplicas replicas (rediswait).
+func redisWaitPipelines(ctx context.Context, s *Store, key string, add func(pipe redis.Pipeliner)) error {
+	return rediswait.Pipelines(ctx, s.primary, s.cfg.WaitReplicas, s.cfg.WaitTimeout, []string{key}, func(pipe redis.Pipeliner, _ int) { add(pipe) })
 }
 
 // NotReplicatedError: a click reached its primary but not WaitReplicas
@@ -281,7 +396,15 @@ func (s *Store) create(ctx context.Context, rec *Record) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = s.setNX(ctx, s.Key(rec.ClickID), value, expiresAt)
+	if s.buckets != nil {
+		_, carriesTime := rec.ClickID.V7Time()
+		if latest := s.now().Add(s.cfg.MaxLifetime); !carriesTime && expiresAt.After(latest) {
+			return nil, fmt.Errorf("%w: click %s: expires_at %s is after now + the longest lifetime %s, so a read of an id without a time (not a UUIDv7) would not find it", ErrInvalidRecord, rec.ClickID, rec.ExpiresAt.Format(time.RFC3339Nano), s.cfg.MaxLifetime)
+		}
+		err = s.bucketCreate(ctx, rec.ClickID, value, expiresAt, false)
+	} else {
+		err = s.setNX(ctx, s.Key(rec.ClickID), value, expiresAt)
+	}
 	if errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("%w: %s", ErrExists, rec.ClickID)
 	}
@@ -303,6 +426,9 @@ return 0
 // only if it still holds value, consumed or not, and not a record that
 // another create wrote after this one expired.
 func (s *Store) deleteIfUnchanged(ctx context.Context, id ClickID, value []byte) error {
+	if s.buckets != nil {
+		return s.bucketDeleteIfUnchanged(ctx, id, value)
+	}
 	if err := deleteIfUnchangedScript.Run(ctx, s.primary, []string{s.Key(id)}, value, consumedValue(value)).Err(); err != nil {
 		return fmt.Errorf("linkstore: undo create of click %s: %w", id, err)
 	}
@@ -332,6 +458,10 @@ func consumedValue(value []byte) []byte {
 // GetValue returns the stored bytes of a click through the Reader. A key
 // that holds another Redis type than a string is ErrCorrupt.
 func (s *Store) GetValue(ctx context.Context, id ClickID) ([]byte, error) {
+	if s.buckets != nil {
+		_, v, err := s.bucketFind(ctx, id, true)
+		return v, err
+	}
 	v, err := s.reader.Get(ctx, s.Key(id))
 	if errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
@@ -361,6 +491,17 @@ type Stored struct {
 // ErrExpired; a value that is not a record of this store is ErrCorrupt,
 // ErrWrongFormat, ErrTooLarge or ErrUnknownDictionary (see unreadable).
 func (s *Store) Get(ctx context.Context, id ClickID) (Stored, error) {
+	if s.buckets != nil {
+		key, v, err := s.bucketFind(ctx, id, true)
+		if err != nil {
+			return Stored{}, err
+		}
+		st, err := s.decodeStored(ctx, id, v)
+		if err != nil {
+			return Stored{}, errBucketCorrupt(key, id, err)
+		}
+		return st, nil
+	}
 	v, err := s.GetValue(ctx, id)
 	if err != nil {
 		return Stored{}, err
@@ -473,6 +614,9 @@ type Resolution struct {
 // not rewritten or recompressed and the TTL is not touched, except for the
 // json-raw baseline (see rawJSONConsumedMarker).
 func (s *Store) Resolve(ctx context.Context, id ClickID) (Resolution, error) {
+	if s.buckets != nil {
+		return s.bucketResolve(ctx, id)
+	}
 	key := s.Key(id)
 	for range maxResolveAttempts {
 		value, err := s.primary.Get(ctx, key).Bytes()
@@ -506,6 +650,9 @@ func (s *Store) Resolve(ctx context.Context, id ClickID) (Resolution, error) {
 // key pattern), e.g. to sample records for TrainDictionary. On a Redis
 // Cluster it scans each master in turn (SCAN sees one node's keys).
 func (s *Store) Scan(ctx context.Context, limit int, fn func(key string, value []byte) error) error {
+	if s.buckets != nil {
+		return s.bucketScan(ctx, limit, fn)
+	}
 	pattern := redisscan.EscapeGlob(s.cfg.Namespace)
 	if s.keyFormat != KeyText {
 		pattern += KeyPrefix

@@ -31,6 +31,8 @@ appendonly yes
 appendfsync everysec
 maxclients 4096
 set-max-intset-entries 16384
+hash-max-listpack-entries 1024
+hash-max-listpack-value 4096
 `, port, dir)
 	if primaryPort != 0 {
 		conf += fmt.Sprintf("replicaof 127.0.0.1 %d\nreplica-read-only yes\n", primaryPort)

@@ -23,9 +23,20 @@
 // each one's empty baseline) beside the single Redis's, and the masters'
 // balance: the largest master's share of the commands and of the memory
 // over the smallest's, with the target <= 1.2.
+//
+// Unless --bucketed-codec none, the same codec is also measured in the
+// link store's bucketed layout (linkstore.LayoutBucketed, its own
+// database, loaded through Store.CreateValues), beside the keys layout:
+// records get UUIDv7 ids of a simulated --click-rate, and after each
+// round's load, outside its used_memory readings, a sample is resolved one
+// at a time in both layouts, and clicks with client UUIDv4 ids are created
+// and resolved beside UUIDv7 ones (bucketed.go). The cluster then loads the
+// bucketed layout. The summary's bucketed object and the bucketed.*
+// targets (issue 41) come from these.
 package linkbench
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -58,6 +69,19 @@ const (
 	TargetDecodeNs    = 3000
 )
 
+// Targets of issue 41 for the bucketed layout: memory, encode and decode
+// against JSON, and resolve p99 against today's layout (keys) with the
+// same codec.
+const (
+	TargetBucketedMemoryRatio     = 0.25
+	TargetBucketedEncodeRatio     = 1.0
+	TargetBucketedDecodeRatio     = 0.25
+	TargetBucketedResolveP99Ratio = 1.1
+)
+
+// NoBucketed as --bucketed-codec leaves the bucketed layout out.
+const NoBucketed = "none"
+
 // Config is the benchmark's configuration.
 type Config struct {
 	// Profile sizes the run: quick = 200,000 records, full = 1,000,000.
@@ -88,6 +112,23 @@ type Config struct {
 	// RedisCluster, when > 0, is the number of masters of a local Redis
 	// Cluster the records are loaded into too (see the package doc).
 	RedisCluster int
+	// BucketedCodec is the codec of the bucketed layout's contender, which
+	// is measured beside the same codec in the keys layout (NoBucketed:
+	// leave it out).
+	BucketedCodec string
+	// ClickRate is the simulated clicks per second: record i gets a UUIDv7
+	// of the run's start + i/ClickRate, so buckets fill as they would at
+	// that rate (records per bucket = ClickRate × width / shards).
+	ClickRate int
+	// BucketShards is the bucketed layout's --links-bucket-shards.
+	BucketShards int
+	// ResolveSample is the records per round resolved one at a time through
+	// the store, in the keys layout and in the bucketed layout.
+	ResolveSample int
+	// ClientIDSample is the clicks per round created and resolved one at a
+	// time in the bucketed layout with client UUIDv4 ids, and as many with
+	// UUIDv7 ids, to price the probes of ids without a time.
+	ClientIDSample int
 }
 
 // Defaults returns the quick profile's configuration.
@@ -102,6 +143,12 @@ func Defaults() Config {
 		MemorySample: 1000,
 		Seed:         7,
 		ReportDir:    "reports",
+
+		BucketedCodec:  linkstore.DefaultCodec,
+		ClickRate:      250,
+		BucketShards:   linkstore.DefaultBucketShards,
+		ResolveSample:  2000,
+		ClientIDSample: 100,
 	}
 }
 
@@ -122,7 +169,15 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "generator seed")
 	fs.StringVar(&c.ReportDir, "report-dir", c.ReportDir, "directory of the HTML report")
 	fs.IntVar(&c.RedisCluster, "redis-cluster", c.RedisCluster, "also load the records into a local Redis Cluster of this many masters (3..16; 0: none) and report its balance")
+	fs.StringVar(&c.BucketedCodec, "bucketed-codec", c.BucketedCodec, "codec of the bucketed layout, measured beside the same codec in the keys layout ("+NoBucketed+": leave the bucketed layout out)")
+	fs.IntVar(&c.ClickRate, "click-rate", c.ClickRate, "simulated clicks per second: the UUIDv7 times of the records, which decide how full the buckets get")
+	fs.IntVar(&c.BucketShards, "bucket-shards", c.BucketShards, "buckets per minute of the bucketed layout")
+	fs.IntVar(&c.ResolveSample, "resolve-sample", c.ResolveSample, "records per round resolved one at a time in the keys and in the bucketed layout")
+	fs.IntVar(&c.ClientIDSample, "client-id-sample", c.ClientIDSample, "clicks per round created and resolved in the bucketed layout with client UUIDv4 ids, and as many with UUIDv7 ids")
 }
+
+// bucketed reports whether the run measures the bucketed layout.
+func (c Config) bucketed() bool { return c.BucketedCodec != NoBucketed }
 
 // RecordCount is the number of records a run loads per format.
 func (c Config) RecordCount() int {
@@ -169,6 +224,24 @@ func (c Config) Validate() error {
 	if c.RedisAddr == "" && c.RedisServer == "" {
 		return errors.New("--redis-server: required unless --redis-addr is given")
 	}
+	if c.bucketed() {
+		if c.BucketedCodec == linkstore.CodecJSONRaw || !slices.Contains(linkstore.CodecNames(), c.BucketedCodec) {
+			return fmt.Errorf("--bucketed-codec: got %q, allowed: %s or any codec but %s: %s", c.BucketedCodec, NoBucketed, linkstore.CodecJSONRaw, strings.Join(linkstore.CodecNames()[1:], ", "))
+		}
+		if !slices.Contains(c.Codecs, c.BucketedCodec) {
+			return fmt.Errorf("--bucketed-codec: %s is not in --codecs, so the keys layout it is compared with would not be measured", c.BucketedCodec)
+		}
+	}
+	switch {
+	case c.ClickRate < 1 || c.ClickRate > 1_000_000:
+		return fmt.Errorf("--click-rate: got %d, allowed: 1..1000000", c.ClickRate)
+	case c.BucketShards < 1 || c.BucketShards > linkstore.MaxBucketShards:
+		return fmt.Errorf("--bucket-shards: got %d, allowed: 1..%d", c.BucketShards, linkstore.MaxBucketShards)
+	case c.ResolveSample < 0 || c.ResolveSample > 100_000:
+		return fmt.Errorf("--resolve-sample: got %d, allowed: 0..100000 (at most a round's records are resolved)", c.ResolveSample)
+	case c.ClientIDSample < 0 || c.ClientIDSample > 10_000:
+		return fmt.Errorf("--client-id-sample: got %d, allowed: 0..10000", c.ClientIDSample)
+	}
 	return nil
 }
 
@@ -176,7 +249,9 @@ func (c Config) Validate() error {
 type CodecFigures struct {
 	Codec     string `json:"codec"`
 	KeyFormat string `json:"key_format"`
-	Records   int    `json:"records"`
+	// Layout is keys (one string per record) or bucketed.
+	Layout  string `json:"layout"`
+	Records int    `json:"records"`
 	// UsedMemoryPerRecord is the used_memory delta of loading the records,
 	// divided by their number: key, value, TTL and Redis's own overhead.
 	UsedMemoryPerRecord  float64 `json:"used_memory_per_record"`
@@ -234,6 +309,67 @@ type Summary struct {
 	Report  string                  `json:"report"`
 	// RedisCluster is set by --redis-cluster only.
 	RedisCluster *ClusterFigures `json:"redis_cluster,omitempty"`
+	// Bucketed is the bucketed layout's figures (unless --bucketed-codec
+	// none); its targets are in Targets as bucketed.*.
+	Bucketed *BucketedFigures `json:"bucketed,omitempty"`
+	// Server is the Redis server the formats were measured on, e.g.
+	// "redis 7.0.15" or "valkey 8.1.8".
+	Server string `json:"server"`
+}
+
+// BucketedFigures compares the bucketed layout with JSON (memory, encode,
+// decode) and with today's keys layout of the same codec (memory, resolve
+// latency), all from the same interleaved rounds.
+type BucketedFigures struct {
+	Codec        string `json:"codec"`
+	BucketWidth  string `json:"bucket_width"`
+	BucketShards int    `json:"bucket_shards"`
+	ClickRate    int    `json:"click_rate"`
+	FieldExpiry  bool   `json:"field_expiry"`
+	// Buckets at the end of the run, records per bucket, and the
+	// encodings of up to 1,000 of them (listpack unless a setting is low).
+	Buckets          int64          `json:"buckets"`
+	RecordsPerBucket float64        `json:"records_per_bucket"`
+	Encodings        map[string]int `json:"encodings"`
+
+	UsedMemoryPerRecord     float64 `json:"used_memory_per_record"`
+	KeysUsedMemoryPerRecord float64 `json:"keys_used_memory_per_record"`
+	// MemoryRatio: used_memory over JSON's; MemoryRatioToKeys: over the
+	// keys layout's with the same codec (paired rounds, Student t).
+	MemoryRatio           float64           `json:"memory_ratio"`
+	MemoryRatioCI95       bench.Interval    `json:"memory_ratio_ci95"`
+	MemoryRatioRounds     bench.RoundRatios `json:"memory_ratio_rounds"`
+	MemoryRatioToKeys     float64           `json:"memory_ratio_to_keys"`
+	MemoryRatioToKeysCI95 bench.Interval    `json:"memory_ratio_to_keys_ci95"`
+	// The codec's encode and decode p50 over JSON's (bootstrap intervals).
+	EncodeRatio     float64        `json:"encode_ratio"`
+	EncodeRatioCI95 bench.Interval `json:"encode_ratio_ci95"`
+	DecodeRatio     float64        `json:"decode_ratio"`
+	DecodeRatioCI95 bench.Interval `json:"decode_ratio_ci95"`
+	// Resolve through Store.Resolve, one at a time, of UUIDv7 records:
+	// bucketed and keys layout, and their p50 and p99 ratios (bootstrap).
+	ResolveP50Ns        float64        `json:"resolve_p50_ns"`
+	ResolveP99Ns        float64        `json:"resolve_p99_ns"`
+	KeysResolveP50Ns    float64        `json:"keys_resolve_p50_ns"`
+	KeysResolveP99Ns    float64        `json:"keys_resolve_p99_ns"`
+	ResolveP50Ratio     float64        `json:"resolve_p50_ratio"`
+	ResolveP50RatioCI95 bench.Interval `json:"resolve_p50_ratio_ci95"`
+	ResolveP99Ratio     float64        `json:"resolve_p99_ratio"`
+	ResolveP99RatioCI95 bench.Interval `json:"resolve_p99_ratio_ci95"`
+	// Client ids (UUIDv4) in the bucketed layout: a create checks, and a
+	// read probes, ProbeBuckets buckets of the id's shard; their times
+	// beside UUIDv7 creates and resolves in the same store and rounds.
+	ProbeBuckets                int            `json:"probe_buckets"`
+	ClientIDCreateP50Ns         float64        `json:"client_id_create_p50_ns"`
+	ClientIDCreateP99Ns         float64        `json:"client_id_create_p99_ns"`
+	V7CreateP50Ns               float64        `json:"v7_create_p50_ns"`
+	V7CreateP99Ns               float64        `json:"v7_create_p99_ns"`
+	ClientIDCreateP50Ratio      float64        `json:"client_id_create_p50_ratio"`
+	ClientIDCreateP50RatioCI95  bench.Interval `json:"client_id_create_p50_ratio_ci95"`
+	ClientIDResolveP50Ns        float64        `json:"client_id_resolve_p50_ns"`
+	ClientIDResolveP99Ns        float64        `json:"client_id_resolve_p99_ns"`
+	ClientIDResolveP50Ratio     float64        `json:"client_id_resolve_p50_ratio"`
+	ClientIDResolveP50RatioCI95 bench.Interval `json:"client_id_resolve_p50_ratio_ci95"`
 }
 
 // ClusterFigures is the summary's redis_cluster object: the masters'
@@ -242,6 +378,8 @@ type Summary struct {
 type ClusterFigures struct {
 	clusterbench.Balance
 	Codec string `json:"codec"`
+	// Layout is keys, or bucketed when the run measures the bucketed layout.
+	Layout string `json:"layout"`
 	// Sum over the masters of used_memory above each one's empty baseline,
 	// per record.
 	UsedMemoryPerRecord float64 `json:"used_memory_per_record"`
@@ -249,15 +387,29 @@ type ClusterFigures struct {
 	SingleUsedMemoryPerRecord float64 `json:"single_used_memory_per_record"`
 }
 
-// clusterLoad loads the rounds' records into a Redis Cluster with one codec.
+// clusterLoad loads the rounds' records into a Redis Cluster with one codec,
+// in the keys layout or, with store set, the bucketed one.
 type clusterLoad struct {
 	cl      *clusterbench.Cluster
 	codec   linkstore.Codec
+	store   *linkstore.Store
 	records int
 }
 
 // load stores one chunk, pipelined, with compact keys.
 func (c *clusterLoad) load(ctx context.Context, chunk []linkstore.Record, cfg Config, keys linkstore.KeyFormat) error {
+	if c.store != nil {
+		var batch createBatch
+		for i := range chunk {
+			value, err := c.codec.Encode(nil, &chunk[i])
+			if err != nil {
+				return err
+			}
+			batch.add(&chunk[i], value)
+		}
+		c.records += len(chunk)
+		return batch.create(ctx, c.store, "the Redis Cluster")
+	}
 	pipe := c.cl.Client.Pipeline()
 	buf := make([]byte, 0, 4096)
 	keyBuf := make([]byte, 0, 64)
@@ -283,10 +435,19 @@ func (c *clusterLoad) load(ctx context.Context, chunk []linkstore.Record, cfg Co
 
 // format is one contender: a codec and a key format, in its own database.
 type format struct {
+	name      string // the codec's name, with "@bucketed" for the bucketed layout
 	codec     linkstore.Codec
 	keyFormat linkstore.KeyFormat
 	db        int
 	rdb       *redis.Client
+	// store, when set, resolves a sample of each round's records (and, in
+	// the bucketed layout, loads them).
+	store    *linkstore.Store
+	bucketed bool
+	resolve  *hdrhistogram.Histogram
+	// Bucketed only: one-at-a-time creates and resolves of client UUIDv4
+	// ids and of UUIDv7 ids.
+	clientCreate, v7Create, clientResolve, v7Resolve *hdrhistogram.Histogram
 
 	encode, decode       *hdrhistogram.Histogram // ns, 1 ns .. 10 s
 	encodeLat, decodeLat *bench.LatencyRecorder  // for the report's charts
@@ -338,6 +499,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 			c.Close()
 		}
 	}()
+	bucketedAt := -1
+	if cfg.bucketed() {
+		bucketedAt = len(names)
+		names = append(names, cfg.BucketedCodec)
+	}
 	for i, name := range names {
 		codec, err := linkstore.NewCodec(name, linkstore.Options{ZstdConcurrency: 1}, dicts)
 		if err != nil {
@@ -348,14 +514,29 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		if err := rdb.FlushDB(ctx).Err(); err != nil {
 			return Summary{}, fmt.Errorf("linkbench: FLUSHDB %d on %s: %w", i, addr, err)
 		}
-		f := &format{codec: codec, keyFormat: compactKeys, db: i, rdb: rdb,
-			encode: hdrhistogram.New(1, int64(10*time.Second), 3), decode: hdrhistogram.New(1, int64(10*time.Second), 3),
-			roundEncode: hdrhistogram.New(1, int64(10*time.Second), 3), roundDecode: hdrhistogram.New(1, int64(10*time.Second), 3),
+		f := &format{name: name, codec: codec, keyFormat: compactKeys, db: i, rdb: rdb,
+			encode: newHistogram(), decode: newHistogram(), roundEncode: newHistogram(), roundDecode: newHistogram(),
 			encodeLat: bench.NewLatencyRecorder(), decodeLat: bench.NewLatencyRecorder()}
 		if name == linkstore.CodecJSONRaw {
 			f.keyFormat = linkstore.KeyText
 		}
+		if cfg.bucketed() && name == cfg.BucketedCodec {
+			f.bucketed = i == bucketedAt
+			layout := linkstore.LayoutKeys
+			if f.bucketed {
+				f.name, layout = name+"@"+linkstore.LayoutBucketed, linkstore.LayoutBucketed
+				f.clientCreate, f.v7Create, f.clientResolve, f.v7Resolve = newHistogram(), newHistogram(), newHistogram(), newHistogram()
+			}
+			if f.store, err = openStore(ctx, cfg, rdb, layout, dict); err != nil {
+				return Summary{}, err
+			}
+			f.resolve = newHistogram()
+		}
 		formats = append(formats, f)
+	}
+	server, err := serverVersion(ctx, clients[0])
+	if err != nil {
+		return Summary{}, err
 	}
 
 	var cluster *clusterLoad
@@ -368,11 +549,20 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		if err != nil {
 			return Summary{}, err
 		}
-		codec, err := linkstore.NewCodec(linkstore.DefaultCodec, linkstore.Options{ZstdConcurrency: 1}, dicts)
+		codecName := linkstore.DefaultCodec
+		if cfg.bucketed() {
+			codecName = cfg.BucketedCodec
+		}
+		codec, err := linkstore.NewCodec(codecName, linkstore.Options{ZstdConcurrency: 1}, dicts)
 		if err != nil {
 			return Summary{}, err
 		}
 		cluster = &clusterLoad{cl: cl, codec: codec}
+		if cfg.bucketed() {
+			if cluster.store, err = openStore(ctx, cfg, cl.Client, linkstore.LayoutBucketed, nil); err != nil {
+				return Summary{}, err
+			}
+		}
 		if clusterBefore, err = cl.Snapshot(ctx); err != nil {
 			return Summary{}, err
 		}
@@ -384,18 +574,24 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	progress := bench.NewProgress(out, "records loaded", int64(n))
 	sides := make([]bench.Side, len(formats))
 	for i, f := range formats {
-		sides[i] = bench.Side{Name: f.codec.Name(), Run: func(round int) error {
-			return f.load(ctx, chunk, cfg, round == 0)
+		sides[i] = bench.Side{Name: f.name, Run: func(round int) error {
+			if err := f.load(ctx, chunk, cfg, round == 0); err != nil {
+				return err
+			}
+			return f.timeOneByOne(ctx, chunk, cfg)
 		}}
 	}
+	simStart := time.Now()
 	// Interleave runs every side once per round; the chunk of the round is
 	// generated before the round's first side runs.
 	loaded := 0
 	for round := range rounds {
 		size := min(cfg.RoundRecords, n-loaded)
 		chunk = chunk[:0]
-		for range size {
-			chunk = append(chunk, gen.Next())
+		for j := range size {
+			rec := gen.Next()
+			simulateClick(&rec, simStart.Add(time.Duration(loaded+j)*time.Second/time.Duration(cfg.ClickRate)), cfg.TTL)
+			chunk = append(chunk, rec)
 		}
 		one := make([]bench.Side, len(sides))
 		for j, i := range bench.RoundOrder(round, len(sides)) {
@@ -419,6 +615,13 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		}
 	}
 	sum := summarize(cfg, n, formats)
+	sum.Server = server
+	if cfg.bucketed() {
+		keysAt := slices.IndexFunc(formats, func(f *format) bool { return f.name == cfg.BucketedCodec })
+		if err := summarizeBucketed(ctx, cfg, &sum, formats[bucketedAt], formats[keysAt]); err != nil {
+			return Summary{}, err
+		}
+	}
 	if cluster != nil {
 		after, err := cluster.cl.Snapshot(ctx)
 		if err != nil {
@@ -435,9 +638,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		for _, m := range bal.UsedMemoryByMaster {
 			mem += m
 		}
-		sum.RedisCluster = &ClusterFigures{Balance: bal, Codec: linkstore.DefaultCodec,
+		single := sum.Codecs[cluster.codec.Name()]
+		layout := linkstore.LayoutKeys
+		if cluster.store != nil {
+			single, layout = sum.Codecs[formats[bucketedAt].name], linkstore.LayoutBucketed
+		}
+		sum.RedisCluster = &ClusterFigures{Balance: bal, Codec: cluster.codec.Name(), Layout: layout,
 			UsedMemoryPerRecord:       round2(float64(mem) / float64(max(cluster.records, 1))),
-			SingleUsedMemoryPerRecord: sum.Codecs[linkstore.DefaultCodec].UsedMemoryPerRecord}
+			SingleUsedMemoryPerRecord: single.UsedMemoryPerRecord}
 		bal.Targets(sum.Targets)
 	}
 	path, err := writeReport(cfg, sum, formats)
@@ -461,6 +669,7 @@ func (f *format) load(ctx context.Context, chunk []linkstore.Record, cfg Config,
 	pipe := f.rdb.Pipeline()
 	buf := make([]byte, 0, 4096)
 	keyBuf := make([]byte, 0, 64)
+	var batch createBatch
 	for i := range chunk {
 		rec := &chunk[i]
 		start := time.Now()
@@ -486,15 +695,20 @@ func (f *format) load(ctx context.Context, chunk []linkstore.Record, cfg Config,
 		_ = f.roundDecode.RecordValue(int64(decoded))
 		f.encodeLat.Record(encoded)
 		f.decodeLat.Record(decoded)
+		f.valueBytes += int64(len(buf))
+		f.records++
+		if f.bucketed {
+			batch.add(rec, bytes.Clone(buf))
+			f.keyBytes += int64(len(rec.ClickID)) // the field
+			continue
+		}
 		keyBuf = linkstore.AppendKey(keyBuf[:0], f.keyFormat, rec.ClickID)
 		key := string(keyBuf)
 		if firstRound && len(f.sampleKeys) < cfg.MemorySample {
 			f.sampleKeys = append(f.sampleKeys, key)
 		}
 		pipe.Set(ctx, key, string(buf), cfg.TTL)
-		f.valueBytes += int64(len(buf))
 		f.keyBytes += int64(len(key))
-		f.records++
 		if pipe.Len() == 1000 {
 			if _, err := pipe.Exec(ctx); err != nil {
 				return fmt.Errorf("linkbench: pipelined SET into db %d: %w", f.db, err)
@@ -503,6 +717,9 @@ func (f *format) load(ctx context.Context, chunk []linkstore.Record, cfg Config,
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("linkbench: pipelined SET into db %d: %w", f.db, err)
+	}
+	if err := batch.create(ctx, f.store, fmt.Sprintf("db %d", f.db)); err != nil {
+		return err
 	}
 	after, err := usedMemory(ctx, f.rdb)
 	if err != nil {
@@ -560,8 +777,12 @@ func summarize(cfg Config, n int, formats []*format) Summary {
 	baseEnc, baseDec := float64(base.encode.ValueAtQuantile(50)), float64(base.decode.ValueAtQuantile(50))
 	var best *CodecFigures
 	for _, f := range formats {
+		layout := linkstore.LayoutKeys
+		if f.bucketed {
+			layout = linkstore.LayoutBucketed
+		}
 		fig := CodecFigures{
-			Codec: f.codec.Name(), KeyFormat: f.keyFormat.String(), Records: f.records,
+			Codec: f.codec.Name(), KeyFormat: f.keyFormat.String(), Layout: layout, Records: f.records,
 			UsedMemoryPerRecord: per(f.usedMemory, f), MemoryUsagePerRecord: round2(f.memoryUsage),
 			ValueBytesPerRecord: per(f.valueBytes, f), KeyBytesPerRecord: per(f.keyBytes, f),
 			MemoryRatio: bench.Ratio(float64(f.usedMemory), float64(base.usedMemory)),
@@ -579,16 +800,20 @@ func summarize(cfg Config, n int, formats []*format) Summary {
 		fig.EncodeRatioCI95 = bench.HistogramQuantileRatioCI(base.encode, f.encode, 0.5, cfg.Seed)
 		fig.DecodeRatioCI95 = bench.HistogramQuantileRatioCI(base.decode, f.decode, 0.5, cfg.Seed)
 		fig.MeetsTargets = fig.MemoryRatio <= TargetMemoryRatio && fig.EncodeNs <= TargetEncodeNs && fig.DecodeNs <= TargetDecodeNs
-		sum.Codecs[fig.Codec] = fig
+		sum.Codecs[f.name] = fig
 	}
-	// Best: the smallest memory among codecs meeting every target; else
+	// Best: among the codecs in the keys layout (the bucketed layout has
+	// its own figures and targets), the smallest memory among codecs meeting every target; else
 	// among those within the memory target and no slower than the baseline
 	// (times on a loaded machine drift, ratios less so); else among those no
 	// slower than the baseline; else the smallest memory.
 	pick := func(ok func(CodecFigures) bool) *CodecFigures {
 		var b *CodecFigures
 		for _, f := range formats[1:] {
-			fig := sum.Codecs[f.codec.Name()]
+			fig := sum.Codecs[f.name]
+			if f.bucketed {
+				continue
+			}
 			if ok(fig) && (b == nil || fig.UsedMemoryPerRecord < b.UsedMemoryPerRecord) {
 				b = &fig
 			}
@@ -607,7 +832,7 @@ func summarize(cfg Config, n int, formats []*format) Summary {
 		}
 	}
 	if best == nil { // only the baseline was measured
-		b := sum.Codecs[base.codec.Name()]
+		b := sum.Codecs[base.name]
 		best = &b
 	}
 	sum.BestCodec, sum.MemoryRatio, sum.ValueRatio = best.Codec, best.MemoryRatio, best.ValueRatio
@@ -643,10 +868,10 @@ func writeReport(cfg Config, sum Summary, formats []*format) (string, error) {
 	var labels []string
 	var mem, val []float64
 	for _, f := range formats {
-		c := sum.Codecs[f.codec.Name()]
-		t.Rows = append(t.Rows, []string{c.Codec, c.KeyFormat, ff(c.UsedMemoryPerRecord), ff(c.MemoryUsagePerRecord), ff(c.ValueBytesPerRecord), ff(c.KeyBytesPerRecord),
+		c := sum.Codecs[f.name]
+		t.Rows = append(t.Rows, []string{f.name, c.KeyFormat, ff(c.UsedMemoryPerRecord), ff(c.MemoryUsagePerRecord), ff(c.ValueBytesPerRecord), ff(c.KeyBytesPerRecord),
 			ff(c.MemoryRatio), ff(c.ValueRatio), ff(c.EncodeNs), ff(c.EncodeP99Ns), ff(c.DecodeNs), ff(c.DecodeP99Ns), ff(c.EncodeRatio), ff(c.DecodeRatio), strconv.FormatBool(c.MeetsTargets)})
-		labels = append(labels, c.Codec)
+		labels = append(labels, f.name)
 		mem = append(mem, c.UsedMemoryPerRecord)
 		val = append(val, c.ValueBytesPerRecord)
 	}
@@ -657,7 +882,7 @@ func writeReport(cfg Config, sum Summary, formats []*format) (string, error) {
 	var encNames, decNames []string
 	var encRec, decRec []*bench.LatencyRecorder
 	for _, f := range formats {
-		encNames, decNames = append(encNames, f.codec.Name()), append(decNames, f.codec.Name())
+		encNames, decNames = append(encNames, f.name), append(decNames, f.name)
 		encRec, decRec = append(encRec, f.encodeLat), append(decRec, f.decodeLat)
 	}
 	encChart := bench.LatencyCDF("Encode time per record", encNames, encRec)
@@ -667,11 +892,16 @@ func writeReport(cfg Config, sum Summary, formats []*format) (string, error) {
 	r.Add(bench.Section{Title: "Encode and decode time", Text: "Percentile curves of the per-record times (the report's recorders resolve ~0.5 µs; the table's ns figures come from 1 ns histograms).", Charts: []bench.Chart{encChart, decChart}})
 	var figures []bench.Figure
 	for _, f := range formats[1:] {
-		c := sum.Codecs[f.codec.Name()]
+		c := sum.Codecs[f.name]
 		figures = append(figures,
-			bench.Figure{Name: c.Codec + " memory", Point: c.MemoryRatio, CI95: c.MemoryRatioCI95, Rounds: &c.MemoryRatioRounds},
-			bench.Figure{Name: c.Codec + " encode", Point: c.EncodeRatio, CI95: c.EncodeRatioCI95},
-			bench.Figure{Name: c.Codec + " decode", Point: c.DecodeRatio, CI95: c.DecodeRatioCI95})
+			bench.Figure{Name: f.name + " memory", Point: c.MemoryRatio, CI95: c.MemoryRatioCI95, Rounds: &c.MemoryRatioRounds},
+			bench.Figure{Name: f.name + " encode", Point: c.EncodeRatio, CI95: c.EncodeRatioCI95},
+			bench.Figure{Name: f.name + " decode", Point: c.DecodeRatio, CI95: c.DecodeRatioCI95})
+	}
+	if b := sum.Bucketed; b != nil {
+		figures = append(figures, bench.Figure{Name: "bucketed resolve p99 / keys", Point: b.ResolveP99Ratio, CI95: b.ResolveP99RatioCI95},
+			bench.Figure{Name: "bucketed resolve p50 / keys", Point: b.ResolveP50Ratio, CI95: b.ResolveP50RatioCI95})
+		r.Add(bucketedSection(b))
 	}
 	r.Add(bench.IntervalSection(figures))
 	targets := bench.TargetsSection(sum.Targets)
@@ -727,8 +957,12 @@ func startRedis(ctx context.Context, binary string, out io.Writer) (*redisServer
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(path, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no",
-		"--dir", dir, "--databases", "16", "--protected-mode", "yes", "--logfile", filepath.Join(dir, "redis.log"))
+	args := []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no",
+		"--dir", dir, "--databases", "16", "--protected-mode", "yes", "--logfile", filepath.Join(dir, "redis.log")}
+	for _, setting := range linkstore.BucketRedisSettings { // as the local stack sets them
+		args = append(args, "--"+setting.Name, strconv.FormatInt(setting.Value, 10))
+	}
+	cmd := exec.Command(path, args...)
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("linkbench: start %s: %w", path, err)

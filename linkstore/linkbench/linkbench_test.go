@@ -23,6 +23,7 @@ func TestSmoke(t *testing.T) {
 	cfg.Records = 1200
 	cfg.RoundRecords = 300
 	cfg.MemorySample = 50
+	cfg.ResolveSample, cfg.ClientIDSample = 50, 10
 	cfg.ReportDir = t.TempDir()
 	cfg.Command = "go test ./linkstore/linkbench -run TestSmoke"
 	var progress bytes.Buffer
@@ -56,8 +57,30 @@ func TestSmoke(t *testing.T) {
 	if problems := bench.IntervalProblems(parsed, ratioKeys...); len(problems) > 0 {
 		t.Errorf("intervals: %q\n%s", problems, stdout.String())
 	}
-	if len(sum.Targets) != 3 {
-		t.Errorf("targets %v, want memory_ratio, encode_ns and decode_ns", sum.Targets)
+	if len(sum.Targets) != 7 {
+		t.Errorf("targets %v, want memory_ratio, encode_ns, decode_ns and the 4 bucketed.* ones", sum.Targets)
+	}
+	bucketedKeys := []string{"bucketed.memory_ratio", "bucketed.memory_ratio_to_keys", "bucketed.resolve_p99_ratio", "bucketed.resolve_p50_ratio",
+		"bucketed.encode_ratio", "bucketed.decode_ratio", "bucketed.client_id_create_p50_ratio", "bucketed.client_id_resolve_p50_ratio"}
+	if missing := bench.MissingKeys(parsed, append(bucketedKeys, "server")...); len(missing) > 0 {
+		t.Fatalf("summary lacks %v: %s", missing, stdout.String())
+	}
+	for _, name := range []string{"bucketed.memory_ratio", "bucketed.encode_ratio", "bucketed.decode_ratio", "bucketed.resolve_p99_ratio"} {
+		if _, ok := sum.Targets[name]; !ok {
+			t.Errorf("targets lack %s: %v", name, sum.Targets)
+		}
+	}
+	if problems := bench.IntervalProblems(parsed, bucketedKeys...); len(problems) > 0 {
+		t.Errorf("bucketed intervals: %q", problems)
+	}
+	b := sum.Bucketed
+	if b.Encodings["listpack"] == 0 || b.Encodings["hashtable"] != 0 || b.Buckets == 0 {
+		t.Errorf("bucket encodings %v of %d buckets: want listpacks only", b.Encodings, b.Buckets)
+	}
+	// The bucketed layout saves Redis's per-key cost: below the keys layout
+	// of the same codec, whose values it stores unchanged.
+	if b.MemoryRatioToKeys >= 1 || b.UsedMemoryPerRecord <= sum.Codecs[b.Codec].ValueBytesPerRecord {
+		t.Errorf("bucketed %v B/record, keys layout %v, values %v: want values < bucketed < keys", b.UsedMemoryPerRecord, b.KeysUsedMemoryPerRecord, sum.Codecs[b.Codec].ValueBytesPerRecord)
 	}
 	if parsed["bench"] != "links" || parsed["records"] != float64(1200) {
 		t.Fatalf("bench %v records %v", parsed["bench"], parsed["records"])
