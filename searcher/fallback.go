@@ -153,6 +153,30 @@ func unavailable(err error) bool {
 	if errors.As(err, &se) && se.Status == http.StatusNotFound && strings.Contains(se.Body, "index_not_found_exception") {
 		return true
 	}
+	if errors.As(err, &se) && shardsUnreachable(se) {
+		return true
+	}
 	_, ok := api.IsUnavailable(err)
 	return ok
+}
+
+// shardCopyGone are the shard failure types that say a copy could not be
+// reached or could not serve now, not that the search is wrong.
+var shardCopyGone = []string{"node_not_connected_exception", "node_disconnected_exception", "connect_transport_exception",
+	"no_shard_available_action_exception", "receive_timeout_transport_exception", "cluster_block_exception"}
+
+// shardsUnreachable reports an OpenSearch 5xx "all shards failed" whose
+// failures are copies that could not serve (a node just lost, the other
+// copies of the hot layout not ready while a cluster manager is elected):
+// the layout is unavailable for the moment, as with failed shards in a 200.
+func shardsUnreachable(se *osapi.StatusError) bool {
+	if se.Status < 500 || !strings.Contains(se.Body, "all shards failed") {
+		return false
+	}
+	for _, t := range shardCopyGone {
+		if strings.Contains(se.Body, t) {
+			return true
+		}
+	}
+	return false
 }

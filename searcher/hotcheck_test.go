@@ -1,9 +1,11 @@
 package searcher
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/baedal/baedal/catalog"
+	"github.com/baedal/baedal/internal/osapi"
 	"github.com/baedal/baedal/query"
 )
 
@@ -35,5 +37,21 @@ func TestHotDisagreementsFlagsContradictingRows(t *testing.T) {
 	r = &query.Request{Sort: query.SortRating}
 	if got := hotDisagreements(r, shops(catalog.Shop{Rating: 4.1}, catalog.Shop{Rating: 4.5})); got["order"] != 1 {
 		t.Errorf("rating sorts descending: 4.5 after 4.1 is out of order, got %v", got)
+	}
+}
+
+// OpenSearch answers 500 "all shards failed" when every copy of a shard was
+// out of reach (here: the node holding one copy just killed, the others not
+// serving while a cluster manager is elected, seen in app/nodeloss): the
+// layout is unavailable for the moment (503, and a fallback may answer). A
+// 500 whose shards failed for another reason stays an error.
+func TestAllShardsFailedForLostCopiesIsUnavailable(t *testing.T) {
+	lost := &osapi.StatusError{Status: 500, Body: `{"error":{"root_cause":[{"type":"node_not_connected_exception","reason":"[opensearch-3][127.0.0.1:30847] Node not connected"}],"type":"search_phase_execution_exception","reason":"all shards failed","phase":"query","grouped":true}}`}
+	if !unavailable(fmt.Errorf("searcher: step hot: %w", lost)) {
+		t.Errorf("all shards failed on a lost node: not unavailable")
+	}
+	bug := &osapi.StatusError{Status: 500, Body: `{"error":{"root_cause":[{"type":"null_pointer_exception","reason":"x"}],"type":"search_phase_execution_exception","reason":"all shards failed"}}`}
+	if unavailable(bug) {
+		t.Errorf("all shards failed on a null pointer: unavailable, want an error")
 	}
 }
