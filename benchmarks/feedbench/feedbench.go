@@ -18,7 +18,7 @@
 // their ratios survive a noisy machine.
 //
 // With --redis-cluster MASTERS the benchmark also starts a local Redis
-// Cluster of that many masters (internal/clusterbench: no replicas, free
+// Cluster of that many masters (benchmarks/internal/clusterbench: no replicas, free
 // loopback ports, stopped by PID at the end) and a fourth deployment,
 // hybrid on the cluster ("hybrid-cluster", its own database seeded with the
 // same seed and clock), which takes its turn in the same read rounds as the
@@ -61,8 +61,8 @@ import (
 
 	"github.com/baedal/baedal/api"
 	"github.com/baedal/baedal/bench"
+	"github.com/baedal/baedal/benchmarks/internal/clusterbench"
 	"github.com/baedal/baedal/feed"
-	"github.com/baedal/baedal/internal/clusterbench"
 )
 
 // Config is the benchmark's configuration. Zero sizes take the profile's

@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { os.Exit(stacktest.Main(m)) }
 
 // TestSmoke runs the benchmark at a tiny size and checks the JSON summary.
 // With BAEDAL_INDEXBENCH_PROFILE=quick|full it runs that profile instead
-// (a manual run: go test ./indexer/indexbench -run TestSmoke -v -timeout 30m).
+// (a manual run: go test ./benchmarks/indexbench -run TestSmoke -v -timeout 30m).
 func TestSmoke(t *testing.T) {
 	st := stacktest.Require(t)
 	cfg := Defaults()

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/baedal/baedal/bench"
-	"github.com/baedal/baedal/internal/clusterbench"
+	"github.com/baedal/baedal/benchmarks/internal/clusterbench"
 	"github.com/baedal/baedal/internal/stacktest"
 	"github.com/baedal/baedal/internal/testenv"
 )
@@ -27,7 +27,7 @@ func TestSmoke(t *testing.T) {
 		Profile: bench.ProfileQuick, PostgresURL: st.PostgresURL, RedisAddr: st.RedisAddr,
 		DatabasePrefix: ns, KeyPrefix: ns + ":", Users: 50, Clients: 4, Rounds: 2,
 		ReadDuration: 100 * time.Millisecond, ConsistencyDuration: 300 * time.Millisecond, FanoutRuns: 2,
-		ReportDir: t.TempDir(), Command: "go test ./feed/feedbench -run TestSmoke",
+		ReportDir: t.TempDir(), Command: "go test ./benchmarks/feedbench -run TestSmoke",
 	}
 	var out, progress bytes.Buffer
 	sum, err := Run(context.Background(), cfg, &out, &progress)
@@ -88,7 +88,7 @@ func TestSmokeRedisCluster(t *testing.T) {
 		Profile: bench.ProfileQuick, PostgresURL: st.PostgresURL, RedisAddr: st.RedisAddr,
 		DatabasePrefix: ns, KeyPrefix: ns + ":", Users: 50, Clients: 4, Rounds: 2,
 		ReadDuration: 100 * time.Millisecond, ConsistencyDuration: 300 * time.Millisecond, FanoutRuns: 2,
-		RedisCluster: 3, ReportDir: t.TempDir(), Command: "go test ./feed/feedbench -run TestSmokeRedisCluster",
+		RedisCluster: 3, ReportDir: t.TempDir(), Command: "go test ./benchmarks/feedbench -run TestSmokeRedisCluster",
 	}
 	var out, progress bytes.Buffer
 	sum, err := Run(context.Background(), cfg, &out, &progress)
