@@ -88,7 +88,7 @@ func TestPairedRatioCICountsUnpairedAndEmptyRounds(t *testing.T) {
 
 func TestShareCI(t *testing.T) {
 	for _, c := range []struct {
-		k, n     int64
+		k, n      int64
 		low, high float64 // Wilson score interval, from the formula by hand
 	}{
 		{0, 100, 0, 0.0370},
