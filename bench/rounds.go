@@ -74,7 +74,16 @@ func ShareCI(k, n int64) Interval {
 	denom := 1 + z*z/fn
 	centre := (p + z*z/(2*fn)) / denom
 	half := z * math.Sqrt(p*(1-p)/fn+z*z/(4*fn*fn)) / denom
-	return Interval{Low: math.Max(0, centre-half), High: math.Min(1, centre+half)}
+	iv := Interval{Low: math.Max(0, centre-half), High: math.Min(1, centre+half)}
+	// Exactly at the ends, not a rounding error away: the interval must
+	// hold the share itself.
+	if k == 0 {
+		iv.Low = 0
+	}
+	if k == n {
+		iv.High = 1
+	}
+	return iv
 }
 
 // Share returns k/n, or 0 when n is 0.
