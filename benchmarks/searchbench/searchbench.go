@@ -10,8 +10,10 @@
 // event stream, applied through the production indexer) and every query runs
 // on each, back to back, in alternating order (ABC, CBA: bench.RoundOrder);
 // figures are ratios over the nested baseline and percentiles of that run,
-// and `equivalent` is true only if every layout's idle result page matched
-// nested's.
+// each ratio's interval covering the spread between the phase's rounds;
+// failed searches are counted and never enter the latencies; and
+// `equivalent` is true only if at least 500 idle pages were compared and
+// every layout's page matched nested's, idle and after each load round.
 package searchbench
 
 import (
