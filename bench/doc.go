@@ -14,9 +14,13 @@
 //   - RunClosedLoop and RunAtRate: closed-loop load from N clients, and
 //     open-loop load at a fixed rate whose latency includes the time an
 //     operation waited behind schedule (no coordinated omission).
+//   - FollowOpenLoop: freshness, open loop: changes issued on a fixed
+//     schedule however many are in flight, each followed until seen or
+//     given up at a limit, where it counts.
 //   - Ratio, CompareLatency, CompareLoad: the figures benchmarks report.
-//   - QuantileRatioCI, QuantileCI, PairedRatioCI: the 95% interval of each
-//     figure (see "Intervals" below), reported as "<key>_ci95": [low, high].
+//   - QuantileRatioOverRounds, QuantileRatioCI, QuantileCI, PairedRatioCI,
+//     ShareCI: the 95% interval of each figure (see "Intervals" below),
+//     reported as "<key>_ci95": [low, high].
 //   - Target, Verdict, Targets: a goal per figure and the verdict the
 //     interval allows: met, missed or undecided.
 //   - Report: one HTML file with inline SVG charts rendered in Go (no
@@ -81,10 +85,12 @@
 //     should rest on at least 20 latencies above it (2,000 samples), and
 //     on this machine's heavy tails a p99 ratio needs about 10,000 per side
 //     for an interval of ±10% (bench search's quick profile).
-//     The bootstrap sees only this run's latencies: a nested p99 under load
-//     that doubles from one run to the next (a merge in one run and not the
-//     other) is outside it, which is why BENCHMARKS.md also gives the
-//     spread of repeated runs.
+//     The bootstrap treats every latency as independent, so it misses the
+//     spread between rounds: under load each side runs in its own time
+//     slots, and a merge lands in one and not the other. A benchmark that
+//     runs rounds therefore reports QuantileRatioOverRounds: the hull of
+//     the bootstrap and of the t interval over the rounds' paired ratios of
+//     the percentile (below), with at least about 8 rounds per phase.
 //     QuantileCI does the same for one side's percentile against an
 //     absolute target (a p99 in ms).
 //   - Throughput and other figures measured once per side in every ABBA

@@ -305,7 +305,11 @@ func gammaSample(rng *rand.Rand, shape float64) float64 {
 // one; the interval assumes the rounds' log ratios are independent and
 // roughly normal. It needs at least 2 rounds.
 type RoundRatios struct {
-	Rounds  int      `json:"rounds"`
+	Rounds int `json:"rounds"`
+	// Dropped counts the rounds left out because a side's figure was not
+	// a positive finite number (a round where nothing succeeded): a failed
+	// round is counted and shown, never dropped silently.
+	Dropped int      `json:"dropped"`
 	Min     float64  `json:"min"`
 	Max     float64  `json:"max"`
 	GeoMean float64  `json:"geo_mean"`
@@ -315,17 +319,22 @@ type RoundRatios struct {
 // PairedRatioCI returns the per-round ratios' summary of paired per-round
 // figures: ours[i]/baseline[i] for every round i both sides measured.
 // Rounds where either figure is not positive and finite are left out (no
-// ratio); with fewer than 2 ratios CI95 is NoInterval.
+// ratio) and counted in Dropped, as are rounds only one side measured;
+// with fewer than 2 ratios CI95 is NoInterval.
 func PairedRatioCI(baseline, ours []float64) RoundRatios {
 	var ratios []float64
+	dropped := max(len(baseline), len(ours)) - min(len(baseline), len(ours))
 	for i := range min(len(baseline), len(ours)) {
 		b, o := baseline[i], ours[i]
 		if !(b > 0) || !(o > 0) || !isFinite(b) || !isFinite(o) {
+			dropped++
 			continue
 		}
 		ratios = append(ratios, o/b)
 	}
-	return RoundValuesCI(ratios)
+	rr := RoundValuesCI(ratios)
+	rr.Dropped = dropped
+	return rr
 }
 
 // RoundValuesCI is PairedRatioCI's interval for one figure measured once
@@ -339,6 +348,7 @@ func RoundValuesCI(values []float64) RoundRatios {
 	rr := RoundRatios{Min: math.Inf(1), Max: math.Inf(-1)}
 	for _, r := range values {
 		if !(r > 0) || !isFinite(r) {
+			rr.Dropped++
 			continue
 		}
 		logs = append(logs, math.Log(r))
@@ -346,7 +356,7 @@ func RoundValuesCI(values []float64) RoundRatios {
 	}
 	rr.Rounds = len(logs)
 	if rr.Rounds == 0 {
-		return RoundRatios{CI95: NoInterval}
+		return RoundRatios{Dropped: rr.Dropped, CI95: NoInterval}
 	}
 	mean, sd := meanSD(logs)
 	rr.GeoMean = round3(math.Exp(mean))

@@ -117,6 +117,9 @@ func IntervalSection(figures []Figure) Section {
 		if f.Rounds != nil && f.Rounds.Rounds > 0 {
 			rounds = fmt.Sprintf("%s – %s (%d)", formatFloat(f.Rounds.Min), formatFloat(f.Rounds.Max), f.Rounds.Rounds)
 		}
+		if f.Rounds != nil && f.Rounds.Dropped > 0 {
+			rounds += fmt.Sprintf(", %d failed round(s) left out", f.Rounds.Dropped)
+		}
 		table.Rows = append(table.Rows, []string{f.Name, formatFloat(f.Point), formatInterval(f.CI95), rounds})
 		s.Labels = append(s.Labels, f.Name)
 		s.Y = append(s.Y, f.Point)
@@ -128,7 +131,7 @@ func IntervalSection(figures []Figure) Section {
 	}
 	sec := Section{
 		Title: "Ratios with 95% intervals",
-		Text: "Percentile ratios: a seeded bootstrap over both sides' recorded latencies. Per-round ratios: a t interval over the paired ABBA rounds' log ratios, with the rounds' smallest and largest ratio. " +
+		Text: "Percentile ratios: a seeded bootstrap over both sides' recorded latencies, widened to a t interval over the paired rounds' ratios of that percentile where the benchmark ran rounds (QuantileRatioOverRounds). Per-round ratios: a t interval over the paired ABBA rounds' log ratios, with the rounds' smallest and largest ratio. " +
 			"The bench package's documentation explains both.",
 		Table: table,
 	}

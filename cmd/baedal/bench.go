@@ -16,15 +16,15 @@ import (
 	"github.com/baedal/baedal/app/nodeloss"
 	"github.com/baedal/baedal/backend"
 	"github.com/baedal/baedal/bench"
-	"github.com/baedal/baedal/benchsuite"
-	"github.com/baedal/baedal/feed/feedbench"
-	"github.com/baedal/baedal/indexer/indexbench"
+	"github.com/baedal/baedal/benchmarks/benchsuite"
+	"github.com/baedal/baedal/benchmarks/feedbench"
+	"github.com/baedal/baedal/benchmarks/indexbench"
+	"github.com/baedal/baedal/benchmarks/linkbench"
+	"github.com/baedal/baedal/benchmarks/reindexbench"
+	"github.com/baedal/baedal/benchmarks/replbench"
+	"github.com/baedal/baedal/benchmarks/searchbench"
 	"github.com/baedal/baedal/internal/flaghelp"
-	"github.com/baedal/baedal/linkstore/linkbench"
 	"github.com/baedal/baedal/localstack"
-	"github.com/baedal/baedal/reindex/reindexbench"
-	"github.com/baedal/baedal/replbench"
-	"github.com/baedal/baedal/searcher/searchbench"
 )
 
 // Server kinds a benchmark may use, as named in run records.

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/baedal/baedal/bench"
-	"github.com/baedal/baedal/internal/clusterbench"
+	"github.com/baedal/baedal/benchmarks/internal/clusterbench"
 	"github.com/baedal/baedal/internal/stacktest"
 	"github.com/baedal/baedal/internal/testenv"
 )
@@ -27,7 +27,7 @@ func TestSmoke(t *testing.T) {
 		Profile: bench.ProfileQuick, PostgresURL: st.PostgresURL, RedisAddr: st.RedisAddr,
 		DatabasePrefix: ns, KeyPrefix: ns + ":", Users: 50, Clients: 4, Rounds: 2,
 		ReadDuration: 100 * time.Millisecond, ConsistencyDuration: 300 * time.Millisecond, FanoutRuns: 2,
-		ReportDir: t.TempDir(), Command: "go test ./feed/feedbench -run TestSmoke",
+		ReportDir: t.TempDir(), Command: "go test ./benchmarks/feedbench -run TestSmoke",
 	}
 	var out, progress bytes.Buffer
 	sum, err := Run(context.Background(), cfg, &out, &progress)
@@ -41,15 +41,27 @@ func TestSmoke(t *testing.T) {
 	if missing := bench.MissingKeys(parsed, "bench", "read_p50_ms.pull", "read_p50_ms.push", "read_p50_ms.hybrid",
 		"read_p99_ms.pull", "read_p99_ms.push", "read_p99_ms.hybrid", "read_speedup_hybrid_vs_pull_user_a",
 		"consistency.pull", "consistency.push", "consistency.hybrid", "fanout_10k_ms", "hybrid_p99_ms_user_a_concurrent",
-		"read_floor_p99_ms_concurrent", "read_floor_throughput_concurrent", "hybrid_p99_vs_floor_concurrent"); len(missing) > 0 {
+		"read_floor_p99_ms_concurrent", "read_floor_throughput_concurrent", "hybrid_p99_over_floor_user_a_concurrent",
+		"inconsistent_polls.hybrid", "targets.hybrid_p99_over_floor_user_a_concurrent", "targets.read_errors"); len(missing) > 0 {
 		t.Fatalf("summary lacks %v: %s", missing, out.String())
 	}
 	if problems := bench.IntervalProblems(parsed, "read_speedup_hybrid_vs_pull_user_a", "hybrid_p99_ms_user_a_concurrent",
-		"hybrid_p99_vs_floor_concurrent", "fanout_10k_ms"); len(problems) > 0 {
+		"hybrid_p99_over_floor_user_a_concurrent", "fanout_10k_ms"); len(problems) > 0 {
 		t.Errorf("intervals: %q\n%s", problems, out.String())
 	}
-	if len(sum.Targets) != 4 {
-		t.Errorf("targets %v, want 4", sum.Targets)
+	if len(sum.Targets) != 5 {
+		t.Errorf("targets %v, want 5", sum.Targets)
+	}
+	if _, ok := sum.Targets["inconsistent_polls.hybrid"]; !ok {
+		t.Errorf("no inconsistent_polls.hybrid target: %v", sum.Targets)
+	}
+	if _, ok := sum.Targets["hybrid_p99_ms_user_a_concurrent"]; ok {
+		t.Errorf("the absolute p99 has a verdict: %v", sum.Targets)
+	}
+	for s, n := range sum.InconsistentPolls {
+		if good := sum.Consistency[s] * float64(sum.ConsistencyPolls[s]); math.Abs(float64(sum.ConsistencyPolls[s]-n)-good) > 0.5+1e-4*float64(sum.ConsistencyPolls[s]) {
+			t.Errorf("%s: %d inconsistent of %d polls, but the share of consistent ones is %v", s, n, sum.ConsistencyPolls[s], sum.Consistency[s])
+		}
 	}
 	if parsed["bench"] != "feed" {
 		t.Errorf("bench = %v, want feed", parsed["bench"])
@@ -57,8 +69,8 @@ func TestSmoke(t *testing.T) {
 	if sum.ReadErrors != 0 {
 		t.Errorf("%d read requests failed", sum.ReadErrors)
 	}
-	if sum.FloorThroughput <= 0 || sum.FloorP99MsConcurrent <= 0 || sum.HybridP99VsFloor <= 0 {
-		t.Errorf("floor: %.0f reads/s, p99 %.3f ms, hybrid over floor %.2f; want all > 0", sum.FloorThroughput, sum.FloorP99MsConcurrent, sum.HybridP99VsFloor)
+	if sum.FloorThroughput <= 0 || sum.FloorP99MsConcurrent <= 0 || sum.HybridP99OverFloor <= 0 || sum.HybridP99OverFloorRounds.Rounds != cfg.Rounds {
+		t.Errorf("floor: %.0f reads/s, p99 %.3f ms, hybrid over floor %.2f over %d rounds; want all > 0 over %d rounds", sum.FloorThroughput, sum.FloorP99MsConcurrent, sum.HybridP99OverFloor, sum.HybridP99OverFloorRounds.Rounds, cfg.Rounds)
 	}
 	if !sum.FanoutVerified || sum.FanoutFollowers != 52 {
 		t.Errorf("fan-out verified %v to %d followers, want true and 52 (users 1..50, A and B)", sum.FanoutVerified, sum.FanoutFollowers)
@@ -88,7 +100,7 @@ func TestSmokeRedisCluster(t *testing.T) {
 		Profile: bench.ProfileQuick, PostgresURL: st.PostgresURL, RedisAddr: st.RedisAddr,
 		DatabasePrefix: ns, KeyPrefix: ns + ":", Users: 50, Clients: 4, Rounds: 2,
 		ReadDuration: 100 * time.Millisecond, ConsistencyDuration: 300 * time.Millisecond, FanoutRuns: 2,
-		RedisCluster: 3, ReportDir: t.TempDir(), Command: "go test ./feed/feedbench -run TestSmokeRedisCluster",
+		RedisCluster: 3, ReportDir: t.TempDir(), Command: "go test ./benchmarks/feedbench -run TestSmokeRedisCluster",
 	}
 	var out, progress bytes.Buffer
 	sum, err := Run(context.Background(), cfg, &out, &progress)
@@ -106,6 +118,9 @@ func TestSmokeRedisCluster(t *testing.T) {
 		t.Fatalf("summary lacks %v: %s", missing, out.String())
 	}
 	c := sum.RedisCluster
+	if r := c.OpsShareRounds; r == nil || r.Rounds+r.Dropped != cfg.Rounds-1 {
+		t.Errorf("ops share rounds %+v, want one per round of spread reads but the first (%d)", r, cfg.Rounds-1)
+	}
 	if c.Masters != 3 || c.OpsShareMaxOverMin < 1 || c.MemoryShareMaxOverMin < 1 {
 		t.Fatalf("redis_cluster masters %d, ops share %v, memory share %v: want 3 and both >= 1", c.Masters, c.OpsShareMaxOverMin, c.MemoryShareMaxOverMin)
 	}
@@ -136,7 +151,7 @@ func TestSmokeRedisCluster(t *testing.T) {
 		t.Errorf("read_p50_ms has %q: the cluster's figures belong in redis_cluster only", clusterTarget)
 	}
 	if len(sum.Targets) != 7 {
-		t.Errorf("targets %v, want the 4 of the single Redis and 3 redis_cluster.*", sum.Targets)
+		t.Errorf("targets %v, want the 5 of the single Redis and 2 redis_cluster.*", sum.Targets)
 	}
 	if html, err := os.ReadFile(sum.Report); err != nil || !strings.Contains(string(html), "Redis Cluster of 3 masters beside the single Redis") {
 		t.Errorf("report %q lacks the cluster's section (read error: %v)", sum.Report, err)

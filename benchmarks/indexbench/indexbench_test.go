@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { os.Exit(stacktest.Main(m)) }
 
 // TestSmoke runs the benchmark at a tiny size and checks the JSON summary.
 // With BAEDAL_INDEXBENCH_PROFILE=quick|full it runs that profile instead
-// (a manual run: go test ./indexer/indexbench -run TestSmoke -v -timeout 30m).
+// (a manual run: go test ./benchmarks/indexbench -run TestSmoke -v -timeout 30m).
 func TestSmoke(t *testing.T) {
 	st := stacktest.Require(t)
 	cfg := Defaults()
@@ -52,7 +52,7 @@ func TestSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	if missing := bench.MissingKeys(parsed, "bench", "shops", "menus_per_shop_avg", "events", "nested_events_per_s", "split_events_per_s",
-		"throughput_ratio", "nested_bytes_written", "split_bytes_written", "freshness_p99_ms"); len(missing) > 0 {
+		"throughput_ratio", "nested_bytes_written", "split_bytes_written", "freshness_p99_ms", "freshness_gave_up", "targets.freshness_gave_up"); len(missing) > 0 {
 		t.Fatalf("summary lacks %v", missing)
 	}
 	if problems := bench.IntervalProblems(parsed, "throughput_ratio", "mixed_throughput_ratio", "bytes_written_ratio"); len(problems) > 0 {
@@ -78,7 +78,7 @@ func TestSmoke(t *testing.T) {
 
 // hotKeys are the hot layout's summary keys the smoke test requires when
 // the hot layout ran (and forbids when it was skipped).
-var hotKeys = []string{"hot_events_per_s", "throughput_ratio_hot", "throughput_ratio_hot_ci95",
+var hotKeys = []string{"hot_events_per_s", "throughput_ratio_hot", "throughput_ratio_hot_ci95", "targets.freshness_gave_up_hot",
 	"freshness_p99_ms_hot", "freshness_p99_ms_hot_ci95", "mixed_throughput_ratio_hot", "bytes_written_ratio_hot"}
 
 // checkHot asks the cluster, apart from the benchmark, whether every node
@@ -171,14 +171,22 @@ func TestSummaryOfEveryLayout(t *testing.T) {
 		return s
 	}
 	fresh := func(ms ...int) freshness {
-		f := freshness{rec: bench.NewLatencyRecorder()}
+		f := freshness{Latency: bench.NewLatencyRecorder(), Lag: bench.NewLatencyRecorder()}
 		for _, v := range ms {
-			f.rec.Record(time.Duration(v) * time.Millisecond)
+			f.Latency.Record(time.Duration(v) * time.Millisecond)
+			f.Seen++
 		}
+		f.Followed = f.Seen
 		return f
 	}
 	nested, split, hot := made(layout.Nested, 500, 1e8), made(layout.Split, 15000, 5e6), made(layout.Hot, 20000, 4e6)
 	frs := map[layout.Kind]freshness{layout.Split: fresh(900, 1000, 1100, 1200), layout.Hot: fresh(20, 30, 40, 50, 60, 70)}
+	// One split change never seen: at the limit in the percentiles, and a
+	// missed freshness_gave_up target.
+	frs[layout.Split].Latency.Record(followLimit)
+	gaveUp := frs[layout.Split]
+	gaveUp.GaveUp, gaveUp.Followed = 1, gaveUp.Followed+1
+	frs[layout.Split] = gaveUp
 
 	for _, c := range []struct {
 		name    string
@@ -213,6 +221,13 @@ func TestSummaryOfEveryLayout(t *testing.T) {
 			}
 			if len(c.sides) == 2 && strings.Contains(html, "<th>hot</th>") {
 				t.Errorf("hot was skipped, but the report has a hot column")
+			}
+			if sum.FreshnessGaveUp != 1 || sum.Targets["freshness_gave_up"].Verdict != bench.VerdictMissed || sum.FreshnessP99Ms < bench.Ms(followLimit) {
+				t.Errorf("split freshness gave up %d, p99 %v ms, target %+v: want 1 given up, counted at the %s limit, and the target missed",
+					sum.FreshnessGaveUp, sum.FreshnessP99Ms, sum.Targets["freshness_gave_up"], followLimit)
+			}
+			if h := sum.HotFigures; h != nil && sum.Targets["freshness_gave_up_hot"].Verdict != bench.VerdictMet {
+				t.Errorf("freshness_gave_up_hot: %+v, want met (none given up)", sum.Targets["freshness_gave_up_hot"])
 			}
 			if sum.ThroughputRatio != 30 {
 				t.Errorf("throughput_ratio %v, want 30 (15000/500)", sum.ThroughputRatio)

@@ -16,7 +16,7 @@ func TestMain(m *testing.M) { os.Exit(stacktest.Main(m)) }
 // TestSmoke runs the benchmark at a tiny size on the shared stack and checks
 // the JSON summary. With BAEDAL_REINDEXBENCH_PROFILE=quick|full it runs that
 // profile instead, on a 3-node stack of its own (a manual run:
-// BAEDAL_REINDEXBENCH_PROFILE=quick go test ./reindex/reindexbench -run TestSmoke -v -timeout 30m).
+// BAEDAL_REINDEXBENCH_PROFILE=quick go test ./benchmarks/reindexbench -run TestSmoke -v -timeout 30m).
 func TestSmoke(t *testing.T) {
 	cfg := Defaults()
 	if p := os.Getenv("BAEDAL_REINDEXBENCH_PROFILE"); p != "" {

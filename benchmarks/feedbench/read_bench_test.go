@@ -25,7 +25,7 @@ import (
 // (GET /api/v1/feeds over loopback HTTP, server and clients in this process)
 // for one strategy at a time, small enough to profile:
 //
-//	go test ./feed/feedbench -run '^$' -bench ReadUserAConcurrent/hybrid -benchtime 5s -cpuprofile /tmp/cpu.out
+//	go test ./benchmarks/feedbench -run '^$' -bench ReadUserAConcurrent/hybrid -benchtime 5s -cpuprofile /tmp/cpu.out
 //	go tool pprof -top /tmp/cpu.out
 //
 // The clients are the lean keep-alive client of `baedal bench feed`
@@ -36,7 +36,7 @@ import (
 // from services with other read batching settings (feed.Config.ReadBatch,
 // ReadBatchesInFlight) on the same data, to compare them in one run:
 //
-//	go test ./feed/feedbench -run '^$' -bench 'ReadUserAConcurrent/hybrid-batch' -benchtime 3s -count 3
+//	go test ./benchmarks/feedbench -run '^$' -bench 'ReadUserAConcurrent/hybrid-batch' -benchtime 3s -count 3
 //
 // It reports requests per second, the median and 99th percentile request
 // time, and the CPU time per request of this process (clients and server)

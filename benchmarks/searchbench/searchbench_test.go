@@ -51,7 +51,8 @@ func TestSmoke(t *testing.T) {
 	}
 	if missing := bench.MissingKeys(parsed, "bench", "queries", "equivalent", "idle.nested_p50_ms", "idle.nested_p99_ms",
 		"idle.split_p50_ms", "idle.split_p99_ms", "idle.timeouts_nested", "idle.timeouts_split",
-		"under_load.nested_p50_ms", "under_load.split_p99_ms", "p50_ratio_under_load", "p99_ratio_under_load", "clients"); len(missing) > 0 {
+		"under_load.nested_p50_ms", "under_load.split_p99_ms", "p50_ratio_under_load", "p99_ratio_under_load", "clients",
+		"rounds", "compared", "compared_under_load", "mismatches_under_load", "under_load.p99_ratio_rounds", "under_load.failed_share_split"); len(missing) > 0 {
 		t.Fatalf("summary lacks %v: %s", missing, line.String())
 	}
 	if problems := bench.IntervalProblems(parsed, "idle.p50_ratio", "idle.p99_ratio", "under_load.p50_ratio", "under_load.p99_ratio",
@@ -71,7 +72,7 @@ func TestSmoke(t *testing.T) {
 	if s.Pathological.Pathological < len(PathologicalQueries) {
 		t.Errorf("%d pathological searches, want at least one of each of %d", s.Pathological.Pathological, len(PathologicalQueries))
 	}
-	if bench.MissingKeys(parsed, "targets.p99_ratio_under_load", "targets.mismatches") != nil {
+	if bench.MissingKeys(parsed, "targets.p99_ratio_under_load", "targets.mismatches", "targets.mismatches_under_load", "targets.failed_share_under_load") != nil {
 		t.Errorf("targets: %v", parsed["targets"])
 	}
 	for _, step := range []string{"nested nested:query+decision+fetch", "split shops:query+decision+fetch", "split menus:fetch"} {
@@ -79,8 +80,11 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("idle_steps[%q] = %+v, want timed searches", step, f)
 		}
 	}
-	if !s.Equivalent {
-		t.Errorf("a layout disagreed with nested on %d idle pages", s.Mismatches)
+	if s.Mismatches != 0 || s.MismatchesUnderLoad != 0 || s.Compared == 0 || s.ComparedUnderLoad == 0 {
+		t.Errorf("a layout disagreed with nested on %d of %d idle pages and %d of %d pages under load", s.Mismatches, s.Compared, s.MismatchesUnderLoad, s.ComparedUnderLoad)
+	}
+	if s.Equivalent {
+		t.Errorf("equivalent on %d compared pages, fewer than %d", s.Compared, MinComparedPages)
 	}
 	if s.NestedMaxUpdatesPerS <= 0 || s.UnderLoad.NestedUpdatesPerS <= 0 || s.UnderLoad.SplitUpdatesPerS <= 0 {
 		t.Errorf("no updates were applied: %+v", s)
@@ -93,7 +97,7 @@ func TestSmoke(t *testing.T) {
 
 // hotKeys are the hot layout's summary keys the smoke test requires when
 // the hot layout ran (and forbids when it was skipped).
-var hotKeys = []string{"idle.hot_p50_ms", "idle.hot_p99_ms", "idle.timeouts_hot", "idle.rejected_hot",
+var hotKeys = []string{"idle.hot_p50_ms", "idle.hot_p99_ms", "idle.timeouts_hot", "idle.rejected_hot", "idle.failed_share_hot", "under_load.p99_ratio_hot_rounds",
 	"under_load.hot_p50_ms", "under_load.hot_p99_ms", "under_load.timeouts_hot", "under_load.rejected_hot", "under_load.hot_updates_per_s",
 	"p50_ratio_under_load_hot", "p99_ratio_under_load_hot", "p99_ratio_idle_hot", "hot_table_bytes_per_shop"}
 
@@ -157,7 +161,7 @@ func hotProblems(parsed map[string]any, s Summary, missing []string) []string {
 		"p50_ratio_under_load_hot", "p99_ratio_under_load_hot", "p99_ratio_idle_hot") {
 		problems = append(problems, "hot intervals: "+p)
 	}
-	if m := bench.MissingKeys(parsed, "targets.p99_ratio_under_load_hot", "targets.p99_ratio_idle_hot"); len(m) > 0 {
+	if m := bench.MissingKeys(parsed, "targets.p99_ratio_under_load_hot", "targets.p99_ratio_idle_hot", "targets.failed_share_under_load_hot", "targets.failed_share_idle_hot"); len(m) > 0 {
 		problems = append(problems, fmt.Sprintf("targets lack %v: %v", m, parsed["targets"]))
 	}
 	if s.UnderLoad.HotUpdatesPerS <= 0 || s.HotTableBytesPerShop <= 0 {
@@ -201,13 +205,26 @@ func TestSummaryOfEveryLayout(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := &run{kinds: c.kinds, skipped: c.skipped}
 			r.cfg.Bench.ReportDir = t.TempDir()
-			// nested 20 ms, split 30 ms, hot 10 ms; under load nested 40 ms.
-			idle := []*bench.LatencyRecorder{made(20), made(30), made(10)}[:len(c.kinds)]
-			load := []*bench.LatencyRecorder{made(40), made(30), made(10)}[:len(c.kinds)]
+			// nested 20 ms, split 30 ms, hot 10 ms; under load nested 40 ms;
+			// 8 rounds each.
+			rounds := func(ms ...float64) [][]*bench.LatencyRecorder {
+				out := make([][]*bench.LatencyRecorder, len(c.kinds))
+				for slot := range out {
+					for range 8 {
+						out[slot] = append(out[slot], made(ms[slot]))
+					}
+				}
+				return out
+			}
+			idle, load := rounds(20, 30, 10), rounds(40, 30, 10)
 			rates := []float64{300, 300, 300}[:len(c.kinds)]
-			s := Summary{Bench: "search", Skipped: c.skipped, Equivalent: true}
-			s.Idle = r.figures(idle, make([]missed, len(c.kinds)), make([]float64, len(c.kinds)), 1)
-			s.UnderLoad = r.figures(load, make([]missed, len(c.kinds)), rates, 1)
+			answered := make([]missed, len(c.kinds))
+			for i := range answered {
+				answered[i].attempts = 16000
+			}
+			s := Summary{Bench: "search", Skipped: c.skipped, Equivalent: true, Compared: 16000, ComparedUnderLoad: 512}
+			s.Idle = r.figures(idle, answered, make([]float64, len(c.kinds)), 1)
+			s.UnderLoad = r.figures(load, answered, rates, 1)
 			setHeadline(&s, status.bytesPerShop())
 			var line bytes.Buffer
 			if err := bench.PrintSummary(&line, s); err != nil {
@@ -223,7 +240,15 @@ func TestSummaryOfEveryLayout(t *testing.T) {
 			if problems := bench.IntervalProblems(parsed, "idle.p99_ratio", "under_load.p99_ratio", "p99_ratio_under_load"); len(problems) > 0 {
 				t.Errorf("intervals: %q", problems)
 			}
-			path, err := r.report(s, idle, load)
+			for name, want := range map[string]bench.Verdict{"failed_share_under_load": bench.VerdictMet, "mismatches": bench.VerdictMet, "mismatches_under_load": bench.VerdictMet} {
+				if got := s.Targets[name].Verdict; got != want {
+					t.Errorf("target %s: %s, want %s (%+v)", name, got, want, s.Targets[name])
+				}
+			}
+			if s.UnderLoad.P99RatioRounds.Rounds != 8 {
+				t.Errorf("p99 ratio rounds %+v, want 8", s.UnderLoad.P99RatioRounds)
+			}
+			path, err := r.report(s, pooled(idle), pooled(load))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -342,6 +367,25 @@ func TestMissedCountsTimeoutsAndRejections(t *testing.T) {
 	}
 	if m.timeouts != 1 || m.rejected != 2 {
 		t.Errorf("counted %+v, want 1 timeout and 2 rejections", m)
+	}
+}
+
+// A count of differing pages is judged only over enough pages: none of 20
+// differing proves nothing; one differing is a miss however few compared.
+func TestMismatchTargetNeedsEnoughPages(t *testing.T) {
+	for _, c := range []struct {
+		mismatches, compared int
+		want                 bench.Verdict
+	}{
+		{0, 20, bench.VerdictUndecided},
+		{0, MinComparedPages - 1, bench.VerdictUndecided},
+		{0, MinComparedPages, bench.VerdictMet},
+		{1, 20, bench.VerdictMissed},
+		{1, 20000, bench.VerdictMissed},
+	} {
+		if got := mismatchTarget(c.mismatches, c.compared).Verdict; got != c.want {
+			t.Errorf("%d of %d pages differ: %s, want %s", c.mismatches, c.compared, got, c.want)
+		}
 	}
 }
 

@@ -14,7 +14,7 @@
 // persistence) and stops it by PID, unless given an idle one.
 //
 // With --redis-cluster MASTERS the benchmark also starts a local Redis
-// Cluster of that many masters (internal/clusterbench, no replicas) and, in
+// Cluster of that many masters (benchmarks/internal/clusterbench, no replicas) and, in
 // every round right after the formats, loads the same chunk into it with
 // the link store's default codec (linkstore.DefaultCodec) and its compact
 // keys, pipelined through the cluster client (which splits a pipeline by
@@ -58,7 +58,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baedal/baedal/bench"
-	"github.com/baedal/baedal/internal/clusterbench"
+	"github.com/baedal/baedal/benchmarks/internal/clusterbench"
 	"github.com/baedal/baedal/linkstore"
 )
 

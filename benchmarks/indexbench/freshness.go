@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/baedal/baedal/app"
@@ -22,35 +19,39 @@ import (
 	"github.com/baedal/baedal/layout"
 )
 
-// freshness is one layout's freshness run: the POST → visible times of the
-// sampled events, and how many were never seen.
-type freshness struct {
-	rec    *bench.LatencyRecorder
-	gaveUp int64
-}
+// freshness is one layout's freshness run: every followed change's time
+// from its due time to the first search showing it, given-up ones at the
+// limit (bench.FollowOpenLoop).
+type freshness = bench.FollowResult
 
-// Each sampled event gets a probe that searches until it sees the event.
-// maxProbes bounds the probes at once, so that their searches stay a small
-// load beside the indexing they measure; probePoll is the pause between two
-// searches of one probe. A sample is thus late by up to one search plus
-// probePoll (about 25 ms on the 2-core machine), as it would be for a user
-// who searches again and again.
+// The freshness run is open loop (bench.FollowOpenLoop): events are posted
+// every postTick, and the last event of every followEvery-th post is
+// followed, whatever is in flight, until a search shows it or followLimit
+// has passed. A slow period is thus sampled in proportion to its duration.
+// Each followed change is looked at no sooner than followMinPoll after the
+// last look, the pause growing with its age (5% of it), and at most
+// followLooks searches of the probes run at once, so that they stay a small
+// load beside the indexing they measure; a look that waits is late, which
+// lengthens a time and never drops one.
 const (
-	maxProbes    = 2
-	probePoll    = 10 * time.Millisecond
-	probeTimeout = 30 * time.Second
+	postTick      = 20 * time.Millisecond
+	followEvery   = 5 // 10 followed changes per second
+	followMinPoll = 10 * time.Millisecond
+	followLooks   = 4
+	followLimit   = 30 * time.Second
 )
 
 // userFreshnessRun measures freshness as a user sees it: it starts a baedal
 // server (app.Run, its own indexer worker running layout k only, on an event
 // log of its own), posts hot shop updates to its POST /v1/events at
-// cfg.FreshnessRate, and for a sample of them records the time from the
-// start of the POST to the first answer of GET /v1/search?layout=k (sorted
-// by distance from the shop, so the shop is among the first hits) that
-// shows the shop at the event's version or newer. A 503 (the layout is not
-// ready) counts as not visible yet.
+// cfg.FreshnessRate on a fixed schedule, and for every followEvery-th post
+// records the time from the post's due time to the first answer of GET
+// /v1/search?layout=k (sorted by distance from the shop, so the shop is
+// among the first hits) that shows the shop at the event's version or
+// newer. A 503 (the layout is not ready) counts as not visible yet. How the
+// layout makes a change visible (refresh, the hot table's feed) does not
+// matter: only the public API is used.
 func userFreshnessRun(ctx context.Context, cfg Config, bc backend.Config, icfg indexer.Config, locations map[int64]catalog.GeoPoint, versions map[int64]int64, deleted map[int64]bool, k layout.Kind) (freshness, error) {
-	f := freshness{rec: bench.NewLatencyRecorder()}
 	acfg := app.Defaults()
 	acfg.API.Addr = "127.0.0.1:0"
 	acfg.Backends = bc
@@ -65,53 +66,21 @@ func userFreshnessRun(ctx context.Context, cfg Config, bc backend.Config, icfg i
 	select {
 	case addr = <-addrc:
 	case err := <-done:
-		return f, fmt.Errorf("indexbench: freshness server (%s): %w", k, err)
+		return freshness{}, fmt.Errorf("indexbench: freshness server (%s): %w", k, err)
 	}
 	defer func() { stopServer(); <-done }()
 	client := &http.Client{Timeout: 10 * time.Second}
 
-	var (
-		probes   sync.WaitGroup
-		inflight atomic.Int32
-		gaveUp   atomic.Int64
-		errMu    sync.Mutex
-		probeErr error
-	)
-	probe := func(ev catalog.Event, posted time.Time) {
-		defer probes.Done()
-		defer inflight.Add(-1)
-		loc := locations[ev.ID]
-		q := url.Values{"lat": {ftoa(loc.Lat)}, "lon": {ftoa(loc.Lon)}, "sort": {"distance"}, "size": {"5"}, "layout": {string(k)}}
-		for {
-			seen, err := shopVersion(ctx, client, "http://"+addr+"/v1/search?"+q.Encode(), ev.ID)
-			switch {
-			case ctx.Err() != nil:
-				return
-			case err != nil:
-				errMu.Lock()
-				probeErr = errors.Join(probeErr, err)
-				errMu.Unlock()
-				return
-			case seen >= ev.Version:
-				f.rec.Record(time.Since(posted))
-				return
-			case time.Since(posted) > probeTimeout:
-				gaveUp.Add(1)
-				return
-			}
-			time.Sleep(probePoll)
-		}
-	}
-
 	src := catalog.NewEventStream(cfg.Seed, cfg.Shops)
-	bar := bench.NewProgress(cfg.Log, fmt.Sprintf("freshness run (%s, POST /v1/events → GET /v1/search)", k), int64(cfg.FreshnessEvents))
-	const tick = 20 * time.Millisecond
-	perTick := max(1, cfg.FreshnessRate*int(tick/time.Millisecond)/1000)
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	for sent := 0; sent < cfg.FreshnessEvents; {
+	perTick := max(1, cfg.FreshnessRate*int(postTick/time.Millisecond)/1000)
+	ticks := (cfg.FreshnessEvents + perTick - 1) / perTick
+	bar := bench.NewProgress(cfg.Log, fmt.Sprintf("freshness run (%s, POST /v1/events → GET /v1/search, open loop)", k), int64(ticks))
+	defer bar.Done()
+	follow := bench.FollowConfig{Interval: postTick, Issues: ticks, Limit: followLimit, MinPoll: followMinPoll, MaxLooks: followLooks}
+	return bench.FollowOpenLoop(ctx, follow, func(ctx context.Context, tick int) (bench.Look, error) {
+		defer bar.Add(1)
 		batch := make([]catalog.Event, 0, perTick)
-		for len(batch) < perTick && sent+len(batch) < cfg.FreshnessEvents {
+		for len(batch) < perTick {
 			ev := src.Next()
 			if !ev.IsHotShopUpdate() || ev.ID > int64(cfg.Shops) || deleted[ev.ID] {
 				continue
@@ -120,29 +89,21 @@ func userFreshnessRun(ctx context.Context, cfg Config, bc backend.Config, icfg i
 			ev.Version = versions[ev.ID]
 			batch = append(batch, ev)
 		}
-		posted := time.Now()
 		if err := postEvents(ctx, client, addr, batch); err != nil {
-			probes.Wait()
-			return f, err
+			return nil, err
 		}
-		if len(batch) > 0 && inflight.Load() < maxProbes {
-			inflight.Add(1)
-			probes.Add(1)
-			go probe(batch[len(batch)-1], posted)
+		if tick%followEvery != 0 {
+			return nil, nil
 		}
-		sent += len(batch)
-		bar.Add(int64(len(batch)))
-		select {
-		case <-ctx.Done():
-			probes.Wait()
-			return f, ctx.Err()
-		case <-t.C:
-		}
-	}
-	bar.Done()
-	probes.Wait()
-	f.gaveUp = gaveUp.Load()
-	return f, probeErr
+		ev := batch[len(batch)-1]
+		loc := locations[ev.ID]
+		q := url.Values{"lat": {ftoa(loc.Lat)}, "lon": {ftoa(loc.Lon)}, "sort": {"distance"}, "size": {"5"}, "layout": {string(k)}}
+		searchURL := "http://" + addr + "/v1/search?" + q.Encode()
+		return func(ctx context.Context) (bool, error) {
+			seen, err := shopVersion(ctx, client, searchURL, ev.ID)
+			return seen >= ev.Version, err
+		}, nil
+	})
 }
 
 func ftoa(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

@@ -44,12 +44,15 @@ type PathologicalQuery struct {
 // searches of each kind that got no answer (they count at the time they
 // took, the deadline or the rejection).
 type PathologicalLayout struct {
-	OrdinaryP99Ms      float64        `json:"ordinary_p99_ms"`
-	PathologicalP99Ms  float64        `json:"pathological_p99_ms"`
-	P99Ratio           float64        `json:"p99_ratio"`
-	P99RatioCI95       bench.Interval `json:"p99_ratio_ci95"`
-	MissedOrdinary     int            `json:"missed_ordinary"`
-	MissedPathological int            `json:"missed_pathological"`
+	OrdinaryP99Ms     float64        `json:"ordinary_p99_ms"`
+	PathologicalP99Ms float64        `json:"pathological_p99_ms"`
+	P99Ratio          float64        `json:"p99_ratio"`
+	P99RatioCI95      bench.Interval `json:"p99_ratio_ci95"`
+	// The mix is cut into rounds like the other phases; the interval
+	// covers their spread too.
+	P99RatioRounds     bench.RoundRatios `json:"p99_ratio_rounds"`
+	MissedOrdinary     int               `json:"missed_ordinary"`
+	MissedPathological int               `json:"missed_pathological"`
 }
 
 // PathologicalQueries are the costly searches, as a client sends them:
@@ -72,7 +75,7 @@ var PathologicalQueries = []string{
 // pathological runs the pathological phase: ordinary searches are the
 // first of queries, and there are half as many pathological ones, cycling
 // through PathologicalQueries.
-func (r *run) pathological(ctx context.Context, ordinary []query.Request) (PathologicalFigures, error) {
+func (r *run) pathological(ctx context.Context, ordinary []query.Request, rounds int) (PathologicalFigures, error) {
 	var costly []query.Request
 	for _, raw := range PathologicalQueries {
 		v, err := url.ParseQuery(raw)
@@ -99,12 +102,13 @@ func (r *run) pathological(ctx context.Context, ordinary []query.Request) (Patho
 	}
 	rand.New(rand.NewPCG(uint64(r.cfg.Bench.Seed), 7)).Shuffle(len(mix), func(i, j int) { mix[i], mix[j] = mix[j], mix[i] })
 
-	recs := make([][2]*bench.LatencyRecorder, len(r.kinds)) // [ordinary, costly]
+	rounds = min(rounds, len(mix))
+	recs := make([][2][]*bench.LatencyRecorder, len(r.kinds)) // [ordinary, costly][round]
 	miss := make([][2]int, len(r.kinds))
 	byQuery := make([][]*bench.LatencyRecorder, len(costly)) // [query][layout slot]
 	missedByQuery := make([][]int, len(costly))
 	for i := range recs {
-		recs[i] = [2]*bench.LatencyRecorder{bench.NewLatencyRecorder(), bench.NewLatencyRecorder()}
+		recs[i] = [2][]*bench.LatencyRecorder{newRoundRecorders(1, rounds)[0], newRoundRecorders(1, rounds)[0]}
 	}
 	for q := range byQuery {
 		missedByQuery[q] = make([]int, len(r.kinds))
@@ -121,14 +125,19 @@ func (r *run) pathological(ctx context.Context, ordinary []query.Request) (Patho
 		if s.costly {
 			kind = 1
 		}
+		round := i * rounds / len(mix)
 		for _, slot := range bench.RoundOrder(i, len(r.kinds)) {
 			k := r.kinds[slot]
 			start := time.Now()
 			_, err := r.srch.Search(ctx, s.req, k)
 			took := time.Since(start)
-			recs[slot][kind].Record(took)
-			if s.costly {
-				byQuery[s.which][slot].Record(took)
+			// Only answered searches have a latency; missed ones are
+			// counted below.
+			if err == nil {
+				recs[slot][kind][round].Record(took)
+				if s.costly {
+					byQuery[s.which][slot].Record(took)
+				}
 			}
 			if err != nil {
 				var m missed
@@ -152,11 +161,11 @@ func (r *run) pathological(ctx context.Context, ordinary []query.Request) (Patho
 	f := PathologicalFigures{Ordinary: len(ordinary), Pathological: len(mix) - len(ordinary), Layouts: map[string]PathologicalLayout{}}
 	seed := uint64(r.cfg.Bench.Seed)
 	for slot, k := range r.kinds {
-		o, c := recs[slot][0].Summary(), recs[slot][1].Summary()
+		o, c := bench.Pool(recs[slot][0]).Summary(), bench.Pool(recs[slot][1]).Summary()
+		ratio := bench.QuantileRatioOverRounds(recs[slot][0], recs[slot][1], 0.99, seed)
 		f.Layouts[string(k)] = PathologicalLayout{
 			OrdinaryP99Ms: o.P99Ms, PathologicalP99Ms: c.P99Ms,
-			P99Ratio:       bench.Ratio(c.P99Ms, o.P99Ms),
-			P99RatioCI95:   bench.QuantileRatioCI(recs[slot][0], recs[slot][1], 0.99, seed),
+			P99Ratio: ratio.Point, P99RatioCI95: ratio.CI95, P99RatioRounds: ratio.Rounds,
 			MissedOrdinary: miss[slot][0], MissedPathological: miss[slot][1],
 		}
 	}

@@ -25,7 +25,7 @@ func TestSmoke(t *testing.T) {
 	cfg.MemorySample = 50
 	cfg.ResolveSample, cfg.ClientIDSample = 50, 10
 	cfg.ReportDir = t.TempDir()
-	cfg.Command = "go test ./linkstore/linkbench -run TestSmoke"
+	cfg.Command = "go test ./benchmarks/linkbench -run TestSmoke"
 	var progress bytes.Buffer
 	sum, err := Run(context.Background(), cfg, &progress)
 	if err != nil {
@@ -140,7 +140,7 @@ func TestSmokeRedisCluster(t *testing.T) {
 	cfg.MemorySample = 50
 	cfg.RedisCluster = 3
 	cfg.ReportDir = t.TempDir()
-	cfg.Command = "go test ./linkstore/linkbench -run TestSmokeRedisCluster"
+	cfg.Command = "go test ./benchmarks/linkbench -run TestSmokeRedisCluster"
 	var progress bytes.Buffer
 	sum, err := Run(context.Background(), cfg, &progress)
 	if err != nil {

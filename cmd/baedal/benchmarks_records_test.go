@@ -1,0 +1,129 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/baedal/baedal/bench"
+)
+
+// recordsBlock matches a block of BENCHMARKS.md generated from run records:
+//
+//	<!-- targets: benchmarks/runs/A.json benchmarks/runs/B.json -->
+//	...what `baedal bench targets benchmarks/runs/A.json benchmarks/runs/B.json` prints...
+//	<!-- end targets -->
+var recordsBlock = regexp.MustCompile(`(?s)<!-- targets: ([^>]*?) -->\n(.*?)<!-- end targets -->`)
+
+// A full, clean git revision: a record of a dirty tree or of an unknown
+// revision is not evidence.
+var cleanRevision = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// Every figure in BENCHMARKS.md's targets tables is what `baedal bench
+// targets` prints for run records checked into benchmarks/runs, each made
+// by a binary built from a clean commit; the table and the records must not
+// disagree. Regenerate a block with the command its marker names.
+func TestBenchmarksFiguresComeFromCheckedInRecords(t *testing.T) {
+	problems, err := recordBlockProblems("../..", "BENCHMARKS.md", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+// recordBlockProblems checks every records block of root/doc and says
+// what disagrees; fewer than atLeast blocks is a problem too.
+func recordBlockProblems(root, doc string, atLeast int) ([]string, error) {
+	raw, err := os.ReadFile(filepath.Join(root, doc))
+	if err != nil {
+		return nil, err
+	}
+	var problems []string
+	blocks := recordsBlock.FindAllStringSubmatch(string(raw), -1)
+	if len(blocks) < atLeast {
+		problems = append(problems, fmt.Sprintf("%s has %d blocks of figures from records (<!-- targets: RUN... -->), want at least %d", doc, len(blocks), atLeast))
+	}
+	for _, b := range blocks {
+		paths := strings.Fields(b[1])
+		var runs []map[string]any
+		for _, p := range paths {
+			if !strings.HasPrefix(p, "benchmarks/runs/") || strings.Contains(p, "..") {
+				problems = append(problems, fmt.Sprintf("%s: %s is not a record checked into benchmarks/runs/", doc, p))
+				continue
+			}
+			run, err := bench.ReadRunFile(filepath.Join(root, p))
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("%s: %v", doc, err))
+				continue
+			}
+			if rev, _ := run["revision"].(string); !cleanRevision.MatchString(rev) {
+				problems = append(problems, fmt.Sprintf("%s: %s was made by a binary of revision %q; want a clean commit's full hash", doc, p, rev))
+			}
+			runs = append(runs, run)
+		}
+		var want strings.Builder
+		if err := bench.WriteTargetsTable(&want, runs, ""); err != nil {
+			return nil, err
+		}
+		if got := strings.TrimSpace(b[2]); got != strings.TrimSpace(want.String()) {
+			problems = append(problems, fmt.Sprintf("%s: the block of %v disagrees with its records; regenerate it with\n  baedal bench targets %s\ngot:\n%s\nwant:\n%s",
+				doc, paths, strings.Join(paths, " "), got, want.String()))
+		}
+	}
+	return problems, nil
+}
+
+// The check itself: a figure edited by hand, or a record of a dirty tree,
+// fails it.
+func TestRecordBlocksCheckCatchesAnEditedFigure(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "benchmarks/runs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	record := func(name, revision string) {
+		body := `{"bench":"index","start":"2026-11-28T03:00:00Z","revision":"` + revision + `","command":"baedal bench index --profile quick",
+			"targets":{"throughput_ratio":{"target":20,"better":"higher","point":29.14,"ci95":[26.899,32.086],"verdict":"met"}},"summary":{}}`
+		if err := os.WriteFile(filepath.Join(root, "benchmarks/runs", name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record("a-index.json", "9d34b7ff8d348e017b4fba7e426ab49712f3b118")
+	run, err := bench.ReadRunFile(filepath.Join(root, "benchmarks/runs/a-index.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	if err := bench.WriteTargetsTable(&table, []map[string]any{run}, ""); err != nil {
+		t.Fatal(err)
+	}
+	doc := func(body string) {
+		if err := os.WriteFile(filepath.Join(root, "doc.md"), []byte("# x\n\n<!-- targets: benchmarks/runs/a-index.json -->\n"+body+"<!-- end targets -->\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	problems := func() []string {
+		p, err := recordBlockProblems(root, "doc.md", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	doc(table.String())
+	if p := problems(); len(p) > 0 {
+		t.Fatalf("the generated table fails the check: %q", p)
+	}
+	doc(strings.Replace(table.String(), "29.14", "31.4", 1))
+	if len(problems()) == 0 {
+		t.Error("a figure edited by hand passes the check")
+	}
+	record("a-index.json", "9d34b7ff8d348e017b4fba7e426ab49712f3b118+dirty")
+	doc(table.String())
+	if len(problems()) == 0 {
+		t.Error("a record of a dirty tree passes the check")
+	}
+}
