@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/baedal/baedal/bench"
 	"os"
 	"path/filepath"
 	"time"
@@ -102,8 +103,12 @@ type BenchSummary struct {
 	// not hold the accepted events' rows at the end.
 	SecondsToConsistent float64 `json:"seconds_to_consistent"`
 	HotTablesDiffer     int     `json:"hot_tables_differ"`
-	Command             string  `json:"command"`
-	Date                string  `json:"date"`
+	// Targets are counts that must be 0: stale hot hits, 500s and other
+	// bad answers on every layout, events lost or dead-lettered, and nodes
+	// whose hot table differs at the end.
+	Targets bench.Targets `json:"targets"`
+	Command string        `json:"command"`
+	Date    string        `json:"date"`
 }
 
 // Summary shapes the result of a one-case run for the benchmark: during
@@ -141,6 +146,18 @@ func (r *Result) Summary(c BenchConfig, command string) BenchSummary {
 			l.P99DuringMs = max(l.P99DuringMs, n.Latency.P99Ms)
 		}
 		s.Layouts[label] = l
+	}
+	var stale, bad int
+	for _, l := range s.Layouts {
+		stale += l.StaleHits
+		bad += l.Errors500 + l.Other
+	}
+	zero := func(n int64) bench.TargetResult { return bench.AtMost(0).Evaluate(float64(n), bench.Exact(float64(n))) }
+	s.Targets = bench.Targets{
+		"stale_hits":           zero(int64(stale)),
+		"errors_500_and_other": zero(int64(bad)),
+		"events_lost":          zero(int64(r.EventsLost) + r.DeadLettered),
+		"hot_tables_differ":    zero(int64(r.HotTablesDiffer)),
 	}
 	return s
 }
