@@ -43,21 +43,17 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baedal/baedal/bench"
+	"github.com/baedal/baedal/internal/redisproc"
 	"github.com/baedal/baedal/benchmarks/internal/clusterbench"
 	"github.com/baedal/baedal/linkstore"
 )
@@ -473,12 +469,17 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	n := cfg.RecordCount()
 	addr := cfg.RedisAddr
 	if addr == "" {
-		srv, err := startRedis(ctx, cfg.RedisServer, out)
-		if err != nil {
-			return Summary{}, err
+		var settings []string
+		for _, setting := range linkstore.BucketRedisSettings { // as the local stack sets them
+			settings = append(settings, "--"+setting.Name, strconv.FormatInt(setting.Value, 10))
 		}
-		defer srv.stop(out)
-		addr = srv.addr
+		srv, err := redisproc.Start(ctx, cfg.RedisServer, settings)
+		if err != nil {
+			return Summary{}, fmt.Errorf("linkbench: --redis-server: %w (or pass --redis-addr of an idle Redis)", err)
+		}
+		fmt.Fprintf(out, "started redis-server pid %d on %s\n", srv.PID(), srv.Addr())
+		defer func() { srv.Stop(); fmt.Fprintf(out, "stopped redis-server pid %d\n", srv.PID()) }()
+		addr = srv.Addr()
 	}
 
 	train := linkstore.Generate(cfg.Seed+1, 2000)
@@ -933,70 +934,3 @@ func fmtInterval(iv bench.Interval) string {
 	return "[" + ff(iv.Low) + ", " + ff(iv.High) + "]"
 }
 
-// redisServer is a redis-server this benchmark started.
-type redisServer struct {
-	cmd  *exec.Cmd
-	addr string
-	dir  string
-}
-
-// startRedis starts redis-server on a free loopback port with no
-// persistence, in a temporary directory, and waits for PING.
-func startRedis(ctx context.Context, binary string, out io.Writer) (*redisServer, error) {
-	path, err := exec.LookPath(binary)
-	if err != nil {
-		return nil, fmt.Errorf("--redis-server: %q not found (install redis-server, or pass --redis-addr of an idle Redis): %w", binary, err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	dir, err := os.MkdirTemp("", "baedal-linkbench-redis-")
-	if err != nil {
-		return nil, err
-	}
-	args := []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no",
-		"--dir", dir, "--databases", "16", "--protected-mode", "yes", "--logfile", filepath.Join(dir, "redis.log")}
-	for _, setting := range linkstore.BucketRedisSettings { // as the local stack sets them
-		args = append(args, "--"+setting.Name, strconv.FormatInt(setting.Value, 10))
-	}
-	cmd := exec.Command(path, args...)
-	if err := cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("linkbench: start %s: %w", path, err)
-	}
-	s := &redisServer{cmd: cmd, addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir}
-	rdb := redis.NewClient(&redis.Options{Addr: s.addr, DialTimeout: time.Second})
-	defer rdb.Close()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if err := rdb.Ping(ctx).Err(); err == nil {
-			break
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			s.stop(out)
-			return nil, fmt.Errorf("linkbench: redis-server on %s did not answer PING within 15s (log: %s)", s.addr, filepath.Join(dir, "redis.log"))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	fmt.Fprintf(out, "started redis-server pid %d on %s\n", cmd.Process.Pid, s.addr)
-	return s, nil
-}
-
-// stop ends the server by its PID (SIGTERM, then SIGKILL after 10 s) and
-// removes its directory.
-func (s *redisServer) stop(out io.Writer) {
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-done
-	}
-	os.RemoveAll(s.dir)
-	fmt.Fprintf(out, "stopped redis-server pid %d\n", s.cmd.Process.Pid)
-}
