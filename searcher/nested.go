@@ -7,12 +7,14 @@ import (
 
 	"github.com/baedal/baedal/layout"
 	"github.com/baedal/baedal/query"
+	"github.com/baedal/baedal/searcher/rank"
 )
 
 // sortClauses returns the sort of the decision phase. carried holds the split
 // layout's carried values; hotTable names the hot layout's table; with
-// neither (the nested layout) every key is read from the documents.
-func sortClauses(r *query.Request, carried *candidates, hotTable string) arr {
+// neither (the nested layout) every key is read from the documents. rc is
+// the relevance formula.
+func sortClauses(r *query.Request, rc rank.Config, carried *candidates, hotTable string) arr {
 	hotField := func(field, order string) obj {
 		if hotTable != "" {
 			return hotSort(hotTable, field, order, nil)
@@ -29,7 +31,7 @@ func sortClauses(r *query.Request, carried *candidates, hotTable string) arr {
 	case query.SortDeliveryFee:
 		return arr{hotField("delivery_fee", "asc"), idAsc()}
 	case query.SortETA:
-		matched := obj{"path": "menus", "filter": menuPredicate(r, false, nil)}
+		matched := obj{"path": "menus", "filter": menuPredicate(r, rc, false, nil)}
 		switch {
 		case hotTable != "":
 			return arr{hotSort(hotTable, "eta", "asc", matched), idAsc()}
@@ -38,16 +40,26 @@ func sortClauses(r *query.Request, carried *candidates, hotTable string) arr {
 		}
 		return arr{scriptSort("asc", "doc['delivery_minutes'].value + params.c[String.valueOf(doc['id'].value)]", obj{"c": carried.minCook}), idAsc()}
 	}
-	// Relevance: text score when there is text, then rating, then id.
-	rel := arr{hotField("rating", "desc"), idAsc()}
-	if r.Q == "" {
-		return rel
+	// Relevance: the formula of package rank, then id. Its text score is
+	// the query's _score (nested), the score carried from the menu query
+	// (split), or the query's score read by the plugin (hot).
+	params := rc.Params(r.Q != "", r.Lat, r.Lon)
+	switch {
+	case hotTable != "":
+		return arr{hotRankSort(hotTable, params), idAsc()}
+	case carried == nil:
+		return arr{scriptSort("desc", rank.SortScript("_score"), params), idAsc()}
 	}
-	if carried == nil {
-		return append(arr{obj{"_score": obj{"order": "desc"}}}, rel...)
+	if r.Q != "" {
+		params["s"] = carried.score
 	}
-	return append(arr{scriptSort("desc", "params.s[String.valueOf(doc['id'].value)]", obj{"s": carried.score})}, rel...)
+	return arr{scriptSort("desc", rank.SortScript("params.s[String.valueOf(doc['id'].value)]"), params), idAsc()}
 }
+
+// tracksScores reports whether a one-request layout (nested, hot) must
+// compute the query's score: the relevance formula reads it as the text
+// score, and explain shows it.
+func tracksScores(r *query.Request) bool { return r.Sort == query.SortRelevance && r.Q != "" }
 
 func scriptSort(order, source string, params obj) obj {
 	return obj{"_script": obj{"type": "number", "order": order, "script": obj{"source": source, "params": params}}}
@@ -58,14 +70,15 @@ func (e *execution) nested(ctx context.Context) (*Response, error) {
 	r := e.req
 	filter := append(coldShopFilters(r, scriptDeliveryArea), hotShopFilters(r)...)
 	if r.MaxTotalFee != nil {
-		filter = append(filter, nestedMenus(menuPredicate(r, false, r.MaxTotalFee), nil))
+		filter = append(filter, nestedMenus(menuPredicate(r, e.s.cfg.Rank, false, r.MaxTotalFee), nil))
 	}
 	body := obj{
-		"query":            oneRequestQuery(r, filter),
-		"sort":             sortClauses(r, nil, ""),
+		"query":            oneRequestQuery(r, e.s.cfg.Rank, filter),
+		"sort":             sortClauses(r, e.s.cfg.Rank, nil, ""),
 		"from":             r.From(),
 		"size":             r.Size,
 		"track_total_hits": true,
+		"track_scores":     tracksScores(r),
 		"_source":          obj{"excludes": arr{"menus"}},
 	}
 	return e.oneRequest(ctx, e.s.idx.Alias(layout.RoleNested), body)
@@ -74,9 +87,9 @@ func (e *execution) nested(ctx context.Context) (*Response, error) {
 // oneRequestQuery is the query of the layouts that answer in one request
 // (nested, hot): the shop filters and, when the request needs menu fields,
 // a matched menu, whose inner hits are the page's matched menus.
-func oneRequestQuery(r *query.Request, filter arr) obj {
+func oneRequestQuery(r *query.Request, rc rank.Config, filter arr) obj {
 	b := obj{}
-	matched := nestedMenus(menuPredicate(r, r.Q != "", nil), matchedMenusInnerHits(r.Q))
+	matched := nestedMenus(menuPredicate(r, rc, r.Q != "", nil), matchedMenusInnerHits(r.Q, rc))
 	switch {
 	case r.Q != "":
 		b["must"] = arr{matched}
@@ -126,6 +139,11 @@ func (e *execution) oneRequest(ctx context.Context, index string, body obj) (*Re
 				return nil, err
 			}
 		}
+		if h.Score != nil {
+			explainRank(&sh, h, *h.Score, e.s.cfg.Rank, e.req)
+		} else {
+			explainRank(&sh, h, 0, e.s.cfg.Rank, e.req)
+		}
 		sh.MatchedMenus = matchedMenus(h)
 		resp.Shops = append(resp.Shops, sh)
 	}
@@ -147,4 +165,27 @@ func shopHit(h hit, r *query.Request) (ShopHit, error) {
 	}
 	sh.MatchedMenus = []MatchedMenu{}
 	return sh, nil
+}
+
+// explainRank adds, under explain=true and the relevance sort, each
+// signal's points (package rank, evaluated in Go on the hit's fields) and
+// the total the layout sorted by (the hit's first sort value). text is the
+// shop's text score.
+func explainRank(sh *ShopHit, h hit, text float64, rc rank.Config, r *query.Request) {
+	if !r.Explain || r.Sort != query.SortRelevance {
+		return
+	}
+	sig := rank.Signals{HasText: r.Q != "", Text: text, Open: sh.Open, HasLocation: r.HasLocation(),
+		DeliveryMinutes: sh.DeliveryMinutes, Rating: sh.Rating, ReviewCount: sh.ReviewCount}
+	if r.HasLocation() {
+		sig.DistanceM = haversineMeters(*r.Lat, *r.Lon, sh.Location.Lat, sh.Location.Lon)
+	}
+	c := rc.Score(sig)
+	if len(h.Sort) > 0 {
+		var total float64
+		if json.Unmarshal(h.Sort[0], &total) == nil {
+			c.Total = total
+		}
+	}
+	sh.Rank = &c
 }

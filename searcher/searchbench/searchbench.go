@@ -332,7 +332,9 @@ func runnableKinds(ctx context.Context, osc *osapi.Client) ([]layout.Kind, map[s
 func (r *run) setup(ctx context.Context) error {
 	icfg := indexer.Defaults()
 	icfg.Layout = r.idx
-	r.srch = searcher.New(r.osc, r.idx, searcher.Config{Timeout: r.cfg.Deadline, CandidatePage: 10000}, nil)
+	scfg := searcher.Defaults()
+	scfg.Timeout = r.cfg.Deadline
+	r.srch = searcher.New(r.osc, r.idx, scfg, nil)
 	for k, why := range r.skipped {
 		r.srch.SetUnavailable(layout.Kind(k), why)
 	}
