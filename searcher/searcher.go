@@ -17,6 +17,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -161,6 +162,23 @@ func New(os *osapi.Client, idx layout.Config, cfg Config, reg prometheus.Registe
 		reg.MustRegister(s.stepTime, s.total)
 	}
 	return s
+}
+
+// Config returns the searcher's configuration.
+func (s *Searcher) Config() Config { return s.cfg }
+
+// WithRank returns a searcher like s (the same cluster, indices, served and
+// unavailable layouts) whose relevance formula is rc: bench search compares
+// rankings with it. Its metrics are its own and registered nowhere.
+func (s *Searcher) WithRank(rc rank.Config) *Searcher {
+	cfg := s.cfg
+	cfg.Rank = rc
+	o := New(s.os, s.idx, cfg, nil)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	maps.Copy(o.unavailable, s.unavailable)
+	o.served = slices.Clone(s.served)
+	return o
 }
 
 // MatchedMenu is a menu that satisfied the search's menu predicate.

@@ -55,8 +55,9 @@ type Config struct {
 
 // Defaults are the weights of docs/search.md, chosen so that, within the
 // open tier: 1 km of distance is 2 points; 10 delivery minutes 0.5; a
-// quarter star of Bayesian rating 1; a shop-name match 6 (3 km); a menu
-// matched by a word's whole terms 0.75 and by its n-grams only 0.125.
+// tenth of a star of Bayesian rating 0.5; the whole text in the shop name
+// 12 (more than the distance term's whole range); a word's whole terms in
+// a menu name 0.75, its n-grams only 0.125.
 func Defaults() Config {
 	return Config{
 		OpenWeight: 1000,
@@ -64,8 +65,8 @@ func Defaults() Config {
 		// 10 points at the door, 0 at 5 km (the catalog's largest radius).
 		DistanceWeight: 10, DistanceZeroM: 5000,
 		ETAWeight: 4.5, ETAZeroMinutes: 90,
-		RatingWeight: 4, PriorRating: 4.0, PriorReviews: 50,
-		ShopNameBoost: 24, PhraseBoost: 4,
+		RatingWeight: 5, PriorRating: 4.0, PriorReviews: 50,
+		ShopNameBoost: 48, PhraseBoost: 4,
 		Synonyms: true,
 	}
 }
@@ -140,12 +141,14 @@ type Signals struct {
 // Contributions are each signal's points and their sum, as explain shows
 // them.
 type Contributions struct {
-	Open     float64 `json:"open"`
-	Text     float64 `json:"text"`
-	Distance float64 `json:"distance"`
-	ETA      float64 `json:"eta"`
-	Rating   float64 `json:"rating"`
-	Total    float64 `json:"total"`
+	// TextScore is the text score the Text points come from.
+	TextScore float64 `json:"text_score"`
+	Open      float64 `json:"open"`
+	Text      float64 `json:"text"`
+	Distance  float64 `json:"distance"`
+	ETA       float64 `json:"eta"`
+	Rating    float64 `json:"rating"`
+	Total     float64 `json:"total"`
 	// BayesRating is the rating the Rating points are computed from, in
 	// stars.
 	BayesRating float64 `json:"bayes_rating"`
@@ -161,6 +164,7 @@ func (c Config) Score(s Signals) Contributions {
 	// Explicit float64 conversions round every product, as Java does: Go
 	// may otherwise fuse a multiply and an add.
 	if s.HasText {
+		out.TextScore = s.Text
 		out.Text = float64(c.TextWeight * s.Text)
 	}
 	if s.HasLocation {
