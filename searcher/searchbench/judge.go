@@ -137,7 +137,9 @@ type AbsurdCounts struct {
 }
 
 // Total is the number of absurd pairs of every kind.
-func (c AbsurdCounts) Total() int { return c.ClosedAboveOpen + c.FarAboveNear + c.LowReviewFiveAboveMany }
+func (c AbsurdCounts) Total() int {
+	return c.ClosedAboveOpen + c.FarAboveNear + c.LowReviewFiveAboveMany
+}
 
 func (c *AbsurdCounts) add(o AbsurdCounts) {
 	c.ClosedAboveOpen += o.ClosedAboveOpen

@@ -218,7 +218,7 @@ type Summary struct {
 	// generated (targets ndcg10_ratio and absurd_top10).
 	Relevance         RelevanceFigures `json:"relevance"`
 	P50RatioUnderLoad float64          `json:"p50_ratio_under_load"`
-	P99RatioUnderLoad float64             `json:"p99_ratio_under_load"`
+	P99RatioUnderLoad float64          `json:"p99_ratio_under_load"`
 	// The headline ratios' 95% intervals (copies of under_load's).
 	P50RatioUnderLoadCI95 bench.Interval `json:"p50_ratio_under_load_ci95"`
 	P99RatioUnderLoadCI95 bench.Interval `json:"p99_ratio_under_load_ci95"`
