@@ -34,7 +34,8 @@ const WordsToMatch = "2<75%"
 // WordsToMatch of its words do. A menu's score is the sum of the boosts of
 // the clauses that matched (boolean similarity); when scoring, the whole
 // text as a phrase in the shop name (rc.ShopNameBoost) or in the menu name
-// (rc.PhraseBoost) adds its boost on top, without changing what matches.
+// (rc.PhraseBoost) adds its boost on top, once per phrase form that
+// matches, without changing what matches.
 func textQuery(q string, rc rank.Config, scoring bool) obj {
 	words := strings.Fields(q)
 	clauses := make(arr, len(words))
@@ -66,7 +67,11 @@ func textQuery(q string, rc rank.Config, scoring bool) obj {
 		for i, p := range phrases {
 			alternatives[i] = obj{"match_phrase": obj{b.field: obj{"query": p}}}
 		}
-		bonus = append(bonus, obj{"dis_max": obj{"queries": alternatives, "boost": b.boost}})
+		// Summed, not the best: a phrase form can lose its telling word
+		// to the analyzer (nori keeps only 치킨 of 비비큐치킨), so the
+		// shop matching every form (BBQ치킨 also as bbq 치킨) is the better
+		// match.
+		bonus = append(bonus, obj{"bool": obj{"should": alternatives, "boost": b.boost}})
 	}
 	return obj{"bool": obj{"must": arr{match}, "should": bonus}}
 }

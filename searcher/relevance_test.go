@@ -19,24 +19,35 @@ import (
 
 const relevanceShops = 3000
 
-// TestRelevanceWhileShopsCloseAndReopen holds every layout to one order
-// under sort=relevance with every signal in play (text, location, open,
-// delivery minutes, rating and reviews), while shops close, reopen and
-// change their hot fields between rounds and searches run during the
-// writes. In each round every layout returns the same pages, sorted by the
-// same totals to the bit (Painless on nested and split, Java in the hot
-// plugin), which equal Go's rank.Score up to the rounding of the distance (0.1 m), and
-// no closed shop is above an open one.
-func TestRelevanceWhileShopsCloseAndReopen(t *testing.T) {
+// TestRelevance loads one catalog into every layout and checks synonyms and
+// name matches on it, then the order while shops close and reopen.
+func TestRelevance(t *testing.T) {
 	st := stacktest.Require(t)
-	ctx := context.Background()
 	osc, idx := openIndex(t, st.OpenSearchURLs)
 	kinds := stacktest.Layouts(t, osc)
 	states := generateStates(relevanceShops, 0)
 	loadLayouts(t, osc, idx, kinds, states)
 	s := newSearcher(osc, idx, Defaults(), kinds)
-	rc := Defaults().Rank
+	t.Run("synonyms and name matches", func(t *testing.T) { checkSynonymsAndNameMatches(t, s, kinds, states) })
+	t.Run("while shops close and reopen", func(t *testing.T) {
+		checkRelevanceWhileShopsCloseAndReopen(t, s, kinds, states, func(k layout.Kind, changed map[int64]*catalog.ShopState) {
+			writeDocs(t, osc, idx, k, changed)
+		})
+	})
+}
 
+// checkRelevanceWhileShopsCloseAndReopen holds every layout to one order
+// under sort=relevance with every signal in play (text, location, open,
+// delivery minutes, rating and reviews), while shops close, reopen and
+// change their hot fields between rounds, written by write while searches
+// run. In each round every layout returns the same pages, sorted by the
+// same totals to the bit (Painless on nested and split, Java in the hot
+// plugin), which equal Go's rank.Score up to the rounding of the distance
+// (0.1 m), and no closed shop is above an open one.
+func checkRelevanceWhileShopsCloseAndReopen(t *testing.T, s *Searcher, kinds []layout.Kind, states map[int64]*catalog.ShopState,
+	write func(layout.Kind, map[int64]*catalog.ShopState)) {
+	ctx := context.Background()
+	rc := s.Config().Rank
 	requests := relevanceRequests()
 	rng := rand.New(rand.NewPCG(7, 7))
 	ids := slices.Sorted(func(yield func(int64) bool) {
@@ -85,7 +96,7 @@ func TestRelevanceWhileShopsCloseAndReopen(t *testing.T) {
 			}
 		})
 		for _, k := range kinds {
-			writeDocs(t, osc, idx, k, changed)
+			write(k, changed)
 		}
 		close(stop)
 		searching.Wait()
@@ -174,17 +185,11 @@ func signalsOf(sh ShopHit, r query.Request) rank.Signals {
 	return s
 }
 
-// TestSynonymsAndNameMatchesInEveryLayout: an English word finds what its
-// Korean form finds, on every layout and only with synonyms on; a brand
-// written either way puts that brand's open branches first.
-func TestSynonymsAndNameMatchesInEveryLayout(t *testing.T) {
-	st := stacktest.Require(t)
+// checkSynonymsAndNameMatches: an English word finds what its Korean form
+// finds, on every layout and only with synonyms on; a brand written either
+// way puts that brand's open branches first.
+func checkSynonymsAndNameMatches(t *testing.T, s *Searcher, kinds []layout.Kind, states map[int64]*catalog.ShopState) {
 	ctx := context.Background()
-	osc, idx := openIndex(t, st.OpenSearchURLs)
-	kinds := stacktest.Layouts(t, osc)
-	states := generateStates(relevanceShops, 0)
-	loadLayouts(t, osc, idx, kinds, states)
-	s := newSearcher(osc, idx, Defaults(), kinds)
 	plain := s.WithRank(func() rank.Config { c := rank.Defaults(); c.Synonyms = false; return c }())
 	ids := func(srch *Searcher, q string, k layout.Kind) []int64 {
 		t.Helper()
