@@ -37,7 +37,9 @@ const WordsToMatch = "2<75%"
 // (rc.PhraseBoost) adds its boost on top, once per phrase form that
 // matches, without changing what matches.
 func textQuery(q string, rc rank.Config, scoring bool) obj {
-	words := strings.Fields(q)
+	// Distinct, as ParseRequest leaves them: a request built in Go may
+	// repeat a word, which would repeat its clauses and phrases.
+	words := query.DistinctWords(q)
 	clauses := make(arr, len(words))
 	for i, w := range words {
 		forms := query.WordForms(w, rc.Synonyms)
@@ -197,7 +199,7 @@ func matchField(field, q string) obj { return obj{"match": obj{field: obj{"query
 // with synonyms, their other forms (a search for burger marks 버거).
 func highlightText(q string, rc rank.Config) string {
 	var forms []string
-	for _, w := range strings.Fields(q) {
+	for _, w := range query.DistinctWords(q) {
 		forms = append(forms, query.WordForms(w, rc.Synonyms)...)
 	}
 	return strings.Join(forms, " ")

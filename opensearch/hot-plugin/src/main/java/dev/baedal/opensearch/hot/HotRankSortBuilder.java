@@ -118,12 +118,20 @@ public final class HotRankSortBuilder extends SortBuilder<HotRankSortBuilder> {
             out.writeDouble(lon);
         }
 
+        /** The weights' params keys, in the order of the record's components. */
+        static final String[] WEIGHTS = {"w_open", "w_text", "w_dist", "dist_zero", "w_eta", "eta_zero", "w_rating",
+            "prior_rating", "prior_reviews"};
+
         /** Reads the params object; every weight is required, lat and lon with has_loc. */
         static Formula fromMap(Map<String, Object> p) {
+            double[] w = new double[WEIGHTS.length];
+            for (int i = 0; i < w.length; i++) {
+                w[i] = num(p, WEIGHTS[i]);
+            }
+            boolean hasText = bool(p, "has_text");
             boolean hasLoc = bool(p, "has_loc");
-            Formula f = new Formula(num(p, "w_open"), num(p, "w_text"), num(p, "w_dist"), num(p, "dist_zero"),
-                num(p, "w_eta"), num(p, "eta_zero"), num(p, "w_rating"), num(p, "prior_rating"), num(p, "prior_reviews"),
-                bool(p, "has_text"), hasLoc, hasLoc ? num(p, "lat") : 0, hasLoc ? num(p, "lon") : 0);
+            Formula f = new Formula(w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8],
+                hasText, hasLoc, hasLoc ? num(p, "lat") : 0, hasLoc ? num(p, "lon") : 0);
             if (!(f.distZero > 0) || !(f.etaZero > 0)) {
                 throw new IllegalArgumentException("[" + NAME + "] [dist_zero] and [eta_zero] must be > 0");
             }
