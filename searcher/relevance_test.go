@@ -190,7 +190,9 @@ func signalsOf(sh ShopHit, r query.Request) rank.Signals {
 // way puts that brand's open branches first.
 func checkSynonymsAndNameMatches(t *testing.T, s *Searcher, kinds []layout.Kind, states map[int64]*catalog.ShopState) {
 	ctx := context.Background()
-	plain := s.WithRank(func() rank.Config { c := rank.Defaults(); c.Synonyms = false; return c }())
+	cfg := s.Config()
+	cfg.Rank.Synonyms = false
+	plain := s.WithConfig(cfg)
 	ids := func(srch *Searcher, q string, k layout.Kind) []int64 {
 		t.Helper()
 		resp, err := srch.Search(ctx, query.Request{Q: q, Sort: query.SortRelevance, Page: 1, Size: 100}, k)

@@ -167,12 +167,10 @@ func New(os *osapi.Client, idx layout.Config, cfg Config, reg prometheus.Registe
 // Config returns the searcher's configuration.
 func (s *Searcher) Config() Config { return s.cfg }
 
-// WithRank returns a searcher like s (the same cluster, indices, served and
-// unavailable layouts) whose relevance formula is rc: bench search compares
+// WithConfig returns a searcher like s (the same cluster, indices, served
+// and unavailable layouts) with configuration cfg: bench search compares
 // rankings with it. Its metrics are its own and registered nowhere.
-func (s *Searcher) WithRank(rc rank.Config) *Searcher {
-	cfg := s.cfg
-	cfg.Rank = rc
+func (s *Searcher) WithConfig(cfg Config) *Searcher {
 	o := New(s.os, s.idx, cfg, nil)
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/baedal/baedal/bench"
 	"github.com/baedal/baedal/catalog"
@@ -66,6 +67,9 @@ func (set judgedSet) request(q judgedQuery) query.Request {
 	return query.Request{Q: q.Q, Lat: &lat, Lon: &lon, Sort: query.SortRelevance, Page: 1, Size: relevanceDepth, Explain: true}
 }
 
+// relevanceTimeout is the deadline of one search of the relevance check.
+const relevanceTimeout = 30 * time.Second
+
 // relevanceDepth is the cut of NDCG and of the absurd pairs: a first page
 // on a phone.
 const relevanceDepth = 10
@@ -113,15 +117,20 @@ func (r *run) relevance(ctx context.Context) (RelevanceFigures, error) {
 		return RelevanceFigures{}, err
 	}
 	judged := r.judge(set)
-	rankings := []rank.Config{r.srch.Config().Rank, rank.TextThenRating()}
-	searchers := []*searcher.Searcher{r.srch, r.srch.WithRank(rankings[1])}
+	// The check is about order, not latency: its searches get a generous
+	// deadline (the first ones after the load also warm the caches up).
+	cfg := r.srch.Config()
+	cfg.Timeout = relevanceTimeout
+	before := cfg
+	before.Rank = rank.TextThenRating()
+	searchers := []*searcher.Searcher{r.srch.WithConfig(cfg), r.srch.WithConfig(before)}
 	out := RelevanceFigures{Queries: len(set.Queries), Layout: string(r.kinds[len(r.kinds)-1]), Equal: true}
 	for _, g := range judged {
 		if len(g) > 0 {
 			out.Judged++
 		}
 	}
-	prog := bench.NewProgress(r.progress, "relevance check", int64(len(set.Queries)*len(r.kinds)*len(rankings)))
+	prog := bench.NewProgress(r.progress, "relevance check", int64(len(set.Queries)*len(r.kinds)*len(searchers)))
 	defer prog.Done()
 	for ri, s := range searchers {
 		var figures RankingFigures
