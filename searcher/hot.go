@@ -33,7 +33,6 @@ func (e *execution) hot(ctx context.Context) (*Response, error) {
 		"from":             r.From(),
 		"size":             r.Size,
 		"track_total_hits": true,
-		"track_scores":     tracksScores(r),
 		"_source":          obj{"excludes": arr{"menus"}},
 		"ext":              obj{"baedal_hot": obj{"table": table}},
 	}

@@ -46,9 +46,9 @@ func sortClauses(r *query.Request, rc rank.Config, carried *candidates, hotTable
 	params := rc.Params(r.Q != "", r.Lat, r.Lon)
 	switch {
 	case hotTable != "":
-		return arr{hotRankSort(hotTable, params), idAsc()}
+		return append(arr{hotRankSort(hotTable, params), idAsc()}, textScoreLast(r)...)
 	case carried == nil:
-		return arr{scriptSort("desc", rank.SortScript("_score"), params), idAsc()}
+		return append(arr{scriptSort("desc", rank.SortScript("_score"), params), idAsc()}, textScoreLast(r)...)
 	}
 	if r.Q != "" {
 		params["s"] = carried.score
@@ -56,10 +56,20 @@ func sortClauses(r *query.Request, rc rank.Config, carried *candidates, hotTable
 	return arr{scriptSort("desc", rank.SortScript("params.s[String.valueOf(doc['id'].value)]"), params), idAsc()}
 }
 
-// tracksScores reports whether a one-request layout (nested, hot) must
-// compute the query's score: the relevance formula reads it as the text
-// score, and explain shows it.
-func tracksScores(r *query.Request) bool { return r.Sort == query.SortRelevance && r.Q != "" }
+// textScoreLast is the last sort key of a one-request layout's (nested,
+// hot) relevance sort with text: _score, after the unique id, so it never
+// changes the order. It makes the query phase compute the text score that
+// the relevance sort reads (a sort without a score key gets constant
+// scores), and returns it as the hit's third sort value, for explain.
+// track_scores would do the first, but then the fetch phase scores each hit
+// again, and on the hot layout a hit whose table row changed in between no
+// longer matches: the search failed with "Can't compute score on document".
+func textScoreLast(r *query.Request) arr {
+	if r.Q == "" {
+		return nil
+	}
+	return arr{obj{"_score": obj{"order": "desc"}}}
+}
 
 func scriptSort(order, source string, params obj) obj {
 	return obj{"_script": obj{"type": "number", "order": order, "script": obj{"source": source, "params": params}}}
@@ -78,7 +88,6 @@ func (e *execution) nested(ctx context.Context) (*Response, error) {
 		"from":             r.From(),
 		"size":             r.Size,
 		"track_total_hits": true,
-		"track_scores":     tracksScores(r),
 		"_source":          obj{"excludes": arr{"menus"}},
 	}
 	return e.oneRequest(ctx, e.s.idx.Alias(layout.RoleNested), body)
@@ -139,11 +148,7 @@ func (e *execution) oneRequest(ctx context.Context, index string, body obj) (*Re
 				return nil, err
 			}
 		}
-		if h.Score != nil {
-			explainRank(&sh, h, *h.Score, e.s.cfg.Rank, e.req)
-		} else {
-			explainRank(&sh, h, 0, e.s.cfg.Rank, e.req)
-		}
+		explainRank(&sh, h, textScoreOf(h), e.s.cfg.Rank, e.req)
 		sh.MatchedMenus = matchedMenus(h)
 		resp.Shops = append(resp.Shops, sh)
 	}
@@ -188,4 +193,14 @@ func explainRank(sh *ShopHit, h hit, text float64, rc rank.Config, r *query.Requ
 		}
 	}
 	sh.Rank = &c
+}
+
+// textScoreOf is a nested or hot hit's text score: its third sort value
+// under a relevance sort with text (textScoreLast), else 0.
+func textScoreOf(h hit) float64 {
+	var score float64
+	if len(h.Sort) == 3 {
+		_ = json.Unmarshal(h.Sort[2], &score)
+	}
+	return score
 }

@@ -136,7 +136,7 @@ func checkRelevanceWhileShopsCloseAndReopen(t *testing.T, s *Searcher, kinds []l
 }
 
 // relevanceRequests are relevance searches with text and a location, some
-// with filters, none with open_now (closed shops stay visible).
+// with filters, most without open_now (closed shops stay visible).
 func relevanceRequests() []query.Request {
 	var out []query.Request
 	for i, q := range []string{"치킨", "피자", "떡볶이", "짜장면", "불고기 피자", "burger", "비비큐", "커피", "양념치킨", "족발"} {
@@ -147,6 +147,13 @@ func relevanceRequests() []query.Request {
 			r.MaxDeliveryFee = ptr(3000)
 		}
 		out = append(out, r)
+		if i%2 == 0 {
+			// While the table changes under it: a hot search whose shop
+			// closed between its query and fetch phases once failed.
+			openNow := r
+			openNow.OpenNow = true
+			out = append(out, openNow)
+		}
 		noLocation := r
 		noLocation.Lat, noLocation.Lon = nil, nil
 		out = append(out, noLocation)

@@ -42,9 +42,9 @@ import org.opensearch.search.sort.SortOrder;
  * {@code has_loc} with {@code lat}, {@code lon}.
  *
  * <p>Invariants: {@link Formula#score} adds the same double terms in the same order as the
- * Painless script and Go's {@code rank.Config.Score}, so the layouts sort alike; the request must
- * set {@code track_scores} when {@code has_text} (the score is read through the comparator's
- * scorer). The SortField is a plain {@link SortField} over a {@link DoubleValuesComparatorSource}
+ * Painless script and Go's {@code rank.Config.Score}, so the layouts sort alike; with
+ * {@code has_text} the request's sort must also hold a {@code _score} key (baedal puts it last),
+ * so that the query phase computes scores (read through the comparator's scorer). The SortField is a plain {@link SortField} over a {@link DoubleValuesComparatorSource}
  * named {@code _baedal_hot_rank} with skipping disabled, like {@link HotSortBuilder}. A shop
  * missing from the table sorts last ({@code -Double.MAX_VALUE}). Not ready answers 503; the shard
  * request cache is off. Table rows are read only through {@link TableRows}.
@@ -270,7 +270,7 @@ public final class HotRankSortBuilder extends SortBuilder<HotRankSortBuilder> {
                 double text = 0;
                 if (formula.hasText()) {
                     if (scorer[0] == null) {
-                        throw new IllegalStateException("[" + NAME + "] has_text needs the query's score: set track_scores");
+                        throw new IllegalStateException("[" + NAME + "] has_text needs the query's score: add a _score key to the sort");
                     }
                     text = scorer[0].score();
                 }
