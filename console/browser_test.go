@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -79,6 +80,15 @@ func TestConsoleInChromium(t *testing.T) {
 	wantRelevance := apiShopIDs(t, base, url.Values{"q": {"치킨"}})
 	if len(relevance) == 0 || !slices.Equal(relevance, wantRelevance) {
 		t.Fatalf("shown shops for 치킨 = %v, want the API's order %v", relevance, wantRelevance)
+	}
+	// Under relevance every card explains its place: each signal's points
+	// and the total, highest first.
+	totals := eval[[]float64](t, b, `[...document.querySelectorAll('#results .shop-card .rank')].map(e => Number(e.dataset.total))`)
+	if len(totals) != len(relevance) || !slices.IsSortedFunc(totals, func(a, b float64) int { return cmp.Compare(b, a) }) {
+		t.Errorf("relevance totals shown = %v, want one per card (%d), highest first", totals, len(relevance))
+	}
+	if signals := eval[[]string](t, b, `[...document.querySelectorAll('#results .shop-card:first-child .rank .signal')].map(e => e.dataset.signal)`); !slices.Equal(signals, []string{"open", "text", "distance", "eta", "rating"}) {
+		t.Errorf("signals shown = %v, want open, text, distance, eta, rating", signals)
 	}
 	if got := eval[string](t, b, `document.getElementById('q').value`); got != "치킨" {
 		t.Errorf("search box holds %q after typing 치킨", got)

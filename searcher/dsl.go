@@ -1,10 +1,12 @@
 package searcher
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/baedal/baedal/catalog"
 	"github.com/baedal/baedal/query"
+	"github.com/baedal/baedal/searcher/rank"
 )
 
 // obj and arr keep the query DSL readable.
@@ -26,35 +28,104 @@ const WordsToMatch = "2<75%"
 // A word matches when all of its analyzed terms are in one of the three
 // fields (operator and: nori's compounds count whole, 양념치킨 matches
 // 양념치킨 or 양념 and 치킨), or when 75% of its n-grams are in the menu name
-// or the shop name; different words may match different fields. The text
-// matches when WordsToMatch of its words do. A menu's score is the sum of
-// the boosts of the clauses that matched (boolean similarity).
-func textQuery(q string) obj {
-	words := strings.Fields(q)
+// or the shop name; different words may match different fields. With
+// rc.Synonyms a word is matched by each of its forms (query.WordForms: burger
+// also as 버거), scored by its best form (dis_max). The text matches when
+// WordsToMatch of its words do. A menu's score is the sum of the boosts of
+// the clauses that matched (boolean similarity); when scoring, the whole
+// text as a phrase in the shop name (rc.ShopNameBoost) or in the menu name
+// (rc.PhraseBoost) adds its boost on top, once per phrase form that
+// matches, without changing what matches.
+func textQuery(q string, rc rank.Config, scoring bool) obj {
+	// Distinct, as ParseRequest leaves them: a request built in Go may
+	// repeat a word, which would repeat its clauses and phrases.
+	words := query.DistinctWords(q)
 	clauses := make(arr, len(words))
 	for i, w := range words {
-		whole := func(field string, boost float64) obj {
-			return obj{"match": obj{field: obj{"query": w, "boost": boost, "operator": "and"}}}
+		forms := query.WordForms(w, rc.Synonyms)
+		alternatives := make(arr, len(forms))
+		for j, f := range forms {
+			alternatives[j] = wordClause(f)
 		}
-		partial := func(field string) obj {
-			return obj{"match": obj{field: obj{"query": w, "boost": 0.5, "minimum_should_match": "75%"}}}
+		clauses[i] = alternatives[0]
+		if len(alternatives) > 1 {
+			clauses[i] = obj{"dis_max": obj{"queries": alternatives}}
 		}
-		clauses[i] = obj{"bool": obj{
-			"should": arr{
-				whole("menus.name", 3), whole("menus.shop_name", 2), whole("menus.description", 1),
-				partial("menus.name.ngram"), partial("menus.shop_name.ngram"),
-			},
-			"minimum_should_match": 1,
-		}}
 	}
-	return obj{"bool": obj{"should": clauses, "minimum_should_match": WordsToMatch}}
+	match := obj{"bool": obj{"should": clauses, "minimum_should_match": WordsToMatch}}
+	if !scoring || (rc.ShopNameBoost == 0 && rc.PhraseBoost == 0) {
+		return match
+	}
+	phrases := phraseForms(words, rc.Synonyms)
+	var bonus arr
+	for _, b := range []struct {
+		field string
+		boost float64
+	}{{"menus.shop_name", rc.ShopNameBoost}, {"menus.name", rc.PhraseBoost}} {
+		if b.boost == 0 {
+			continue
+		}
+		alternatives := make(arr, len(phrases))
+		for i, p := range phrases {
+			alternatives[i] = obj{"match_phrase": obj{b.field: obj{"query": p}}}
+		}
+		// Summed, not the best: a phrase form can lose its telling word
+		// to the analyzer (nori keeps only 치킨 of 비비큐치킨), so the
+		// shop matching every form (BBQ치킨 also as bbq 치킨) is the better
+		// match.
+		bonus = append(bonus, obj{"bool": obj{"should": alternatives, "boost": b.boost}})
+	}
+	return obj{"bool": obj{"must": arr{match}, "should": bonus}}
+}
+
+// wordClause matches one form of a word: its whole terms in the menu name
+// (3), the shop name (2) or the description (1), or 75% of its n-grams in
+// the menu name or the shop name (0.5 each).
+func wordClause(w string) obj {
+	whole := func(field string, boost float64) obj {
+		return obj{"match": obj{field: obj{"query": w, "boost": boost, "operator": "and"}}}
+	}
+	partial := func(field string) obj {
+		return obj{"match": obj{field: obj{"query": w, "boost": 0.5, "minimum_should_match": "75%"}}}
+	}
+	return obj{"bool": obj{
+		"should": arr{
+			whole("menus.name", 3), whole("menus.shop_name", 2), whole("menus.description", 1),
+			partial("menus.name.ngram"), partial("menus.shop_name.ngram"),
+		},
+		"minimum_should_match": 1,
+	}}
+}
+
+// maxPhraseForms bounds the phrases of the phrase clauses.
+const maxPhraseForms = 4
+
+// phraseForms is the text as a phrase and, with synonyms, the text with one
+// word replaced by one of its other forms (비비큐 치킨 → bbq 치킨), at most
+// maxPhraseForms in all.
+func phraseForms(words []string, synonyms bool) []string {
+	out := []string{strings.Join(words, " ")}
+	if !synonyms {
+		return out
+	}
+	for i, w := range words {
+		for _, f := range query.Synonyms(w) {
+			if len(out) == maxPhraseForms {
+				return out
+			}
+			replaced := slices.Clone(words)
+			replaced[i] = f
+			out = append(out, strings.Join(replaced, " "))
+		}
+	}
+	return out
 }
 
 // menuPredicate is the bool query a menu must satisfy to be "matched": the
 // text (if any) and the price range (if any). withTotalFee adds the nested
 // layout's per-menu total_fee bound. scoring keeps the text in a scoring
 // clause; otherwise everything is a filter.
-func menuPredicate(r *query.Request, scoring bool, maxTotalFee *int) obj {
+func menuPredicate(r *query.Request, rc rank.Config, scoring bool, maxTotalFee *int) obj {
 	var filter, must arr
 	if r.HasPriceRange() {
 		rng := obj{}
@@ -71,9 +142,9 @@ func menuPredicate(r *query.Request, scoring bool, maxTotalFee *int) obj {
 	}
 	if r.Q != "" {
 		if scoring {
-			must = append(must, textQuery(r.Q))
+			must = append(must, textQuery(r.Q, rc, true))
 		} else {
-			filter = append(filter, textQuery(r.Q))
+			filter = append(filter, textQuery(r.Q, rc, false))
 		}
 	}
 	b := obj{}
@@ -104,7 +175,7 @@ func nestedMenus(pred obj, innerHits obj) obj {
 // highlighted fields: the full text query also has n-gram and shop-name
 // clauses, which cannot add highlights to these fields (a field is
 // highlighted by clauses on itself), yet made the highlighter cost ~2x.
-func matchedMenusInnerHits(q string) obj {
+func matchedMenusInnerHits(q string, rc rank.Config) obj {
 	ih := obj{
 		"name": "matched",
 		"size": 3,
@@ -116,13 +187,23 @@ func matchedMenusInnerHits(q string) obj {
 			"pre_tags": arr{"<em>"}, "post_tags": arr{"</em>"},
 			// Whole values, not sentence fragments: a menu name is short.
 			"fields":          obj{"menus.name": obj{"number_of_fragments": 0}, "menus.description": obj{"number_of_fragments": 0}},
-			"highlight_query": obj{"bool": obj{"should": arr{matchField("menus.name", q), matchField("menus.description", q)}}},
+			"highlight_query": obj{"bool": obj{"should": arr{matchField("menus.name", highlightText(q, rc)), matchField("menus.description", highlightText(q, rc))}}},
 		}
 	}
 	return ih
 }
 
 func matchField(field, q string) obj { return obj{"match": obj{field: obj{"query": q}}} }
+
+// highlightText is the text whose terms are highlighted: the words and,
+// with synonyms, their other forms (a search for burger marks 버거).
+func highlightText(q string, rc rank.Config) string {
+	var forms []string
+	for _, w := range query.DistinctWords(q) {
+		forms = append(forms, query.WordForms(w, rc.Synonyms)...)
+	}
+	return strings.Join(forms, " ")
+}
 
 // coldShopFilters are the filters on cold shop fields, present in both split
 // indices (copied into the menu index): category and the delivery area, the

@@ -22,14 +22,14 @@ func (e *execution) hot(ctx context.Context) (*Response, error) {
 		// The inseparable predicate: some matched menu with the shop's
 		// delivery_fee + its extra_fee within the bound.
 		withFee := obj{"bool": obj{"filter": arr{
-			menuPredicate(r, false, nil),
+			menuPredicate(r, e.s.cfg.Rank, false, nil),
 			obj{"baedal_hot_menu": obj{"table": table, "max_total_fee": *r.MaxTotalFee}},
 		}}}
 		filter = append(filter, nestedMenus(withFee, nil))
 	}
 	body := obj{
-		"query":            oneRequestQuery(r, filter),
-		"sort":             sortClauses(r, nil, table),
+		"query":            oneRequestQuery(r, e.s.cfg.Rank, filter),
+		"sort":             sortClauses(r, e.s.cfg.Rank, nil, table),
 		"from":             r.From(),
 		"size":             r.Size,
 		"track_total_hits": true,
@@ -111,6 +111,14 @@ func hotSort(table, field, order string, nested obj) obj {
 		s["nested"] = nested
 	}
 	return obj{"baedal_hot": s}
+}
+
+// hotRankSort is the plugin's relevance sort: the formula of package rank
+// over the query's score, the table's hot fields and the document's
+// location, in Java (HotRankSortBuilder), with the parameters the Painless
+// script of the other layouts gets.
+func hotRankSort(table string, params obj) obj {
+	return obj{"baedal_hot_rank": obj{"table": table, "params": params}}
 }
 
 // hotFields is what the plugin adds to a hit: the shop's row of the table.

@@ -7,12 +7,14 @@ import (
 
 	"github.com/baedal/baedal/layout"
 	"github.com/baedal/baedal/query"
+	"github.com/baedal/baedal/searcher/rank"
 )
 
 // sortClauses returns the sort of the decision phase. carried holds the split
 // layout's carried values; hotTable names the hot layout's table; with
-// neither (the nested layout) every key is read from the documents.
-func sortClauses(r *query.Request, carried *candidates, hotTable string) arr {
+// neither (the nested layout) every key is read from the documents. rc is
+// the relevance formula.
+func sortClauses(r *query.Request, rc rank.Config, carried *candidates, hotTable string) arr {
 	hotField := func(field, order string) obj {
 		if hotTable != "" {
 			return hotSort(hotTable, field, order, nil)
@@ -29,7 +31,7 @@ func sortClauses(r *query.Request, carried *candidates, hotTable string) arr {
 	case query.SortDeliveryFee:
 		return arr{hotField("delivery_fee", "asc"), idAsc()}
 	case query.SortETA:
-		matched := obj{"path": "menus", "filter": menuPredicate(r, false, nil)}
+		matched := obj{"path": "menus", "filter": menuPredicate(r, rc, false, nil)}
 		switch {
 		case hotTable != "":
 			return arr{hotSort(hotTable, "eta", "asc", matched), idAsc()}
@@ -38,15 +40,35 @@ func sortClauses(r *query.Request, carried *candidates, hotTable string) arr {
 		}
 		return arr{scriptSort("asc", "doc['delivery_minutes'].value + params.c[String.valueOf(doc['id'].value)]", obj{"c": carried.minCook}), idAsc()}
 	}
-	// Relevance: text score when there is text, then rating, then id.
-	rel := arr{hotField("rating", "desc"), idAsc()}
+	// Relevance: the formula of package rank, then id. Its text score is
+	// the query's _score (nested), the score carried from the menu query
+	// (split), or the query's score read by the plugin (hot).
+	params := rc.Params(r.Q != "", r.Lat, r.Lon)
+	switch {
+	case hotTable != "":
+		return append(arr{hotRankSort(hotTable, params), idAsc()}, textScoreLast(r)...)
+	case carried == nil:
+		return append(arr{scriptSort("desc", rank.SortScript("_score"), params), idAsc()}, textScoreLast(r)...)
+	}
+	if r.Q != "" {
+		params["s"] = carried.score
+	}
+	return arr{scriptSort("desc", rank.SortScript("params.s[String.valueOf(doc['id'].value)]"), params), idAsc()}
+}
+
+// textScoreLast is the last sort key of a one-request layout's (nested,
+// hot) relevance sort with text: _score, after the unique id, so it never
+// changes the order. It makes the query phase compute the text score that
+// the relevance sort reads (a sort without a score key gets constant
+// scores), and returns it as the hit's third sort value, for explain.
+// track_scores would do the first, but then the fetch phase scores each hit
+// again, and on the hot layout a hit whose table row changed in between no
+// longer matches: the search failed with "Can't compute score on document".
+func textScoreLast(r *query.Request) arr {
 	if r.Q == "" {
-		return rel
+		return nil
 	}
-	if carried == nil {
-		return append(arr{obj{"_score": obj{"order": "desc"}}}, rel...)
-	}
-	return append(arr{scriptSort("desc", "params.s[String.valueOf(doc['id'].value)]", obj{"s": carried.score})}, rel...)
+	return arr{obj{"_score": obj{"order": "desc"}}}
 }
 
 func scriptSort(order, source string, params obj) obj {
@@ -58,11 +80,11 @@ func (e *execution) nested(ctx context.Context) (*Response, error) {
 	r := e.req
 	filter := append(coldShopFilters(r, scriptDeliveryArea), hotShopFilters(r)...)
 	if r.MaxTotalFee != nil {
-		filter = append(filter, nestedMenus(menuPredicate(r, false, r.MaxTotalFee), nil))
+		filter = append(filter, nestedMenus(menuPredicate(r, e.s.cfg.Rank, false, r.MaxTotalFee), nil))
 	}
 	body := obj{
-		"query":            oneRequestQuery(r, filter),
-		"sort":             sortClauses(r, nil, ""),
+		"query":            oneRequestQuery(r, e.s.cfg.Rank, filter),
+		"sort":             sortClauses(r, e.s.cfg.Rank, nil, ""),
 		"from":             r.From(),
 		"size":             r.Size,
 		"track_total_hits": true,
@@ -74,9 +96,9 @@ func (e *execution) nested(ctx context.Context) (*Response, error) {
 // oneRequestQuery is the query of the layouts that answer in one request
 // (nested, hot): the shop filters and, when the request needs menu fields,
 // a matched menu, whose inner hits are the page's matched menus.
-func oneRequestQuery(r *query.Request, filter arr) obj {
+func oneRequestQuery(r *query.Request, rc rank.Config, filter arr) obj {
 	b := obj{}
-	matched := nestedMenus(menuPredicate(r, r.Q != "", nil), matchedMenusInnerHits(r.Q))
+	matched := nestedMenus(menuPredicate(r, rc, r.Q != "", nil), matchedMenusInnerHits(r.Q, rc))
 	switch {
 	case r.Q != "":
 		b["must"] = arr{matched}
@@ -126,6 +148,7 @@ func (e *execution) oneRequest(ctx context.Context, index string, body obj) (*Re
 				return nil, err
 			}
 		}
+		explainRank(&sh, h, textScoreOf(h), e.s.cfg.Rank, e.req)
 		sh.MatchedMenus = matchedMenus(h)
 		resp.Shops = append(resp.Shops, sh)
 	}
@@ -147,4 +170,37 @@ func shopHit(h hit, r *query.Request) (ShopHit, error) {
 	}
 	sh.MatchedMenus = []MatchedMenu{}
 	return sh, nil
+}
+
+// explainRank adds, under explain=true and the relevance sort, each
+// signal's points (package rank, evaluated in Go on the hit's fields) and
+// the total the layout sorted by (the hit's first sort value). text is the
+// shop's text score.
+func explainRank(sh *ShopHit, h hit, text float64, rc rank.Config, r *query.Request) {
+	if !r.Explain || r.Sort != query.SortRelevance {
+		return
+	}
+	sig := rank.Signals{HasText: r.Q != "", Text: text, Open: sh.Open, HasLocation: r.HasLocation(),
+		DeliveryMinutes: sh.DeliveryMinutes, Rating: sh.Rating, ReviewCount: sh.ReviewCount}
+	if r.HasLocation() {
+		sig.DistanceM = haversineMeters(*r.Lat, *r.Lon, sh.Location.Lat, sh.Location.Lon)
+	}
+	c := rc.Score(sig)
+	if len(h.Sort) > 0 {
+		var total float64
+		if json.Unmarshal(h.Sort[0], &total) == nil {
+			c.Total = total
+		}
+	}
+	sh.Rank = &c
+}
+
+// textScoreOf is a nested or hot hit's text score: its third sort value
+// under a relevance sort with text (textScoreLast), else 0.
+func textScoreOf(h hit) float64 {
+	var score float64
+	if len(h.Sort) == 3 {
+		_ = json.Unmarshal(h.Sort[2], &score)
+	}
+	return score
 }

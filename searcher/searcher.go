@@ -17,6 +17,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -31,6 +32,7 @@ import (
 	"github.com/baedal/baedal/internal/osapi"
 	"github.com/baedal/baedal/layout"
 	"github.com/baedal/baedal/query"
+	"github.com/baedal/baedal/searcher/rank"
 )
 
 // Config tunes the executor.
@@ -39,15 +41,22 @@ type Config struct {
 	Timeout time.Duration
 	// CandidatePage is how many candidates one request of a query step reads.
 	CandidatePage int
+	// Rank is the relevance formula (the default sort) and the shape of
+	// its text query.
+	Rank rank.Config
 }
 
-// Defaults returns a 5 s timeout and pages of 10,000 candidates.
-func Defaults() Config { return Config{Timeout: 5 * time.Second, CandidatePage: 10000} }
+// Defaults returns a 5 s timeout, pages of 10,000 candidates and the
+// default relevance formula.
+func Defaults() Config {
+	return Config{Timeout: 5 * time.Second, CandidatePage: 10000, Rank: rank.Defaults()}
+}
 
 // Flags binds the configuration.
 func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Timeout, "search-timeout", c.Timeout, "timeout of one search")
 	fs.IntVar(&c.CandidatePage, "search-candidate-page", c.CandidatePage, "candidates read per request of a query step (at most 10000)")
+	c.Rank.Flags(fs)
 }
 
 // Validate names the first invalid field.
@@ -58,7 +67,7 @@ func (c *Config) Validate() error {
 	if c.CandidatePage < 1 || c.CandidatePage > 10000 {
 		return fmt.Errorf("search-candidate-page: got %d, allowed: 1..10000", c.CandidatePage)
 	}
-	return nil
+	return c.Rank.Validate()
 }
 
 // Searcher runs searches on one layout configuration.
@@ -163,6 +172,21 @@ func New(os *osapi.Client, idx layout.Config, cfg Config, reg prometheus.Registe
 	return s
 }
 
+// Config returns the searcher's configuration.
+func (s *Searcher) Config() Config { return s.cfg }
+
+// WithConfig returns a searcher like s (the same cluster, indices, served
+// and unavailable layouts) with configuration cfg: bench search compares
+// rankings with it. Its metrics are its own and registered nowhere.
+func (s *Searcher) WithConfig(cfg Config) *Searcher {
+	o := New(s.os, s.idx, cfg, nil)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	maps.Copy(o.unavailable, s.unavailable)
+	o.served = slices.Clone(s.served)
+	return o
+}
+
 // MatchedMenu is a menu that satisfied the search's menu predicate.
 type MatchedMenu struct {
 	ID          int64               `json:"id"`
@@ -179,10 +203,14 @@ type MatchedMenu struct {
 // ShopHit is one shop of the result page.
 type ShopHit struct {
 	catalog.Shop
-	Version      int64         `json:"version"`
-	DistanceM    *float64      `json:"distance_m,omitempty"`
-	ETAMinutes   *int          `json:"eta_minutes,omitempty"`
-	MatchedMenus []MatchedMenu `json:"matched_menus"`
+	Version    int64    `json:"version"`
+	DistanceM  *float64 `json:"distance_m,omitempty"`
+	ETAMinutes *int     `json:"eta_minutes,omitempty"`
+	// Rank is each relevance signal's points (explain=true, sort
+	// relevance): package rank's formula, Total the value the layout
+	// sorted by.
+	Rank         *rank.Contributions `json:"rank,omitempty"`
+	MatchedMenus []MatchedMenu       `json:"matched_menus"`
 }
 
 // StepStats is what explain reports for one step.

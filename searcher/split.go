@@ -67,7 +67,7 @@ func (e *execution) menuQuery(ctx context.Context, step query.Step, restrict *ca
 	} else {
 		filter = coldShopFilters(r, scriptDeliveryArea)
 	}
-	clause := nestedMenus(menuPredicate(r, scoring, nil), nil)
+	clause := nestedMenus(menuPredicate(r, e.s.cfg.Rank, scoring, nil), nil)
 	b := obj{}
 	if scoring {
 		b["must"] = arr{clause}
@@ -82,7 +82,7 @@ func (e *execution) menuQuery(ctx context.Context, step query.Step, restrict *ca
 	// advance() on nested doc values, which OpenSearch 3.8 does not support).
 	sorts := arr{idAsc()}
 	minOf := func(field string) obj {
-		return obj{field: obj{"order": "asc", "mode": "min", "nested": obj{"path": "menus", "filter": menuPredicate(r, false, nil)}}}
+		return obj{field: obj{"order": "asc", "mode": "min", "nested": obj{"path": "menus", "filter": menuPredicate(r, e.s.cfg.Rank, false, nil)}}}
 	}
 	wantExtra, wantCook := slices.Contains(step.Carries, query.CarryMinExtraFee), slices.Contains(step.Carries, query.CarryMinCookMinutes)
 	if wantExtra {
@@ -180,7 +180,7 @@ func (e *execution) shopDecision(ctx context.Context, step query.Step, cands *ca
 	}
 	body := obj{
 		"query":            obj{"bool": obj{"filter": filter}},
-		"sort":             sortClauses(r, carried, ""),
+		"sort":             sortClauses(r, e.s.cfg.Rank, carried, ""),
 		"from":             r.From(),
 		"size":             r.Size,
 		"track_total_hits": true,
@@ -198,6 +198,7 @@ func (e *execution) shopDecision(ctx context.Context, step query.Step, cands *ca
 		if err != nil {
 			return err
 		}
+		explainRank(&sh, h, carried.score[idKey(sh.ID)], e.s.cfg.Rank, r)
 		resp.Shops = append(resp.Shops, sh)
 	}
 	return nil
@@ -231,7 +232,7 @@ func (e *execution) menuFetch(ctx context.Context, step query.Step, resp *Respon
 	for i, sh := range resp.Shops {
 		ids[i] = sh.ID
 	}
-	matched := nestedMenus(menuPredicate(r, r.Q != "", nil), matchedMenusInnerHits(r.Q))
+	matched := nestedMenus(menuPredicate(r, e.s.cfg.Rank, r.Q != "", nil), matchedMenusInnerHits(r.Q, e.s.cfg.Rank))
 	b := obj{"filter": arr{obj{"terms": obj{"id": ids}}}}
 	if r.Q != "" {
 		b["must"] = arr{matched}

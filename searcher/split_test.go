@@ -11,6 +11,7 @@ import (
 	"github.com/baedal/baedal/internal/stacktest"
 	"github.com/baedal/baedal/layout"
 	"github.com/baedal/baedal/query"
+	"github.com/baedal/baedal/searcher/rank"
 )
 
 // TestTotalFeeFilterWithoutCarriedValue runs the max_total_fee script alone,
@@ -75,13 +76,13 @@ func TestHighlightQueryKeepsHighlights(t *testing.T) {
 	writeDocs(t, osc, idx, layout.Split, generateStates(400, 0))
 	highlights := func(q string, wholeQuery bool) map[string]string {
 		t.Helper()
-		ih := matchedMenusInnerHits(q)
+		ih := matchedMenusInnerHits(q, rank.Defaults())
 		ih["size"] = 100
 		if wholeQuery {
 			delete(ih["highlight"].(obj), "highlight_query")
 		}
 		r := query.Request{Q: q}
-		body := obj{"query": nestedMenus(menuPredicate(&r, true, nil), ih), "size": 1000, "_source": false}
+		body := obj{"query": nestedMenus(menuPredicate(&r, rank.Defaults(), true, nil), ih), "size": 1000, "_source": false}
 		raw, err := json.Marshal(body)
 		if err != nil {
 			t.Fatal(err)

@@ -242,9 +242,12 @@ type Summary struct {
 	UnderLoad PhaseFigures           `json:"under_load"`
 	// Pathological compares legal but costly searches with the ordinary
 	// mix on each layout, idle (targets pathological_p99_ratio_LAYOUT).
-	Pathological      PathologicalFigures `json:"pathological"`
-	P50RatioUnderLoad float64             `json:"p50_ratio_under_load"`
-	P99RatioUnderLoad float64             `json:"p99_ratio_under_load"`
+	Pathological PathologicalFigures `json:"pathological"`
+	// Relevance is the offline relevance check on the catalog as
+	// generated (targets ndcg10_ratio and absurd_top10).
+	Relevance         RelevanceFigures `json:"relevance"`
+	P50RatioUnderLoad float64          `json:"p50_ratio_under_load"`
+	P99RatioUnderLoad float64          `json:"p99_ratio_under_load"`
 	// The headline ratios' 95% intervals (copies of under_load's).
 	P50RatioUnderLoadCI95 bench.Interval `json:"p50_ratio_under_load_ci95"`
 	P99RatioUnderLoadCI95 bench.Interval `json:"p99_ratio_under_load_ci95"`
@@ -363,7 +366,9 @@ func runnableKinds(ctx context.Context, osc *osapi.Client) ([]layout.Kind, map[s
 func (r *run) setup(ctx context.Context) error {
 	icfg := indexer.Defaults()
 	icfg.Layout = r.idx
-	r.srch = searcher.New(r.osc, r.idx, searcher.Config{Timeout: r.cfg.Deadline, CandidatePage: 10000}, nil)
+	scfg := searcher.Defaults()
+	scfg.Timeout = r.cfg.Deadline
+	r.srch = searcher.New(r.osc, r.idx, scfg, nil)
 	for k, why := range r.skipped {
 		r.srch.SetUnavailable(layout.Kind(k), why)
 	}
@@ -871,6 +876,11 @@ func (r *run) measure(ctx context.Context) (Summary, error) {
 	cfg := r.cfg
 	s := Summary{Bench: "search", Profile: string(cfg.Bench.Profile), Shops: cfg.Shops, Queries: cfg.Queries, Clients: cfg.Clients,
 		DeadlineMs: bench.Ms(cfg.Deadline), Skipped: r.skipped}
+	// Before any update: the judgments are of the catalog as generated.
+	var err error
+	if s.Relevance, err = r.relevance(ctx); err != nil {
+		return s, err
+	}
 	fmt.Fprintf(r.progress, "measuring the nested layout's maximum update rate for %ds\n", cfg.MaxRateSeconds)
 	maxRate, err := r.measureNestedMax(ctx)
 	if err != nil {
@@ -919,6 +929,7 @@ func (r *run) measure(ctx context.Context) (Summary, error) {
 	}
 	setHeadline(&s, tableBytesPerShop)
 	judgePathological(s.Targets, s.Pathological)
+	judgeRelevance(s.Targets, s.Relevance)
 
 	path, err := r.report(s, pooled(idle), pooled(load))
 	if err != nil {
@@ -1099,6 +1110,7 @@ func (r *run) report(s Summary, idle, load []*bench.LatencyRecorder) (string, er
 		"%d ordinary searches of the mix and %d legal but costly ones (%s), shuffled together, each on every layout in alternating order. Target: the costly p99 at most %.0fx the ordinary p99 on every layout.",
 		s.Pathological.Ordinary, s.Pathological.Pathological, strings.Join(PathologicalQueries, " · "), PathologicalTarget.Value)})
 	rep.Add(bench.Section{Title: "Pathological searches, one by one", Table: byQuery})
+	rep.Add(relevanceSection(s.Relevance))
 	rep.Add(bench.IntervalSection(figures))
 	rep.Add(bench.TargetsSection(s.Targets))
 	rep.SetSummary(s)

@@ -72,6 +72,13 @@ func TestSmoke(t *testing.T) {
 	if s.Pathological.Pathological < len(PathologicalQueries) {
 		t.Errorf("%d pathological searches, want at least one of each of %d", s.Pathological.Pathological, len(PathologicalQueries))
 	}
+	if m := bench.MissingKeys(parsed, "relevance.relevance.ndcg10", "relevance.text_then_rating.ndcg10", "relevance.ndcg10_ratio",
+		"relevance.relevance.absurd_top10", "targets.ndcg10_ratio", "targets.absurd_top10"); len(m) > 0 {
+		t.Errorf("summary lacks the relevance figures %v", m)
+	}
+	if rel := s.Relevance; rel.Judged == 0 || rel.Relevance.NDCG10 <= 0 || !rel.Equal {
+		t.Errorf("relevance check: %+v, want judged queries, a positive NDCG and equal layouts", rel)
+	}
 	if bench.MissingKeys(parsed, "targets.p99_ratio_under_load", "targets.mismatches", "targets.mismatches_under_load", "targets.failed_share_under_load") != nil {
 		t.Errorf("targets: %v", parsed["targets"])
 	}

@@ -255,7 +255,23 @@ export function mount(root, { meta, getJSON }) {
         s.distance_m != null ? el('span', { class: 'distance', text: formatDistance(s.distance_m) }) : null,
         s.eta_minutes != null ? value('eta', `ETA ${s.eta_minutes} min`, diff('eta_minutes')) : null,
         el('span', { class: 'district muted', text: s.district })),
+      s.rank ? rankLine(s.rank) : null,
       menus.length ? el('ul', { class: 'menus' }, menus.map(menuItem)) : null);
+  }
+
+  // rankLine shows each relevance signal's points (explain; docs/search.md,
+  // "Relevance"), in the order the formula adds them, and the total the
+  // layout sorted by.
+  function rankLine(r) {
+    const part = (name, points, title) => el('span', { class: 'signal', dataset: { signal: name }, attrs: { title } },
+      `${name} ${points.toFixed(2)}`);
+    return el('div', { class: 'rank muted', dataset: { total: String(r.total) } },
+      el('strong', { text: `relevance ${r.total.toFixed(2)}` }), ' = ',
+      part('open', r.open, 'open now'), ' + ',
+      part('text', r.text, `text score ${r.text_score}`), ' + ',
+      part('distance', r.distance, 'linear decay with distance'), ' + ',
+      part('eta', r.eta, 'linear decay with delivery minutes'), ' + ',
+      part('rating', r.rating, `Bayesian rating ${r.bayes_rating.toFixed(2)} ★`));
   }
 
   function menuItem(m) {

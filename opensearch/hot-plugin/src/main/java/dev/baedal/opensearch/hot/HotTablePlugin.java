@@ -32,8 +32,9 @@ import org.opensearch.watcher.ResourceWatcherService;
 
 /**
  * The {@code baedal-hot} plugin (docs/hot-layout.md): per-node hot shop tables fed by each
- * node's copy of the shop-head index (index listeners), their status route and action, the {@code baedal_hot_shop} / {@code baedal_hot_menu} queries,
- * the {@code baedal_hot} sort, the {@code baedal_hot} search ext with its fetch sub-phase, and
+ * node's copy of the shop-head index (index listeners), their status route and action, the
+ * {@code baedal_hot_shop} / {@code baedal_hot_menu} queries, the {@code baedal_hot} and
+ * {@code baedal_hot_rank} sorts, the {@code baedal_hot} search ext with its fetch sub-phase, and
  * {@code baedal_within_delivery_radius}, the native form of the delivery-area script filter.
  *
  * <p>Invariant: one {@link HotTables} per plugin instance (so per node), created with the
@@ -92,7 +93,8 @@ public final class HotTablePlugin extends Plugin implements ActionPlugin, Search
     @Override
     public List<SortSpec<?>> getSorts() {
         return List.of(new SortSpec<HotSortBuilder>(HotSortBuilder.NAME,
-            in -> new HotSortBuilder(in, tables), (p, name) -> HotSortBuilder.fromXContent(p, name, tables)));
+            in -> new HotSortBuilder(in, tables), (p, name) -> HotSortBuilder.fromXContent(p, name, tables)),
+            new SortSpec<HotRankSortBuilder>(HotRankSortBuilder.NAME, in -> new HotRankSortBuilder(in, tables), (p, name) -> HotRankSortBuilder.fromXContent(p, name, tables)));
     }
 
     @Override
