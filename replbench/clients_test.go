@@ -326,4 +326,3 @@ func TestTargetsOnlyInTheJudgedSetup(t *testing.T) {
 		t.Errorf("3 processes for 2 clients: %v, want an error naming client-processes", err)
 	}
 }
-
