@@ -421,6 +421,9 @@ type PolicyResult struct {
 	// and was stopped until the next, over this side's rounds; absent
 	// without caps.
 	ReplicaThrottled []float64 `json:"replica_throttled_periods,omitempty"`
+	// RoundP99Ms is the p99 of each of this side's rounds, in order: how
+	// much a side's tail moves between rounds of the same run.
+	RoundP99Ms []float64 `json:"round_p99_ms"`
 }
 
 // Ejections counts one replica's ejections by cause (see

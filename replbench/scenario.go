@@ -334,7 +334,7 @@ func compareContenders(sc *Scenario, list []contender, results []sideResult, see
 			shareText = append(shareText, fmt.Sprintf("%.0f%%", share*100))
 		}
 		sc.Policies[k.name] = PolicyResult{LoadSummary: res.Summary(), Shares: shares, VictimShareByTenth: results[i].victim.shares(),
-			Hedges: results[i].hedges, Ejections: results[i].ejections, Herding: results[i].herd.summary(), ReplicaThrottled: throttledShares(results[i].throttle)}
+			Hedges: results[i].hedges, Ejections: results[i].ejections, Herding: results[i].herd.summary(), ReplicaThrottled: throttledShares(results[i].throttle), RoundP99Ms: roundP99s(res)}
 		hedges := "—"
 		if h := results[i].hedges; h != nil && h.Reads > 0 {
 			hedges = fmt.Sprintf("%.2f%% (%d won)", 100*float64(h.Hedges)/float64(h.Reads), h.HedgeWins)
@@ -430,4 +430,13 @@ func throttledText(shares []float64) string {
 		parts = append(parts, fmt.Sprintf("%.0f%%", v*100))
 	}
 	return strings.Join(parts, " / ")
+}
+
+// roundP99s returns the p99 of each round merged into res, in ms.
+func roundP99s(res bench.LoadResult) []float64 {
+	var out []float64
+	for _, l := range res.RoundLatency {
+		out = append(out, round3(l.P99Ms))
+	}
+	return out
 }
