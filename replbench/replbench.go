@@ -5,7 +5,9 @@
 // Redis part: one primary and three read replicas on loopback (a dedicated
 // local stack), timelines of Users × EntriesPerUser entries loaded into the
 // primary and replicated, then a closed loop of Clients concurrent feed
-// reads (a pipeline of ZREVRANGE 0..19 to 0..49 of the reader's timeline and
+// reads, split between ClientProcesses independent client processes
+// (clients.go; each has its own selector per side, as application servers
+// do): (a pipeline of ZREVRANGE 0..19 to 0..49 of the reader's timeline and
 // two ZREVRANGEBYSCORE LIMIT 0 20 of celebrities') through replica/redisread for
 // baedal's selector (C3, its ablations) and every peer policy, interleaved
 // (ABBA) in the same run, in four scenarios: (a) all replicas healthy, (b) one
@@ -24,6 +26,10 @@
 // Transport per policy (C3 as osread ships it, its Redis tuning, every
 // peer), interleaved, in the same four scenarios with the victim's JVM as
 // the degraded, stalled or recovering process.
+//
+// Targets are judged only in the judged set-up (judged.go): replicas on a
+// CPU the clients cannot use, each capped at a share of it, and two or
+// more client processes. Other set-ups report the same figures with none.
 //
 // Main invariant: every ratio in the Summary compares two sides measured in
 // the same process and the same rounds (C3 / round-robin, C3 / best peer,
