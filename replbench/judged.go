@@ -82,7 +82,9 @@ func peerDominance(ours bench.LoadResult, peers map[string]bench.LoadResult, see
 		d := PeerDominance{ThroughputRatio: r.ThroughputRatio, ThroughputRatioCI95: r.ThroughputRatioCI95, P99Ratio: r.P99Ratio, P99RatioCI95: r.P99RatioCI95}
 		d.Dominance = round3(math.Min(inverse(r.ThroughputRatio), r.P99Ratio))
 		d.DominanceCI95 = bench.NoInterval
-		if t, p := r.ThroughputRatioCI95, r.P99RatioCI95; t.Known() && p.Known() && t.Low > 0 {
+		if t, p := r.ThroughputRatioCI95, r.P99RatioCI95; t.Known() && p.Known() {
+			// 1/t.Low is +Inf for an interval down to 0 (two rounds): the
+			// p99's high end bounds the minimum then.
 			d.DominanceCI95 = bench.Interval{Low: math.Min(1/t.High, p.Low), High: math.Min(1/t.Low, p.High)}.Around(d.Dominance)
 		}
 		out[name] = d
