@@ -217,3 +217,44 @@ func Ratio(ours, baseline float64) float64 {
 func isFinite(v float64) bool {
 	return !math.IsNaN(v) && !math.IsInf(v, 0)
 }
+
+// LatencyCounts is a recorder's contents as plain values, for a recorder
+// filled in another process: Values[i] is the lowest duration (ns) of a
+// non-empty bucket and Counts[i] its count; Clamped is Clamped().
+type LatencyCounts struct {
+	Values, Counts []int64
+	Clamped        int64
+}
+
+// Counts returns r's contents; AddCounts on a recorder adds them back
+// bucket for bucket (both have the same geometry).
+func (r *LatencyRecorder) Counts() LatencyCounts {
+	var c LatencyCounts
+	if r == nil {
+		return c
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, bar := range r.hist.Distribution() {
+		if bar.Count > 0 {
+			c.Values = append(c.Values, bar.From)
+			c.Counts = append(c.Counts, bar.Count)
+		}
+	}
+	c.Clamped = r.clamped
+	return c
+}
+
+// AddCounts adds the durations c holds (see Counts) to r. Pairs past the
+// shorter of Values and Counts, and negative counts, are ignored.
+func (r *LatencyRecorder) AddCounts(c LatencyCounts) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range min(len(c.Values), len(c.Counts)) {
+		if c.Counts[i] > 0 {
+			v := min(max(c.Values[i], 0), int64(highestLatency))
+			_ = r.hist.RecordValues(v, c.Counts[i]) // within the trackable range
+		}
+	}
+	r.clamped += max(c.Clamped, 0)
+}

@@ -263,3 +263,28 @@ func TestCompareLatenciesHasAColumnPerSideAndARatioPerOtherSide(t *testing.T) {
 		}
 	}
 }
+
+// A recorder rebuilt from another's Counts has the same count, clamped
+// count and quantiles, as when client processes send their latencies to
+// the benchmark that merges them.
+func TestLatencyCountsAddBackBucketForBucket(t *testing.T) {
+	src := NewLatencyRecorder()
+	for i := range 10_000 {
+		src.Record(time.Duration(1+i*i%7919) * 13 * time.Microsecond)
+	}
+	src.Record(2 * time.Minute) // clamped
+	dst := NewLatencyRecorder()
+	dst.AddCounts(src.Counts())
+	if dst.Count() != src.Count() || dst.Clamped() != 1 {
+		t.Fatalf("rebuilt: count %d clamped %d, want %d and 1", dst.Count(), dst.Clamped(), src.Count())
+	}
+	for _, q := range []float64{0, 0.5, 0.9, 0.99, 0.999, 1} {
+		if got, want := dst.Quantile(q), src.Quantile(q); got != want {
+			t.Errorf("quantile %v: rebuilt %s, original %s", q, got, want)
+		}
+	}
+	dst.AddCounts(LatencyCounts{Values: []int64{int64(time.Millisecond), 5}, Counts: []int64{-3}})
+	if dst.Count() != src.Count() {
+		t.Errorf("a negative count and an unpaired value changed the count to %d", dst.Count())
+	}
+}

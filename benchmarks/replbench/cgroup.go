@@ -174,19 +174,42 @@ func isNoSuchProcess(err error) bool {
 	return strings.Contains(err.Error(), "no such process")
 }
 
+// cpuStat is a cpu group's CFS counters (cpu.stat): the periods in which
+// it had work, those in which it used its whole quota and was stopped,
+// and how long it was stopped in all (ns).
+type cpuStat struct {
+	Periods, ThrottledPeriods, ThrottledNs uint64
+}
+
+// stat reads the group's cpu.stat.
+func (l *CPULimit) stat() (cpuStat, error) {
+	raw, err := os.ReadFile(filepath.Join(l.group, "cpu.stat"))
+	if err != nil {
+		return cpuStat{}, err
+	}
+	var s cpuStat
+	fields := map[string]*uint64{"nr_periods": &s.Periods, "nr_throttled": &s.ThrottledPeriods, "throttled_time": &s.ThrottledNs}
+	found := 0
+	for _, line := range strings.Split(string(raw), "\n") {
+		name, value, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if dst := fields[name]; ok && dst != nil {
+			if *dst, err = strconv.ParseUint(value, 10, 64); err != nil {
+				return cpuStat{}, fmt.Errorf("replbench: %s in %s/cpu.stat: %w", name, l.group, err)
+			}
+			found++
+		}
+	}
+	if found < len(fields) {
+		return cpuStat{}, fmt.Errorf("replbench: %s/cpu.stat lacks nr_periods, nr_throttled or throttled_time", l.group)
+	}
+	return s, nil
+}
+
 // throttledTime reads cpu.stat's throttled_time (ns) of the group: proof
 // that the quota bit.
 func (l *CPULimit) throttledTime() (uint64, error) {
-	raw, err := os.ReadFile(filepath.Join(l.group, "cpu.stat"))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, "throttled_time "); ok {
-			return strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("replbench: no throttled_time in %s/cpu.stat", l.group)
+	s, err := l.stat()
+	return s.ThrottledNs, err
 }
 
 // isolateServers pins the servers under test (pids) to the machine's last
@@ -234,4 +257,45 @@ func serverCores(kind string, percent int, isolate bool) string {
 		fmt.Fprintf(&b, " The %ss run on the machine's last CPU and the clients on the others (cgroup-v1 cpusets).", kind)
 	}
 	return b.String()
+}
+
+// readCPUStats reads each cap's counters; a cap whose cpu.stat cannot be
+// read reads as zero.
+func readCPUStats(caps []*CPULimit) []cpuStat {
+	out := make([]cpuStat, len(caps))
+	for i, c := range caps {
+		out[i], _ = c.stat()
+	}
+	return out
+}
+
+// addCPUStats adds after − before, cap by cap, to sum.
+func addCPUStats(sum, before, after []cpuStat) []cpuStat {
+	for len(sum) < len(after) {
+		sum = append(sum, cpuStat{})
+	}
+	for i := range min(len(before), len(after)) {
+		b, a := before[i], after[i]
+		if a.Periods < b.Periods || a.ThrottledPeriods < b.ThrottledPeriods || a.ThrottledNs < b.ThrottledNs {
+			continue // a group that was reset: no figure for this round
+		}
+		sum[i].Periods += a.Periods - b.Periods
+		sum[i].ThrottledPeriods += a.ThrottledPeriods - b.ThrottledPeriods
+		sum[i].ThrottledNs += a.ThrottledNs - b.ThrottledNs
+	}
+	return sum
+}
+
+// throttledShares returns, per cap, the fraction of periods with work in
+// which the group was throttled; nil without caps.
+func throttledShares(stats []cpuStat) []float64 {
+	var out []float64
+	for _, s := range stats {
+		v := 0.0
+		if s.Periods > 0 {
+			v = round3(float64(s.ThrottledPeriods) / float64(s.Periods))
+		}
+		out = append(out, v)
+	}
+	return out
 }

@@ -80,7 +80,7 @@ func runOpenSearch(ctx context.Context, cfg Config, st *localstack.State, rep *b
 	for i := range st.OpenSearchURLs {
 		nodes = append(nodes, "opensearch-"+strconv.Itoa(i+1))
 	}
-	caps, release, err := constrainServers(st, nodes, cfg.OpenSearchNodeCPUPercent, cfg.IsolateServers)
+	caps, release, err := constrainServers(st, nodes, cfg.OpenSearchNodeCPUPercent, cfg.isolateNodes())
 	defer func() { err = errors.Join(err, release()) }()
 	if err != nil {
 		return res, endpoints, err
@@ -89,7 +89,7 @@ func runOpenSearch(ctx context.Context, cfg Config, st *localstack.State, rep *b
 		victim.cap = caps[degraded]
 	}
 	endpoints, err = compareEndpoints(ctx, cfg, st.OpenSearchURLs, index, victim, rep, out)
-	endpoints.NodeCPUPercent, endpoints.IsolatedServers = cfg.OpenSearchNodeCPUPercent, cfg.IsolateServers
+	endpoints.NodeCPUPercent, endpoints.IsolatedServers = cfg.OpenSearchNodeCPUPercent, cfg.isolateNodes()
 	return res, endpoints, err
 }
 

@@ -5,7 +5,9 @@
 // Redis part: one primary and three read replicas on loopback (a dedicated
 // local stack), timelines of Users × EntriesPerUser entries loaded into the
 // primary and replicated, then a closed loop of Clients concurrent feed
-// reads (a pipeline of ZREVRANGE 0..19 to 0..49 of the reader's timeline and
+// reads, split between ClientProcesses independent client processes
+// (clients.go; each has its own selector per side, as application servers
+// do): (a pipeline of ZREVRANGE 0..19 to 0..49 of the reader's timeline and
 // two ZREVRANGEBYSCORE LIMIT 0 20 of celebrities') through replica/redisread for
 // baedal's selector (C3, its ablations) and every peer policy, interleaved
 // (ABBA) in the same run, in four scenarios: (a) all replicas healthy, (b) one
@@ -24,6 +26,10 @@
 // Transport per policy (C3 as osread ships it, its Redis tuning, every
 // peer), interleaved, in the same four scenarios with the victim's JVM as
 // the degraded, stalled or recovering process.
+//
+// Targets are judged only in the judged set-up (judged.go): replicas on a
+// CPU the clients cannot use, each capped at a share of it, and two or
+// more client processes. Other set-ups report the same figures with none.
 //
 // Main invariant: every ratio in the Summary compares two sides measured in
 // the same process and the same rounds (C3 / round-robin, C3 / best peer,
@@ -51,7 +57,6 @@ import (
 	"github.com/baedal/baedal/bench"
 	"github.com/baedal/baedal/localstack"
 	"github.com/baedal/baedal/replica"
-	"github.com/baedal/baedal/replica/redisread"
 )
 
 // Config sizes a run. Zero fields take the profile's values (see
@@ -64,8 +69,13 @@ type Config struct {
 	StateDir string
 	// Users × EntriesPerUser timeline entries are loaded into the primary.
 	Users, EntriesPerUser int
-	// Clients is the closed loop's concurrency for Redis reads.
+	// Clients is the closed loop's concurrency for Redis reads, split
+	// between the client processes.
 	Clients int
+	// ClientProcesses is how many independent client processes run the
+	// Redis reads (see clients.go): each has its own selector, connections
+	// and statistics for every side, as application servers do.
+	ClientProcesses int
 	// Rounds of the interleaving; each policy runs RoundDuration per round.
 	Rounds        int
 	RoundDuration time.Duration
@@ -109,10 +119,12 @@ type Config struct {
 	// own; the victim's cap is lowered to OpenSearchDegradePercent.
 	OpenSearchNodeCPUPercent int
 	// IsolateServers pins the servers under test (the Redis replicas; the
-	// OpenSearch nodes in the endpoint part) to the machine's last CPU and
-	// the clients to the others. With ReplicaCPUPercent and
-	// OpenSearchNodeCPUPercent every server then has a fixed share of a core
-	// the clients cannot take, as on hosts of their own.
+	// OpenSearch nodes in the endpoint part when OpenSearchNodeCPUPercent
+	// caps them) to the machine's last CPU and the clients to the others.
+	// With ReplicaCPUPercent and OpenSearchNodeCPUPercent every server then
+	// has a fixed share of a core the clients cannot take, as on hosts of
+	// their own. With ClientProcesses of 2 or more this is the judged
+	// set-up (judgedSetup); the flags default to it.
 	IsolateServers bool
 	// ReportDir receives replicas.html and replicas.json.
 	ReportDir string
@@ -142,6 +154,7 @@ func (c Config) WithDefaults() Config {
 	setInt(&c.Users, 2_000, 10_000)
 	setInt(&c.EntriesPerUser, 200, 200)
 	setInt(&c.Clients, 100, 100)
+	setInt(&c.ClientProcesses, DefaultClientProcesses, DefaultClientProcesses)
 	// 4 rounds: a t interval over 2 rounds multiplies their spread by 12.7.
 	setInt(&c.Rounds, 4, 8)
 	setDur(&c.RoundDuration, 3*time.Second, 8*time.Second)
@@ -188,6 +201,9 @@ func (c Config) Validate() error {
 	}
 	if c.Clients > 1000 {
 		errs = append(errs, fmt.Errorf("clients: got %d, allowed: 1..1000", c.Clients))
+	}
+	if c.ClientProcesses < 1 || c.ClientProcesses > 16 || c.ClientProcesses > c.Clients {
+		errs = append(errs, fmt.Errorf("client-processes: got %d, allowed: 1..16 and at most clients (%d)", c.ClientProcesses, c.Clients))
 	}
 	for _, d := range []struct {
 		name string
@@ -241,15 +257,20 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	if c.Profile == "" {
 		c.Profile = bench.ProfileQuick
 	}
+	if !c.IsolateServers && c.ReplicaCPUPercent == 0 {
+		// The judged set-up unless the caller chose otherwise.
+		c.IsolateServers, c.ReplicaCPUPercent = true, JudgedReplicaCPUPercent
+	}
 	fs.Var(&c.Profile, "profile", "run size: quick or full")
 	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "use the running stack in this directory (3 Redis replicas, 3 OpenSearch nodes) instead of starting one")
 	fs.IntVar(&c.Users, "users", c.Users, "timelines to load (0: the profile's)")
 	fs.IntVar(&c.EntriesPerUser, "entries-per-user", c.EntriesPerUser, "entries per timeline (0: 200)")
-	fs.IntVar(&c.Clients, "clients", c.Clients, "concurrent Redis readers (0: 100)")
+	fs.IntVar(&c.Clients, "clients", c.Clients, "concurrent Redis readers, split between the client processes (0: 100)")
+	fs.IntVar(&c.ClientProcesses, "client-processes", c.ClientProcesses, "independent client processes that run the Redis reads, each with its own selectors, connections and statistics (0: 3)")
 	fs.IntVar(&c.Rounds, "rounds", c.Rounds, "interleaved rounds (0: the profile's)")
 	fs.DurationVar(&c.RoundDuration, "round-duration", c.RoundDuration, "time per policy per round (0: the profile's)")
 	fs.IntVar(&c.DegradePercent, "degrade-percent", c.DegradePercent, "CPU quota of the degraded Redis replica, % of one core (0: 10)")
-	fs.IntVar(&c.ReplicaCPUPercent, "replica-cpu-percent", c.ReplicaCPUPercent, "cap every Redis replica at this % of one core, as on a host of its own (0: no cap, the replicas share the cores)")
+	fs.IntVar(&c.ReplicaCPUPercent, "replica-cpu-percent", c.ReplicaCPUPercent, "cap every Redis replica at this % of one core, as on a host of its own (0: no cap, the replicas share the cores; the judged set-up: 30)")
 	fs.BoolVar(&c.SkipRedis, "skip-redis", c.SkipRedis, "leave out the Redis part (run only the OpenSearch ARS and endpoint parts)")
 	fs.BoolVar(&c.SkipOpenSearch, "skip-opensearch", c.SkipOpenSearch, "leave out the OpenSearch parts (shard-copy ARS and endpoints)")
 	fs.IntVar(&c.OpenSearchDocs, "opensearch-docs", c.OpenSearchDocs, "documents in the OpenSearch index (0: the profile's)")
@@ -258,7 +279,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.OpenSearchEndpointRoundDuration, "opensearch-endpoint-round-duration", c.OpenSearchEndpointRoundDuration, "time per endpoint policy per round (0: the profile's)")
 	fs.IntVar(&c.OpenSearchDegradePercent, "opensearch-degrade-percent", c.OpenSearchDegradePercent, "CPU quota of the degraded or recovering OpenSearch node, % of one core (0: 10)")
 	fs.IntVar(&c.OpenSearchNodeCPUPercent, "opensearch-node-cpu-percent", c.OpenSearchNodeCPUPercent, "cap every OpenSearch node at this % of one core in the endpoint part, as on a host of its own (0: no cap, the nodes share the cores)")
-	fs.BoolVar(&c.IsolateServers, "isolate-servers", c.IsolateServers, "run the Redis replicas and, in the endpoint part, the OpenSearch nodes on the machine's last CPU and the clients on the others (needs 2 CPUs and the cgroup-v1 cpuset controller)")
+	fs.BoolVar(&c.IsolateServers, "isolate-servers", c.IsolateServers, "run the Redis replicas and, in the endpoint part with --opensearch-node-cpu-percent, the OpenSearch nodes on the machine's last CPU and the clients on the others (needs 2 CPUs and the cgroup-v1 cpuset controller; --isolate-servers=false: every process shares the cores, a set-up reported without verdicts)")
 	fs.BoolVar(&c.NoAblations, "no-ablations", c.NoAblations, "leave out the variants of C3 ("+strings.Join(variantNames(), ", ")+")")
 	fs.Func("variants", "comma-separated variants of C3 to run (default: all, or none with --no-ablations): "+strings.Join(variantNames(), ", "), func(s string) error {
 		c.Variants = nil
@@ -398,6 +419,17 @@ type PolicyResult struct {
 	// Ejections counts our selector's ejections of each replica (replica
 	// order) over the scenario's rounds, by cause; absent for the peers.
 	Ejections []Ejections `json:"ejections,omitempty"`
+	// Herding is how the reads of every client process together piled on
+	// one replica (Redis part).
+	Herding *Herding `json:"herding,omitempty"`
+	// ReplicaThrottled is, for each replica with a CPU cap, the fraction
+	// of CFS periods (100 ms) with work in which it used its whole quota
+	// and was stopped until the next, over this side's rounds; absent
+	// without caps.
+	ReplicaThrottled []float64 `json:"replica_throttled_periods,omitempty"`
+	// RoundP99Ms is the p99 of each of this side's rounds, in order: how
+	// much a side's tail moves between rounds of the same run.
+	RoundP99Ms []float64 `json:"round_p99_ms"`
 }
 
 // Ejections counts one replica's ejections by cause (see
@@ -432,6 +464,11 @@ type Scenario struct {
 	Policies    map[string]PolicyResult `json:"policies"`
 	BestPeer    string                  `json:"best_peer"`
 	VsBestPeer  Ratios                  `json:"vs_best_peer"`
+	// PeerDominance is how far the peer that beats C3 most on throughput
+	// and p99 at once does so (see peerDominance); VsPeers has each peer's.
+	PeerDominance     float64                  `json:"peer_dominance"`
+	PeerDominanceCI95 bench.Interval           `json:"peer_dominance_ci95"`
+	VsPeers           map[string]PeerDominance `json:"vs_peers"`
 }
 
 // ARSResult is the OpenSearch comparison; the ratios are ARS on / ARS off.
@@ -472,6 +509,11 @@ type Summary struct {
 	// IsolatedServers is Config.IsolateServers: the replicas ran on a CPU
 	// the clients did not use.
 	IsolatedServers bool `json:"isolated_servers,omitzero"`
+	// ClientProcesses is Config.ClientProcesses.
+	ClientProcesses int `json:"client_processes,omitzero"`
+	// Setup says in which set-up the Redis part ran and whether its
+	// targets were judged (only in the judged set-up; see targets).
+	Setup string `json:"setup,omitempty"`
 	// Targets are judged on the ratios' intervals; see targets.
 	Targets bench.Targets `json:"targets"`
 	Report  string        `json:"report"`
@@ -549,7 +591,7 @@ func runRedis(ctx context.Context, cfg Config, st *localstack.State, sum *Summar
 	}
 	rcfg := backend.Defaults().Redis
 	rcfg.Addr, rcfg.ReplicaAddrs = st.RedisAddr, st.RedisReplicaAddrs[:3]
-	rcfg.PoolSize = cfg.Clients + 16
+	rcfg.PoolSize = cfg.Clients/cfg.ClientProcesses + 16 // per client process
 
 	pid, err := componentPID(st, "redis-replica-1")
 	if err != nil {
@@ -560,12 +602,27 @@ func runRedis(ctx context.Context, cfg Config, st *localstack.State, sum *Summar
 	if err != nil {
 		return err
 	}
-	sum.ReplicaCPUPercent, sum.IsolatedServers = cfg.ReplicaCPUPercent, cfg.IsolateServers
+	sum.ReplicaCPUPercent, sum.IsolatedServers, sum.ClientProcesses = cfg.ReplicaCPUPercent, cfg.IsolateServers, cfg.ClientProcesses
+	sum.Setup = setupText(cfg)
 	var capped *CPULimit
 	if len(caps) > 0 {
 		capped = caps[0]
 	}
-	sum.Healthy, err = runScenario(ctx, cfg, rcfg, prefix, scenarioHealthy, "none", nil, nil, rep, out)
+	// Started after the servers were pinned: the client processes inherit
+	// this process's cpuset, the clients' CPUs.
+	out = &lockedWriter{w: out} // the client processes' stderr goes there too
+	procs, err := startClientProcs(cfg.ClientProcesses, out)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, procs.stop()) }()
+	fmt.Fprintf(out, "client processes: pids %v\n", procs.pids())
+	base := hostSetup{Config: cfg, Redis: rcfg, Prefix: prefix}
+	runScenario := func(ctx context.Context, name, degradation string, limit *CPULimit, cond condition) (Scenario, error) {
+		base.Scenario = name
+		return runRedisScenario(ctx, cfg, procs, base, caps, degradation, limit, cond, rep, out)
+	}
+	sum.Healthy, err = runScenario(ctx, scenarioHealthy, "none", nil, nil)
 	if err != nil {
 		return err
 	}
@@ -573,8 +630,8 @@ func runRedis(ctx context.Context, cfg Config, st *localstack.State, sum *Summar
 	if err != nil {
 		return err
 	}
-	sum.Degraded, err = runScenario(ctx, cfg, rcfg, prefix, scenarioDegraded,
-		fmt.Sprintf("replica 1 (%s, pid %d) limited to %d%% of one core (cgroup-v1 cpu quota)", rcfg.ReplicaAddrs[0], pid, cfg.DegradePercent), limit, nil, rep, out)
+	sum.Degraded, err = runScenario(ctx, scenarioDegraded,
+		fmt.Sprintf("replica 1 (%s, pid %d) limited to %d%% of one core (cgroup-v1 cpu quota)", rcfg.ReplicaAddrs[0], pid, cfg.DegradePercent), limit, nil)
 	if uerr := undo(); uerr != nil && err == nil {
 		err = uerr
 	}
@@ -582,16 +639,16 @@ func runRedis(ctx context.Context, cfg Config, st *localstack.State, sum *Summar
 		return err
 	}
 	stalls := 0
-	sum.Stalled, err = runScenario(ctx, cfg, rcfg, prefix, scenarioStalled,
+	sum.Stalled, err = runScenario(ctx, scenarioStalled,
 		fmt.Sprintf("replica 1 (%s, pid %d) stopped (SIGSTOP) for %s every %s, the first %s into each round", rcfg.ReplicaAddrs[0], pid, cfg.StallFor, cfg.StallEvery, min(cfg.StallEvery/5, cfg.RoundDuration/4)),
-		nil, stallCondition(pid, cfg.StallFor, cfg.StallEvery, &stalls), rep, out)
+		nil, stallCondition(pid, cfg.StallFor, cfg.StallEvery, &stalls))
 	if err != nil {
 		return err
 	}
 	sum.Stalled.Degradation += fmt.Sprintf("; %d stalls in all", stalls)
-	sum.Recovering, err = runScenario(ctx, cfg, rcfg, prefix, scenarioRecovering,
+	sum.Recovering, err = runScenario(ctx, scenarioRecovering,
 		fmt.Sprintf("replica 1 (%s, pid %d) limited to %d%% of one core for the first half of each round, then not", rcfg.ReplicaAddrs[0], pid, cfg.DegradePercent),
-		nil, recoverCondition(pid, cfg.DegradePercent, capped), rep, out)
+		nil, recoverCondition(pid, cfg.DegradePercent, capped))
 	return err
 }
 
@@ -676,41 +733,6 @@ type namedScenario struct {
 
 func (s Summary) scenarios() []namedScenario {
 	return []namedScenario{{scenarioHealthy, s.Healthy}, {scenarioDegraded, s.Degraded}, {scenarioStalled, s.Stalled}, {scenarioRecovering, s.Recovering}}
-}
-
-// targets judges the ratios on their intervals. C3 / the best peer, in every
-// scenario: throughput at least 1.0 and p99 at most 1.0; with a replica
-// degraded, p99.9 at most 0.5. C3 / round-robin: with a replica degraded,
-// throughput at least 2.5 times and p99 at most 0.3 times round-robin's;
-// all healthy, no loss (throughput at least 0.97, every latency percentile
-// at most 1.03). The OpenSearch endpoints have the targets against the
-// best peer (endpointTargets). A part that was skipped has none.
-func targets(s Summary) bench.Targets {
-	t := bench.Targets{}
-	if s.OpenSearchEndpoints.Skipped == "" {
-		endpointTargets(s.OpenSearchEndpoints, t)
-	}
-	if s.RedisSkipped != "" {
-		return t
-	}
-	d, h := s.Degraded, s.Healthy
-	for name, v := range map[string]bench.TargetResult{
-		"degraded.throughput_ratio": bench.AtLeast(2.5).Evaluate(d.ThroughputRatio, d.ThroughputRatioCI95),
-		"degraded.p99_ratio":        bench.AtMost(0.3).Evaluate(d.P99Ratio, d.P99RatioCI95),
-		"healthy.throughput_ratio":  bench.AtLeast(0.97).Evaluate(h.ThroughputRatio, h.ThroughputRatioCI95),
-		"healthy.p50_ratio":         bench.AtMost(1.03).Evaluate(h.P50Ratio, h.P50RatioCI95),
-		"healthy.p90_ratio":         bench.AtMost(1.03).Evaluate(h.P90Ratio, h.P90RatioCI95),
-		"healthy.p99_ratio":         bench.AtMost(1.03).Evaluate(h.P99Ratio, h.P99RatioCI95),
-	} {
-		t[name] = v
-	}
-	for _, sc := range s.scenarios() {
-		v := sc.s.VsBestPeer
-		t[sc.name+".vs_best_peer.throughput_ratio"] = bench.AtLeast(1.0).Evaluate(v.ThroughputRatio, v.ThroughputRatioCI95)
-		t[sc.name+".vs_best_peer.p99_ratio"] = bench.AtMost(1.0).Evaluate(v.P99Ratio, v.P99RatioCI95)
-	}
-	t["degraded.vs_best_peer.p999_ratio"] = bench.AtMost(0.5).Evaluate(d.VsBestPeer.P999Ratio, d.VsBestPeer.P999RatioCI95)
-	return t
 }
 
 func targetsText(s Summary) string {
@@ -801,53 +823,53 @@ func loadTimelines(ctx context.Context, st *localstack.State, prefix string, cfg
 	return nil
 }
 
-// runScenario runs every contender interleaved against the replicas and
-// adds a report section. limit, when not nil, is a degradation in force for
-// the whole scenario; cond, when not nil, is applied to each side's round.
-func runScenario(ctx context.Context, cfg Config, rcfg backend.RedisConfig, prefix, name, degradation string, limit *CPULimit, cond condition, rep *bench.Report, out io.Writer) (Scenario, error) {
+// runRedisScenario runs every contender interleaved against the replicas
+// in the client processes and adds a report section. limit, when not nil,
+// is a degradation in force for the whole scenario; cond, when not nil,
+// is applied to each side's round. caps are the replicas' CPU caps (none
+// without ReplicaCPUPercent), whose throttling each side's rounds count.
+func runRedisScenario(ctx context.Context, cfg Config, procs *clientProcs, setup hostSetup, caps []*CPULimit, degradation string, limit *CPULimit, cond condition, rep *bench.Report, out io.Writer) (Scenario, error) {
+	name := setup.Scenario
 	sc := Scenario{Degradation: degradation, Policies: map[string]PolicyResult{}}
 	list := contenders(cfg, false)
-	clients := make([]*redisread.ReadClient, len(list))
-	defer func() {
-		for _, c := range clients {
-			if c != nil {
-				c.Close()
-			}
-		}
-	}()
-	for i, k := range list {
-		c, err := redisread.Open(rcfg, k.readConfig(cfg, name), nil, nil)
-		if err != nil {
-			return sc, err
-		}
-		clients[i] = c
+	if err := procs.open(setup); err != nil {
+		return sc, err
 	}
 	results := make([]sideResult, len(list))
-	loads, throttled, err := interleaveContenders(ctx, cfg.Rounds, cfg.RoundDuration, name, list, limit, cond, func(i, round int) bench.LoadResult {
-		return results[i].victim.record(clients[i].Policy(), cfg.RoundDuration, func() bench.LoadResult {
-			return bench.RunClosedLoop(ctx, cfg.Clients, cfg.RoundDuration, timelineReader(clients[i], prefix, cfg, round))
-		})
+	loads, throttled, err := interleaveContenders(ctx, cfg.Rounds, cfg.RoundDuration, name, list, limit, cond, func(i, round int) (bench.LoadResult, error) {
+		before := readCPUStats(caps)
+		load, chosen, step, err := procs.round(i, round, cfg.RoundDuration)
+		if err != nil {
+			return load, err
+		}
+		results[i].throttle = addCPUStats(results[i].throttle, before, readCPUStats(caps))
+		results[i].victim.add(chosen, step, cfg.RoundDuration)
+		results[i].herd.add(chosen, step, cfg.RoundDuration)
+		return load, nil
 	}, out)
 	if err != nil {
 		return sc, err
 	}
 	sc.Degradation += throttled
+	status, err := procs.status()
+	if err != nil {
+		return sc, err
+	}
 	for i := range list {
-		status := clients[i].Status()
-		results[i].load, results[i].hedges = loads[i], status.Hedges
-		var stats []replica.ReplicaStats
-		for _, r := range status.Replicas {
-			results[i].shares = append(results[i].shares, r.Share)
-			stats = append(stats, r.ReplicaStats)
-		}
-		results[i].ejections = ejectionsOf(stats)
+		results[i].load, results[i].shares = loads[i], status[i].shares()
+		results[i].hedges, results[i].ejections = status[i].Hedges, status[i].Ejections
 	}
 	table, charts := compareContenders(&sc, list, results, cfg.Seed, "replica shares", "Timeline read latency, "+name, "Throughput, "+name)
 	rep.Add(bench.Section{
 		Title: "Redis timelines, " + name,
 		Text: fmt.Sprintf("Degradation: %s.\n\nC3 / round-robin: throughput %.3f, p50 %.3f, p90 %.3f, p99 %.3f. C3 / the best peer (%s): throughput %.3f, p99 %.3f, p99.9 %.3f. "+
-			"Replica shares are the fraction of reads each policy sent to replicas 1 / 2 / 3 (replica 1 is the one degraded or stalled). c3-psi, c3-concentrate, c3-hedge, c3-no-ping-gate, c3-no-probation, c3-keep-peak, c3-auto-concentrate and c3-ejected-pings are C3 variants: ranked by Ψ instead of peak-EWMA latency × (in-flight+1); every read sent to one home replica (lowest ping, not ejected); with hedged reads (a read late past its replica's p95 while that replica answers nothing is sent to the next-best; at most 5%% of reads; only reads to a suspect replica, whose p95 is over twice the best replica's or which is silent, can be hedged); without the ping gate (a replica whose PINGs take over 10× the typical replica's and longer than its reads is not ejected for it); without probation and in-flight cap (a replica back from an ejection takes reads at once, not one at a time for a 100 ms trial, then twice as many per answer in time up to half what it held when ejected, a cap that doubles after each 100 ms the replica held it); keeping the peak latency of a replica back early from an ejection (its stall's late replies) instead of restarting it from the others'; every read to the home replica while that has answered faster on average than spreading (one 250 ms epoch in 4 to 64 tries the other way, judged against the epochs around it); pinging an ejected replica every 25 ms instead of only with the samples (every 250 ms). Ejections are our selector's, per replica, as slow / silent / ping (+ ping extensions). %s",
-			sc.Degradation, sc.ThroughputRatio, sc.P50Ratio, sc.P90Ratio, sc.P99Ratio, sc.BestPeer, sc.VsBestPeer.ThroughputRatio, sc.VsBestPeer.P99Ratio, sc.VsBestPeer.P999Ratio, victimTimelineText(sc)),
+			"No peer better on both throughput and p99 (peer dominance ≤ 1): %.3f [%.3f, %.3f]. "+
+			"Replica shares are the fraction of reads each policy sent to replicas 1 / 2 / 3 (replica 1 is the one degraded or stalled), over every client process. "+
+			"Herding: the most-loaded replica's mean share of the reads of all client processes per %s window, and how often per second it moved to another replica. "+
+			"Throttled: for each capped replica, the fraction of 100 ms CFS periods in which it used its whole quota. "+
+			"c3-psi, c3-concentrate, c3-hedge, c3-no-ping-gate, c3-no-probation, c3-keep-peak, c3-auto-concentrate and c3-ejected-pings are C3 variants: ranked by Ψ instead of peak-EWMA latency × (in-flight+1); every read sent to one home replica (lowest ping, not ejected); with hedged reads (a read late past its replica's p95 while that replica answers nothing is sent to the next-best; at most 5%% of reads; only reads to a suspect replica, whose p95 is over twice the best replica's or which is silent, can be hedged); without the ping gate (a replica whose PINGs take over 10× the typical replica's and longer than its reads is not ejected for it); without probation and in-flight cap (a replica back from an ejection takes reads at once, not one at a time for a 100 ms trial, then twice as many per answer in time up to half what it held when ejected, a cap that doubles after each 100 ms the replica held it); keeping the peak latency of a replica back early from an ejection (its stall's late replies) instead of restarting it from the others'; every read to the home replica while that has answered faster on average than spreading (one 250 ms epoch in 4 to 64 tries the other way, judged against the epochs around it); pinging an ejected replica every 25 ms instead of only with the samples (every 250 ms). Ejections are our selector's, per replica, as slow / silent / ping (+ ping extensions), summed over the client processes. %s",
+			sc.Degradation, sc.ThroughputRatio, sc.P50Ratio, sc.P90Ratio, sc.P99Ratio, sc.BestPeer, sc.VsBestPeer.ThroughputRatio, sc.VsBestPeer.P99Ratio, sc.VsBestPeer.P999Ratio,
+			sc.PeerDominance, sc.PeerDominanceCI95.Low, sc.PeerDominanceCI95.High, herdWindow, victimTimelineText(sc)),
 		Table:  &table,
 		Charts: charts,
 	})
@@ -859,28 +881,6 @@ func runScenario(ctx context.Context, cfg Config, rcfg backend.RedisConfig, pref
 // celebrities is how many timelines act as followed celebrities whose posts
 // a feed read pulls (hybrid fan-out) beside the reader's own timeline.
 const celebrities = 100
-
-// timelineReader returns the closed-loop operation, one feed read as the
-// feed service does it (hybrid fan-out): one pipeline with the newest 20–50
-// entries of a random user's home timeline (ZREVRANGE) and the newest 20
-// posts of two followed celebrities (ZREVRANGEBYSCORE … LIMIT 0 20).
-func timelineReader(c *redisread.ReadClient, prefix string, cfg Config, round int) func(ctx context.Context, client int) error {
-	rngs := make([]*rand.Rand, cfg.Clients)
-	for i := range rngs {
-		rngs[i] = rand.New(rand.NewPCG(cfg.Seed+uint64(round), uint64(i)))
-	}
-	celebs := min(celebrities, cfg.Users)
-	return func(ctx context.Context, client int) error {
-		rng := rngs[client]
-		home := prefix + strconv.Itoa(rng.IntN(cfg.Users))
-		limit := 20 + rng.IntN(31)
-		pulled := [2]string{prefix + strconv.Itoa(rng.IntN(celebs)), prefix + strconv.Itoa(rng.IntN(celebs))}
-		_, err := redisread.Read(ctx, c, func(ctx context.Context, rdb *redis.Client) (struct{}, error) {
-			return struct{}{}, readFeed(ctx, rdb, home, limit, pulled)
-		})
-		return err
-	}
-}
 
 // readFeed is one feed read on one server; it keeps everything it reads in
 // its own variables, so a hedged read may run it twice at once.

@@ -215,18 +215,30 @@ func TestBenchmarkSmoke(t *testing.T) {
 		"opensearch_endpoints.victim", "opensearch_endpoints.endpoints", "opensearch_endpoints.degraded.best_peer",
 		"opensearch_endpoints.degraded.policies.c3.latency.p99_ms", "opensearch_endpoints.stalled.policies.c3-psi.replica_shares",
 		"opensearch_endpoints.recovering.policies.round-robin.replica_shares", "recovering.policies.c3.victim_share_by_tenth",
-		"opensearch_endpoints.recovering.policies.c3.victim_share_by_tenth"}, ratioKeys...)
+		"opensearch_endpoints.recovering.policies.c3.victim_share_by_tenth", "healthy.policies.c3.herding.top_share_mean",
+		"stalled.policies.round-robin.replica_throttled_periods", "degraded.peer_dominance", "client_processes", "setup"}, ratioKeys...)
 	if missing := bench.MissingKeys(parsed, keys...); len(missing) > 0 {
 		t.Fatalf("summary lacks %v:\n%s", missing, out.String())
 	}
 	if problems := bench.IntervalProblems(parsed, ratioKeys...); len(problems) > 0 {
 		t.Errorf("intervals: %q", problems)
 	}
-	if len(sum.Targets) != 24 {
-		t.Errorf("targets %v, want 24 (Redis: 6 against round-robin, 9 against the best peer; OpenSearch endpoints: 9 against the best peer)", sum.Targets)
+	if wantTargets := map[bool]int{true: 9, false: 0}[cfg.IsolateServers]; len(sum.Targets) != wantTargets {
+		t.Errorf("targets %v, want %d (the judged set-up's, isolated %t)", sum.Targets, wantTargets, cfg.IsolateServers)
 	}
-	if _, ok := sum.Targets["opensearch_endpoints.degraded.vs_best_peer.p999_ratio"]; !ok {
-		t.Errorf("targets %v lack opensearch_endpoints.degraded.vs_best_peer.p999_ratio", sum.Targets)
+	if sum.ClientProcesses != DefaultClientProcesses || !strings.Contains(progress.String(), "client processes: pids") {
+		t.Errorf("client processes %d, want %d started", sum.ClientProcesses, DefaultClientProcesses)
+	}
+	for _, sc := range sum.scenarios() {
+		for _, side := range []string{"c3", "round-robin"} {
+			p := sc.s.Policies[side]
+			if p.Herding == nil || p.Herding.Windows == 0 || len(p.ReplicaThrottled) != 3 {
+				t.Errorf("%s %s: herding %+v, throttled %v; want windows and 3 capped replicas", sc.name, side, p.Herding, p.ReplicaThrottled)
+			}
+		}
+		if _, ok := sc.s.VsPeers["round-robin"]; !ok || !sc.s.PeerDominanceCI95.Known() {
+			t.Errorf("%s: peers %v, dominance interval %v; want round-robin and an interval", sc.name, sc.s.VsPeers, sc.s.PeerDominanceCI95)
+		}
 	}
 	ep := sum.OpenSearchEndpoints
 	if ep.Skipped != "" || len(ep.Endpoints) != 3 {
@@ -382,24 +394,6 @@ func TestVariantsPickTheVariantsOfC3(t *testing.T) {
 	cfg.Variants, cfg.NoAblations = []string{"c3-psi"}, true
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "no-ablations") {
 		t.Errorf("variants with no-ablations: error %v, want one naming both", err)
-	}
-}
-
-// TestTargetsOfSkippedPartsAreLeftOut checks that a part that did not run
-// gets no targets and that the endpoint part gets the best-peer targets.
-func TestTargetsOfSkippedPartsAreLeftOut(t *testing.T) {
-	onlyEndpoints := targets(Summary{RedisSkipped: "skipped by --skip-redis"})
-	if len(onlyEndpoints) != 9 {
-		t.Errorf("Redis skipped: %d targets %v, want the endpoint part's 9", len(onlyEndpoints), onlyEndpoints)
-	}
-	for name := range onlyEndpoints {
-		if !strings.HasPrefix(name, "opensearch_endpoints.") {
-			t.Errorf("Redis skipped: target %s, want only opensearch_endpoints.*", name)
-		}
-	}
-	onlyRedis := targets(Summary{OpenSearchEndpoints: EndpointsResult{Skipped: "skipped by --skip-opensearch"}})
-	if len(onlyRedis) != 15 {
-		t.Errorf("OpenSearch skipped: %d targets, want the Redis part's 15", len(onlyRedis))
 	}
 }
 

@@ -217,6 +217,11 @@ type sideResult struct {
 	ejections []Ejections
 	// victim counts the reads started on the victim, by tenth of a round.
 	victim victimTimeline
+	// herd follows the most-loaded replica (Redis part).
+	herd herding
+	// throttle sums each capped replica's CFS counters over the side's
+	// rounds (Redis part with ReplicaCPUPercent).
+	throttle []cpuStat
 }
 
 // victimTimeline counts, by tenth of a round and summed over rounds, the
@@ -230,49 +235,33 @@ type victimTimeline struct {
 
 const timelineBuckets = 10
 
-// record runs run, a round of duration d, while it samples p's counts of
-// requests started every twentieth of d, and adds them to their tenths.
+// record runs run, a round of duration d, while it samples p's requests
+// per replica (sampleChosen), and adds them to their tenths.
 func (v *victimTimeline) record(p replica.Policy, d time.Duration, run func() bench.LoadResult) bench.LoadResult {
-	start := time.Now()
-	prevVictim, prevAll := startedOn(p)
-	sample := func() {
-		victim, all := startedOn(p)
-		b := min(int(time.Since(start)*timelineBuckets/max(d, 1)), timelineBuckets-1)
-		v.victim[b] += victim - prevVictim
-		v.all[b] += all - prevAll
-		prevVictim, prevAll = victim, all
-	}
-	done := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		ticker := time.NewTicker(max(d/(2*timelineBuckets), time.Millisecond))
-		defer ticker.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ticker.C:
-				sample()
-			}
-		}
-	}()
-	res := run()
-	close(done)
-	<-sampled
-	sample() // the end of the round, into the last tenth
+	var res bench.LoadResult
+	step := sampleStep(d)
+	v.add(sampleChosen(p, step, func() { res = run() }), step, d)
 	return res
 }
 
-// startedOn returns the requests p started on replica 0 and on all.
-func startedOn(p replica.Policy) (victim, all uint64) {
-	for _, s := range p.Snapshot(nil) {
-		if s.Replica == 0 {
-			victim = s.Chosen
+// add adds a round of duration d sampled every step (see sampleChosen)
+// to the tenths; what was sampled after d goes into the last tenth.
+func (v *victimTimeline) add(chosen [][]uint64, step, d time.Duration) {
+	for i, per := range chosen {
+		b := tenthOf(i, step, d)
+		for r, n := range per {
+			if r == 0 {
+				v.victim[b] += n
+			}
+			v.all[b] += n
 		}
-		all += s.Chosen
 	}
-	return victim, all
+}
+
+// tenthOf returns the tenth of a round of duration d that step i (of step
+// length) starts in, the last tenth for steps past the end.
+func tenthOf(i int, step, d time.Duration) int {
+	return min(int(time.Duration(i)*step*timelineBuckets/max(d, 1)), timelineBuckets-1)
 }
 
 // shares returns the victim's share of the requests in each tenth, 0 for a
@@ -293,7 +282,7 @@ func (v *victimTimeline) shares() []float64 {
 // rounds. limit, when not nil, is a degradation in force for the whole
 // scenario; throttled then says how long the kernel throttled it.
 func interleaveContenders(ctx context.Context, rounds int, roundDuration time.Duration, scenario string, list []contender, limit *CPULimit, cond condition,
-	runRound func(i, round int) bench.LoadResult, out io.Writer) (loads []bench.LoadResult, throttled string, err error) {
+	runRound func(i, round int) (bench.LoadResult, error), out io.Writer) (loads []bench.LoadResult, throttled string, err error) {
 	loads = make([]bench.LoadResult, len(list))
 	var sides []bench.Side
 	for i, k := range list {
@@ -306,8 +295,9 @@ func interleaveContenders(ctx context.Context, rounds int, roundDuration time.Du
 					return err
 				}
 			}
-			loads[i].Merge(runRound(i, round))
-			return errors.Join(end(), ctx.Err())
+			load, err := runRound(i, round)
+			loads[i].Merge(load)
+			return errors.Join(err, end(), ctx.Err())
 		}})
 	}
 	var throttledBefore uint64
@@ -331,7 +321,7 @@ func interleaveContenders(ctx context.Context, rounds int, roundDuration time.Du
 // table of every side and its latency and throughput charts.
 func compareContenders(sc *Scenario, list []contender, results []sideResult, seed uint64, sharesHeader, latencyTitle, throughputTitle string) (bench.Table, []bench.Chart) {
 	var ours, rr, best bench.LoadResult
-	table := bench.Table{Header: []string{"policy", "throughput (ops/s)", "errors", "p50 (ms)", "p90 (ms)", "p99 (ms)", "p99.9 (ms)", sharesHeader, "hedges", "ejections"}}
+	table := bench.Table{Header: []string{"policy", "throughput (ops/s)", "errors", "p50 (ms)", "p90 (ms)", "p99 (ms)", "p99.9 (ms)", sharesHeader, "hedges", "ejections", "herding", "throttled"}}
 	var names []string
 	var recorders []*bench.LatencyRecorder
 	var bars []bench.Series
@@ -344,14 +334,15 @@ func compareContenders(sc *Scenario, list []contender, results []sideResult, see
 			shareText = append(shareText, fmt.Sprintf("%.0f%%", share*100))
 		}
 		sc.Policies[k.name] = PolicyResult{LoadSummary: res.Summary(), Shares: shares, VictimShareByTenth: results[i].victim.shares(),
-			Hedges: results[i].hedges, Ejections: results[i].ejections}
+			Hedges: results[i].hedges, Ejections: results[i].ejections, Herding: results[i].herd.summary(), ReplicaThrottled: throttledShares(results[i].throttle), RoundP99Ms: roundP99s(res)}
 		hedges := "—"
 		if h := results[i].hedges; h != nil && h.Reads > 0 {
 			hedges = fmt.Sprintf("%.2f%% (%d won)", 100*float64(h.Hedges)/float64(h.Reads), h.HedgeWins)
 		}
 		s := res.Latency.Summary()
 		table.Rows = append(table.Rows, []string{k.name, fmt.Sprintf("%.0f", res.Throughput()), strconv.FormatInt(res.Errors, 10),
-			fmt.Sprintf("%.3f", s.P50Ms), fmt.Sprintf("%.3f", s.P90Ms), fmt.Sprintf("%.3f", s.P99Ms), fmt.Sprintf("%.3f", s.P999Ms), strings.Join(shareText, " / "), hedges, ejectionText(results[i].ejections)})
+			fmt.Sprintf("%.3f", s.P50Ms), fmt.Sprintf("%.3f", s.P90Ms), fmt.Sprintf("%.3f", s.P99Ms), fmt.Sprintf("%.3f", s.P999Ms), strings.Join(shareText, " / "), hedges, ejectionText(results[i].ejections),
+			herdingText(results[i].herd.summary()), throttledText(throttledShares(results[i].throttle))})
 		names = append(names, k.name)
 		recorders = append(recorders, res.Latency)
 		bars = append(bars, bench.Series{Name: k.name, X: []float64{float64(i)}, Y: []float64{res.Throughput()}, Labels: []string{k.name}})
@@ -370,6 +361,13 @@ func compareContenders(sc *Scenario, list []contender, results []sideResult, see
 	}
 	sc.Ratios = ratios(ours, rr, seed)
 	sc.VsBestPeer = ratios(ours, best, seed)
+	peers := map[string]bench.LoadResult{}
+	for i, k := range list {
+		if !k.ours {
+			peers[k.name] = results[i].load
+		}
+	}
+	sc.VsPeers, sc.PeerDominance, sc.PeerDominanceCI95 = peerDominance(ours, peers, seed)
 	return table, []bench.Chart{
 		bench.LatencyCDF(latencyTitle, names, recorders),
 		{Title: throughputTitle, Kind: bench.BarChart, YLabel: "ops/s", Series: bars},
@@ -411,4 +409,34 @@ func findLoad(list []contender, results []sideResult, name string) bench.LoadRes
 		}
 	}
 	return bench.LoadResult{}
+}
+
+// herdingText shows a side's herding as the mean top share and its moves
+// per second; "—" without figures.
+func herdingText(h *Herding) string {
+	if h == nil {
+		return "—"
+	}
+	return fmt.Sprintf("top %.0f%%, %.1f moves/s", h.TopShareMean*100, h.TopMovesPerS)
+}
+
+// throttledText shows each capped replica's throttled periods in percent.
+func throttledText(shares []float64) string {
+	if len(shares) == 0 {
+		return "—"
+	}
+	var parts []string
+	for _, v := range shares {
+		parts = append(parts, fmt.Sprintf("%.0f%%", v*100))
+	}
+	return strings.Join(parts, " / ")
+}
+
+// roundP99s returns the p99 of each round merged into res, in ms.
+func roundP99s(res bench.LoadResult) []float64 {
+	var out []float64
+	for _, l := range res.RoundLatency {
+		out = append(out, round3(l.P99Ms))
+	}
+	return out
 }

@@ -17,6 +17,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/baedal/baedal/benchmarks/replbench"
 )
 
 // command is one subcommand: it parses its own flags from args. Under
@@ -45,6 +47,15 @@ func commands() map[string]command {
 }
 
 func main() {
+	if replbench.IsClientProcess() {
+		// `bench replicas` started this binary as one of its client
+		// processes: it answers the benchmark on stdin/stdout, nothing else.
+		if err := replbench.ServeClientProcess(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
