@@ -315,6 +315,9 @@ func benchOne(ctx context.Context, name string, b benchmark, args []string) erro
 	servers := newServerVersions(b.servers(c), r, c)
 	servers.askGiven(ctx)
 	ctx = localstack.WithObserver(ctx, func(st *localstack.State) { servers.askStack(ctx, st) })
+	// The revision is read before the run: a commit made while a long run
+	// goes on must not be stamped on its record (issue 42's record was).
+	revision := sourceRevision(ctx)
 	start := time.Now().UTC()
 	before, _ := bench.ReadLoadAvg()
 	var stdout bytes.Buffer
@@ -329,7 +332,7 @@ func benchOne(ctx context.Context, name string, b benchmark, args []string) erro
 	rec := bench.NewRunRecord(name, summary)
 	rec.Start, rec.End = start, time.Now().UTC()
 	rec.Command = bench.CommandLine()
-	rec.Revision = sourceRevision(ctx)
+	rec.Revision = revision
 	rec.Go = readBuildVersion(buildInfo()).Go
 	rec.Servers = servers.result(ctx)
 	rec.LoadBefore, rec.LoadAfter = before, after
