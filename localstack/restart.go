@@ -59,36 +59,54 @@ func (st *State) signal(component string, sig syscall.Signal) error {
 // and waits until the cluster has all its nodes again (not for green: the
 // caller measures that).
 func (st *State) RestartOpenSearchNode(ctx context.Context, component string) error {
-	if !strings.HasPrefix(component, "opensearch-") {
-		return fmt.Errorf("localstack: %s is not an OpenSearch node", component)
-	}
-	i := -1
-	for j, p := range st.Processes {
-		if p.Component == component {
-			i = j
+	return st.RestartOpenSearchNodes(ctx, component)
+}
+
+// RestartOpenSearchNodes starts stopped OpenSearch nodes again, all before
+// waiting for any (a whole cluster must form again), records their new PIDs
+// in one save (so `baedal down` stops every one of them), and waits until
+// the cluster has all its nodes. Not safe for concurrent use.
+func (st *State) RestartOpenSearchNodes(ctx context.Context, components ...string) error {
+	started := make(map[string]Process, len(components))
+	for _, component := range components {
+		if !strings.HasPrefix(component, "opensearch-") {
+			return fmt.Errorf("localstack: %s is not an OpenSearch node", component)
 		}
+		i := -1
+		for j, p := range st.Processes {
+			if p.Component == component {
+				i = j
+			}
+		}
+		if i < 0 {
+			return fmt.Errorf("localstack: no component %s in %s", component, st.StateDir)
+		}
+		old := st.Processes[i]
+		if old.Alive() {
+			return fmt.Errorf("localstack: %s (pid %d) is still running", component, old.PID)
+		}
+		if len(old.Argv) == 0 {
+			return fmt.Errorf("localstack: %s was recorded without its command line (started by an older baedal)", component)
+		}
+		cmd := exec.Command(old.Argv[0], old.Argv[1:]...)
+		p, err := startProcess(component, cmd, filepath.Join(st.StateDir, "logs", component+".log"))
+		if err != nil {
+			_ = st.save() // the nodes started so far, so `down` stops them
+			return err
+		}
+		st.Processes[i] = p
+		started[component] = p
 	}
-	if i < 0 {
-		return fmt.Errorf("localstack: no component %s in %s", component, st.StateDir)
-	}
-	old := st.Processes[i]
-	if old.Alive() {
-		return fmt.Errorf("localstack: %s (pid %d) is still running", component, old.PID)
-	}
-	if len(old.Argv) == 0 {
-		return fmt.Errorf("localstack: %s was recorded without its command line (started by an older baedal)", component)
-	}
-	cmd := exec.Command(old.Argv[0], old.Argv[1:]...)
-	p, err := startProcess(component, cmd, filepath.Join(st.StateDir, "logs", component+".log"))
-	if err != nil {
-		return err
-	}
-	st.Processes[i] = p
 	if err := st.save(); err != nil {
 		return err
 	}
-	n := indexSuffix(component)
-	return waitFor(ctx, p, func(ctx context.Context) error {
-		return probeOpenSearchNodes(ctx, st.OpenSearchURLs[n], len(st.OpenSearchURLs))
-	})
+	for _, component := range components {
+		n := indexSuffix(component)
+		if err := waitFor(ctx, started[component], func(ctx context.Context) error {
+			return probeOpenSearchNodes(ctx, st.OpenSearchURLs[n], len(st.OpenSearchURLs))
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

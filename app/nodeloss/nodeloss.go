@@ -449,7 +449,7 @@ func run(ctx context.Context, cfg Config, st *localstack.State) (*Result, error)
 			}
 			err = waitNodes(ctx, osc, len(st.OpenSearchURLs), cfg.GreenTimeout)
 		} else {
-			err = restartNodes(ctx, st, nodes)
+			err = st.RestartOpenSearchNodes(ctx, nodes...)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("nodeloss: bring %s back: %w", node, err)
@@ -609,20 +609,6 @@ func pickVictims(ctx context.Context, osc *osapi.Client, v Victim, st *localstac
 	}
 	n, err := pickVictim(ctx, osc, v)
 	return []string{n}, err
-}
-
-// restartNodes starts stopped nodes again, all at once (a whole cluster
-// must form again, so none waits for the others).
-func restartNodes(ctx context.Context, st *localstack.State, nodes []string) error {
-	errs := make(chan error, len(nodes))
-	for _, n := range nodes {
-		go func() { errs <- st.RestartOpenSearchNode(ctx, n) }()
-	}
-	var all []error
-	for range nodes {
-		all = append(all, <-errs)
-	}
-	return errors.Join(all...)
 }
 
 // waitNodes waits until the cluster has n nodes again.
