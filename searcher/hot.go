@@ -85,9 +85,9 @@ func hotDisagreements(r *query.Request, shops []ShopHit) map[string]int {
 // request constrains. It is there even when the request constrains none:
 // a shop is in the hot layout while the table holds it live, as a split
 // shop is while its head document exists, so a menu document whose shop
-// the table does not hold yet (its row follows the menu document's write)
-// or no longer holds (a delete's tombstone, before the next refresh hides
-// the document) is never a hit. Without it such a hit came back without
+// the table does not hold yet (its head is written after the menu
+// document) or no longer holds (a delete's tombstone head, before the next
+// refresh hides the menu document) is never a hit. Without it such a hit came back without
 // its hot fields.
 func hotTableFilter(table string, r *query.Request) obj {
 	f := obj{"table": table}

@@ -127,8 +127,10 @@ func (e *execution) oneRequest(ctx context.Context, index string, body obj) (*Re
 	step := StepStats{Name: e.plan.Steps[0].Name(), Index: index}
 	path := "/" + index + "/_search"
 	if e.kind == layout.Hot {
-		// A node whose baedal-hot table is rebuilding fails its shards with
-		// 503; without this, the others would answer a partial page.
+		// A node whose baedal-hot table does not serve (recovering,
+		// rebuilding) fails its shards with 503, and OpenSearch tries
+		// another copy; if none serves, this makes the search fail rather
+		// than answer a partial page.
 		path += "?allow_partial_search_results=false"
 	}
 	out, err := e.search(ctx, &step, path, body)

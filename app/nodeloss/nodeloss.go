@@ -2,12 +2,14 @@
 // OpenSearch cluster of its own (3 nodes, or 1), searches on every layout at
 // a steady rate and change events flowing, then, for each victim in turn, a
 // SIGKILL of one OpenSearch node (a data node, or the elected cluster
-// manager: on one node, the node), an outage, a restart on the node's own
-// data and the wait for green. It counts every search's answer by phase and
-// layout, times the way back to green, and at the end checks that every
-// accepted event reached every layout, that the layouts answer alike, and
-// that every node's baedal-hot table holds exactly the hot rows of the
-// events' states (its `_status` digest). TestNodeLoss asserts on its Result;
+// manager: on one node, the node), a data node frozen with SIGSTOP past
+// fault detection, or every node killed at once; an outage, a restart on the
+// nodes' own data (or SIGCONT) and the wait for green and for every hot
+// table to equal its copy. It counts every search's answer by phase and
+// layout, stale hot hits among them, times the way back, and at the end
+// checks that every accepted event reached every layout, that the layouts
+// answer alike, and that every node's baedal-hot table holds exactly the hot
+// rows and tombstones of the events' states (its checked `_status`). TestNodeLoss asserts on its Result;
 // `baedal bench search --opensearch-nodes 3 --kill-node-after 20s` prints
 // it as a JSON summary.
 //
