@@ -5,10 +5,12 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -122,11 +124,17 @@ final class TwoNodeCluster implements AutoCloseable {
         throw new AssertionError("timed out waiting for " + what);
     }
 
+    /** Stops every node, then removes the nodes' directories. */
     @Override
     public void close() throws Exception {
         for (int i = nodes.size() - 1; i >= 0; i--) {
             nodes.get(i).close();
             nodes.get(i).awaitClose(30, TimeUnit.SECONDS);
+        }
+        try (var paths = Files.walk(home)) {
+            for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(p);
+            }
         }
     }
 }
