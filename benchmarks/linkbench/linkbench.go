@@ -53,8 +53,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baedal/baedal/bench"
-	"github.com/baedal/baedal/internal/redisproc"
 	"github.com/baedal/baedal/benchmarks/internal/clusterbench"
+	"github.com/baedal/baedal/internal/redisproc"
 	"github.com/baedal/baedal/linkstore"
 )
 
@@ -933,4 +933,3 @@ func fmtInterval(iv bench.Interval) string {
 	}
 	return "[" + ff(iv.Low) + ", " + ff(iv.High) + "]"
 }
-

@@ -84,4 +84,3 @@ func (s *Server) Stop() {
 	}
 	os.RemoveAll(s.dir)
 }
-
