@@ -50,56 +50,58 @@ public final class HotStatusAction extends ActionType<HotStatusAction.Response> 
         }
     }
 
-    /** The cluster-wide request: the status of one concrete index's table on every data node. */
-    public static final class Request extends BaseNodesRequest<Request> {
-        final String index;
-        final boolean check;
-
-        public Request(String index, boolean check) {
-            super("data:true");
-            this.index = index;
-            this.check = check;
-        }
-
-        public Request(StreamInput in) throws IOException {
-            super(in);
+    /** What is asked, of the cluster and of each node: one concrete index, checked or not. */
+    record Ask(String index, boolean check) {
+        static Ask read(StreamInput in) throws IOException {
             readWireVersion(in);
-            index = in.readString();
-            check = in.readBoolean();
+            return new Ask(in.readString(), in.readBoolean());
         }
 
-        @Override
-        public void writeTo(StreamOutput out) throws IOException {
-            super.writeTo(out);
+        void write(StreamOutput out) throws IOException {
             out.writeVInt(WIRE_VERSION);
             out.writeString(index);
             out.writeBoolean(check);
         }
     }
 
-    /** What one node is asked. */
-    public static final class NodeRequest extends TransportRequest {
-        final String index;
-        final boolean check;
+    /** The cluster-wide request: the status of one concrete index's table on every data node. */
+    public static final class Request extends BaseNodesRequest<Request> {
+        final Ask ask;
 
-        NodeRequest(Request r) {
-            index = r.index;
-            check = r.check;
+        public Request(String index, boolean check) {
+            super("data:true");
+            ask = new Ask(index, check);
         }
 
-        public NodeRequest(StreamInput in) throws IOException {
+        public Request(StreamInput in) throws IOException {
             super(in);
-            readWireVersion(in);
-            index = in.readString();
-            check = in.readBoolean();
+            ask = Ask.read(in);
         }
 
         @Override
         public void writeTo(StreamOutput out) throws IOException {
             super.writeTo(out);
-            out.writeVInt(WIRE_VERSION);
-            out.writeString(index);
-            out.writeBoolean(check);
+            ask.write(out);
+        }
+    }
+
+    /** What one node is asked. */
+    public static final class NodeRequest extends TransportRequest {
+        final Ask ask;
+
+        NodeRequest(Request r) {
+            ask = r.ask;
+        }
+
+        public NodeRequest(StreamInput in) throws IOException {
+            super(in);
+            ask = Ask.read(in);
+        }
+
+        @Override
+        public void writeTo(StreamOutput out) throws IOException {
+            super.writeTo(out);
+            ask.write(out);
         }
     }
 
@@ -224,9 +226,9 @@ public final class HotStatusAction extends ActionType<HotStatusAction.Response> 
 
         @Override
         protected NodeResponse nodeOperation(NodeRequest r) {
-            IndexMetadata im = clusterService.state().metadata().index(r.index);
+            IndexMetadata im = clusterService.state().metadata().index(r.ask.index());
             if (im == null) {
-                throw new IllegalStateException("index [" + r.index + "] is not in this node's cluster state");
+                throw new IllegalStateException("index [" + r.ask.index() + "] is not in this node's cluster state");
             }
             HotTables.Copy c = tables.copy(im);
             if (c == null) {
@@ -234,16 +236,16 @@ public final class HotStatusAction extends ActionType<HotStatusAction.Response> 
             }
             String reason = null;
             try {
-                tables.readyTable(r.index);
+                tables.readyTable(r.ask.index());
             } catch (RuntimeException e) {
                 reason = e.getMessage();
             }
             HotTables.Check check = null;
-            if (r.check && c.table.ready()) {
+            if (r.ask.check() && c.table.ready()) {
                 try {
                     check = tables.check(c);
                 } catch (Exception e) {
-                    throw new IllegalStateException("check of the table of [" + r.index + "] failed: " + e, e);
+                    throw new IllegalStateException("check of the table of [" + r.ask.index() + "] failed: " + e, e);
                 }
             }
             return new NodeResponse(clusterService.localNode(), c.table, check, reason);
