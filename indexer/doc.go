@@ -79,8 +79,8 @@
 // baedal_indexer_consumer_lag (XINFO GROUPS lag, per partition, sampled) and
 // baedal_indexer_consumer_lag_seconds (age of the oldest undelivered entry),
 // baedal_indexer_events_total, baedal_indexer_docs_written_total,
-// baedal_indexer_bulk_seconds, baedal_indexer_freshness_seconds (one sampled
-// event per batch: after its bulk, _search on the alias for the shop id at
+// baedal_indexer_bulk_seconds, baedal_indexer_freshness_seconds (a batch's
+// event, at most one per partition and FreshnessSampleEvery: after its bulk, _search on the alias for the shop id at
 // version >= v every 50 ms until it is visible; append time → now),
 // baedal_indexer_dead_lettered_total, baedal_indexer_bulk_retries_total,
 // baedal_indexer_version_conflicts_total.

@@ -288,19 +288,22 @@ func (w *Worker) sampleLag(ctx context.Context, consumers []*eventlog.Consumer) 
 	}
 }
 
-// freshnessProbe measures, for at most one sampled event at a time, the time
-// from its append to its visibility in search: it polls _search on the alias
-// of the document the event touched for the shop id at a version >= the
-// event's until a hit appears.
+// freshnessProbe measures, for at most one sampled event at a time and one
+// per FreshnessSampleEvery, the time from its append to its visibility in
+// search: it polls _search on the alias of the document the event touched
+// for the shop id at a version >= the event's until a hit appears.
 type freshnessProbe struct {
 	w       *Worker
 	running atomic.Bool
+	next    time.Time // no sample before; used by the partition's goroutine only
 }
 
 func (f *freshnessProbe) start(ctx context.Context, e eventlog.Entry) {
-	if !f.running.CompareAndSwap(false, true) {
+	now := time.Now()
+	if now.Before(f.next) || !f.running.CompareAndSwap(false, true) {
 		return
 	}
+	f.next = now.Add(f.w.cfg.FreshnessSampleEvery)
 	go func() {
 		defer f.running.Store(false)
 		d, err := f.w.WaitVisible(ctx, e.Event, e.AppendedAt)
