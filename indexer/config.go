@@ -49,7 +49,7 @@ type Config struct {
 	// FreshnessSampleEvery is the least time between two sampled events of
 	// one partition. The probe is a search of its own: sampling every batch
 	// would add a search per batch to the cluster the indexer writes to
-	// (about 200/s at 500 hot updates/s).
+	// (about 100/s at 500 hot updates/s).
 	FreshnessSampleEvery time.Duration
 	// HotTombstoneRetention is how long the hot layout keeps a deleted
 	// shop's head tombstone (and the plugin's table its row): an event
