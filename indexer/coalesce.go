@@ -114,7 +114,9 @@ func (sp *ShopParts) Version() int64 {
 
 // Aggregate returns a copy of the shop aggregate the parts of layout k hold:
 // the version, existence and shop fields of the head part, and the menus of
-// the menus part. It shares no memory with sp.
+// the menus part. In the hot layout the head holds only the hot shop fields
+// (layout.HotHeadDoc) and the cold ones come from the menus part. It shares
+// no memory with sp.
 func (sp *ShopParts) Aggregate(k layout.Kind) catalog.ShopState {
 	if sp == nil {
 		return catalog.ShopState{}
@@ -124,7 +126,12 @@ func (sp *ShopParts) Aggregate(k layout.Kind) catalog.ShopState {
 		return head.Clone()
 	}
 	agg := head.Clone()
-	agg.Menus = sp.Parts[LayoutParts(k)[0]].Clone().Menus
+	menus := sp.Parts[LayoutParts(k)[0]].Clone()
+	if k == layout.Hot {
+		agg.Shop = layout.WithHotFields(menus.Shop, head.Shop)
+		agg.Shop.ID = head.Shop.ID
+	}
+	agg.Menus = menus.Menus
 	if agg.Menus == nil {
 		agg.Menus = []catalog.Menu{}
 	}

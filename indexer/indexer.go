@@ -262,8 +262,10 @@ func AppendAction(dst []byte, cfg *layout.Config, a Action, st *catalog.ShopStat
 	switch {
 	case tombstone:
 		doc = layout.HotHeadTombstone{ID: a.ShopID, Version: a.Version, Deleted: true, DeletedAt: time.Now().UTC().Format(time.RFC3339)}
-	case a.Part == PartShop, a.Part == PartHotShop:
+	case a.Part == PartShop:
 		doc = layout.BuildShop(st, a.Version)
+	case a.Part == PartHotShop:
+		doc = layout.BuildHotHead(st, a.Version)
 	case a.Part == PartMenus:
 		doc = layout.BuildMenus(st, a.Version)
 	case a.Part == PartHotMenus:

@@ -204,7 +204,7 @@ func compareLayout(t testing.TB, osc *osapi.Client, cfg *layout.Config, k layout
 		}}}
 	case layout.Hot:
 		checks = []docCheck{
-			{layout.RoleHotShops, func(ex *expectedShop) (int64, any) { return ex.shopPart, layout.BuildShop(&ex.state, ex.shopPart) }},
+			{layout.RoleHotShops, func(ex *expectedShop) (int64, any) { return ex.shopPart, layout.BuildHotHead(&ex.state, ex.shopPart) }},
 			{layout.RoleHotMenus, func(ex *expectedShop) (int64, any) {
 				return ex.hotMenusPart, layout.BuildHotMenus(&ex.state, ex.hotMenusPart)
 			}},

@@ -123,11 +123,47 @@ type HotHeadTombstone struct {
 	DeletedAt string `json:"deleted_at"`
 }
 
+// HotHeadDoc is the hot layout's head document of a shop: its id, the
+// aggregate's version and the hot shop fields (catalog.HotShopFields), what
+// the baedal-hot plugin's table holds. The cold shop fields live in the
+// menu document (HotMenusDoc), so a hot update writes a few numbers and
+// indexes no keyword, date or location.
+type HotHeadDoc struct {
+	ID              int64   `json:"id"`
+	Open            bool    `json:"open"`
+	DeliveryMinutes int     `json:"delivery_minutes"`
+	DeliveryFee     int     `json:"delivery_fee"`
+	Rating          float64 `json:"rating"`
+	ReviewCount     int     `json:"review_count"`
+	Version         int64   `json:"version"`
+}
+
+// BuildHotHead returns the hot layout's head document of a shop at a
+// version.
+func BuildHotHead(st *catalog.ShopState, version int64) HotHeadDoc {
+	s := &st.Shop
+	return HotHeadDoc{
+		ID: s.ID, Open: s.Open, DeliveryMinutes: s.DeliveryMinutes, DeliveryFee: s.DeliveryFee,
+		Rating: s.Rating, ReviewCount: s.ReviewCount, Version: version,
+	}
+}
+
+// WithHotFields returns shop with its hot fields taken from hot: the shop
+// of the hot layout, whose cold fields come from the menu document and hot
+// ones from the head.
+func WithHotFields(shop, hot catalog.Shop) catalog.Shop {
+	shop.Open, shop.DeliveryMinutes, shop.DeliveryFee = hot.Open, hot.DeliveryMinutes, hot.DeliveryFee
+	shop.Rating, shop.ReviewCount = hot.Rating, hot.ReviewCount
+	return shop
+}
+
 // StateFromHotHead rebuilds the head part of the hot layout from its
-// document: a shop, or a tombstone (deleted: true) at its version.
+// document: the id, version and hot fields of a shop (heads written before
+// the head held only those also carry cold fields; they are ignored), or a
+// tombstone (deleted: true) at its version.
 func StateFromHotHead(src []byte) (catalog.ShopState, error) {
 	var d struct {
-		ShopDoc
+		HotHeadDoc
 		Deleted bool `json:"deleted"`
 	}
 	if err := json.Unmarshal(src, &d); err != nil {
@@ -136,7 +172,9 @@ func StateFromHotHead(src []byte) (catalog.ShopState, error) {
 	if d.Deleted {
 		return catalog.ShopState{Shop: catalog.Shop{ID: d.ID}, Version: d.Version, Deleted: true}, nil
 	}
-	return StateFromShop(d.ShopDoc), nil
+	return catalog.ShopState{Version: d.Version, Shop: WithHotFields(catalog.Shop{ID: d.ID}, catalog.Shop{
+		Open: d.Open, DeliveryMinutes: d.DeliveryMinutes, DeliveryFee: d.DeliveryFee, Rating: d.Rating, ReviewCount: d.ReviewCount,
+	})}, nil
 }
 
 // BuildMenus returns the split menu document.

@@ -145,6 +145,63 @@ func TestHotMenusHoldEveryColdField(t *testing.T) {
 	}
 }
 
+// TestHotHeadAndMenusMakeTheShop checks the hot layout's two documents
+// between them: the head holds the id, the version and exactly the hot
+// fields (what its mapping declares), and the head and the menu document
+// read back give the whole shop.
+func TestHotHeadAndMenusMakeTheShop(t *testing.T) {
+	st := catalog.NewGenerator(7).Shop(3)
+	raw, _ := json.Marshal(BuildHotHead(&st, st.Version))
+	var fields map[string]any
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		t.Fatal(err)
+	}
+	want := append([]string{"id", "version"}, catalog.HotShopFields()...)
+	if len(fields) != len(want) {
+		t.Errorf("head fields %v, want %v", fields, want)
+	}
+	for _, f := range want {
+		if _, ok := fields[f]; !ok {
+			t.Errorf("head lacks %q: %s", f, raw)
+		}
+	}
+	cfg := Defaults()
+	body, err := cfg.IndexBody(RoleHotShops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx struct {
+		Mappings struct {
+			Properties map[string]any `json:"properties"`
+		} `json:"mappings"`
+	}
+	if err := json.Unmarshal(body, &idx); err != nil {
+		t.Fatal(err)
+	}
+	for f := range fields {
+		if _, ok := idx.Mappings.Properties[f]; !ok {
+			t.Errorf("head field %q is not in the shop-head mapping", f)
+		}
+	}
+	if len(idx.Mappings.Properties) != len(want)+2 { // + deleted, deleted_at
+		t.Errorf("shop-head mapping %v, want %v, deleted and deleted_at", idx.Mappings.Properties, want)
+	}
+
+	head, err := StateFromHotHead(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head.Version != st.Version {
+		t.Errorf("head version %d, want %d", head.Version, st.Version)
+	}
+	menus := StateFromHotMenus(BuildHotMenus(&st, st.Version))
+	got, _ := json.Marshal(WithHotFields(menus.Shop, head.Shop))
+	wantShop, _ := json.Marshal(st.Shop)
+	if string(got) != string(wantShop) {
+		t.Errorf("head and menus give\n %s\nwant\n %s", got, wantShop)
+	}
+}
+
 // A node must hold the baedal-hot plugin at the version baedal speaks: an
 // absent plugin and another version (a rolling upgrade under way) are both
 // named.

@@ -112,11 +112,14 @@ func (c *Config) IndexBody(role string) ([]byte, error) {
 	case RoleShops:
 		props = shopProperties()
 	case RoleHotShops:
-		props = shopProperties()
-		// A deleted shop's head stays as a tombstone (id, version, deleted,
+		// The head: id, version and the hot fields (HotHeadDoc). A deleted
+		// shop's head stays as a tombstone (id, version, deleted,
 		// deleted_at) until its retention ends (indexer.PurgeHotTombstones).
-		props["deleted"] = typ("boolean")
-		props["deleted_at"] = typ("date")
+		all := shopProperties()
+		props = map[string]any{"id": all["id"], "version": all["version"], "deleted": typ("boolean"), "deleted_at": typ("date")}
+		for _, f := range catalog.HotShopFields() {
+			props[f] = all[f]
+		}
 	case RoleHotMenus:
 		props = shopProperties()
 		for _, f := range catalog.HotShopFields() {

@@ -455,7 +455,7 @@ func writeDocs(t *testing.T, osc *osapi.Client, idx layout.Config, k layout.Kind
 		case layout.Nested:
 			add(idx.Alias(layout.RoleNested), id, layout.BuildNested(st, st.Version))
 		case layout.Hot:
-			add(idx.Alias(layout.RoleHotShops), id, layout.BuildShop(st, st.Version))
+			add(idx.Alias(layout.RoleHotShops), id, layout.BuildHotHead(st, st.Version))
 			add(idx.Alias(layout.RoleHotMenus), id, layout.BuildHotMenus(st, st.Version))
 		default:
 			add(idx.Alias(layout.RoleShops), id, layout.BuildShop(st, st.Version))

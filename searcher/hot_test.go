@@ -110,7 +110,7 @@ func TestHotRowsHoldStillWithinASearch(t *testing.T) {
 				s.Version += int64(round)
 				s.Shop.Open = (round+i)%2 == 0
 				s.Shop.DeliveryMinutes = 10 + (round*7+i*13)%50
-				doc, _ := json.Marshal(layout.BuildShop(&s, s.Version))
+				doc, _ := json.Marshal(layout.BuildHotHead(&s, s.Version))
 				fmt.Fprintf(&bulk, `{"index":{"_index":%q,"_id":"%d","version":%d,"version_type":"external"}}`+"\n%s\n",
 					idx.Alias(layout.RoleHotShops), id, s.Version, doc)
 			}
