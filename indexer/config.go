@@ -27,6 +27,8 @@ type Config struct {
 	// HotBatchWait is BatchWait for the hot layout: its updates are visible
 	// as soon as the baedal-hot table has them, so its batch window is most
 	// of what a user waits for; the other layouts wait for a refresh anyway.
+	// Under load a batch fills while the previous one is written, so the
+	// window matters only when the stream is nearly idle.
 	HotBatchWait time.Duration
 	// CacheEntries bounds the held shop states per layout (LRU).
 	CacheEntries int
@@ -62,7 +64,7 @@ type Config struct {
 	RefetchOnGap bool
 }
 
-// Defaults returns every layout, batches of 1,000 events or 50 ms (10 ms for hot), 200,000
+// Defaults returns every layout, batches of 1,000 events or 50 ms (2 ms for hot), 200,000
 // held shops per layout, 5 attempts, 30 s claim idle time, backoff 100 ms..5 s
 // for up to 2 minutes, one worker, lag every 5 s, freshness sampled at most
 // once a second per partition, polled every 50 ms for up to 30 s.
@@ -70,7 +72,7 @@ func Defaults() Config {
 	return Config{
 		Layouts: layout.Kinds(),
 		Layout:  layout.Defaults(), Log: eventlog.Defaults(),
-		BatchSize: 1000, BatchWait: 50 * time.Millisecond, HotBatchWait: 10 * time.Millisecond,
+		BatchSize: 1000, BatchWait: 50 * time.Millisecond, HotBatchWait: 2 * time.Millisecond,
 		CacheEntries: 200_000, MaxAttempts: 5, ClaimIdle: 30 * time.Second,
 		RetryBase: 100 * time.Millisecond, RetryMax: 5 * time.Second, RetryFor: 2 * time.Minute,
 		WorkerIndex: 0, Workers: 1, LagEvery: 5 * time.Second,
