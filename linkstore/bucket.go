@@ -279,25 +279,53 @@ end
 return false
 `)
 
-// bucketMarkConsumedScript is markConsumedScript for a field: if the field
-// ARGV[1] of KEYS[1] still holds ARGV[2], the value the caller decoded, it
-// sets FlagConsumed in the header's flags byte (byte 3) and returns the
-// old bit; -1 when the value changed since; nil when the field is gone. A
-// field has no SETBIT: the value is written back with one byte changed,
-// same length, so the listpack entry is overwritten in place. With
-// per-field expiry (ARGV[3] '1') the field's expiry is read first and set
-// again, since HSET clears it.
-var bucketMarkConsumedScript = redis.NewScript(`
-local v = redis.call('HGET', KEYS[1], ARGV[1])
-if not v then return false end
-if v ~= ARGV[2] then return -1 end
-local flags = string.byte(v, 3)
-if flags % 2 == 1 then return 1 end
+// bucketResolveScript finds and marks a record in one step: for the
+// first of KEYS that holds the field ARGV[1] (one bucket for a version 7
+// id, the probe buckets newest first for any other id), it sets
+// FlagConsumed in the value's flags byte (byte 3) and returns {i, old
+// bit, value as read}. A value without a header of this store (shorter
+// than HeaderLen, or a first byte outside 1..ARGV[2], the last Format) is
+// not touched and answers {i, -1, value}: the caller's decode names its
+// fault. nil when no bucket holds the field. A field has no SETBIT: the
+// value is written back with one byte changed, same length, so the
+// listpack entry is overwritten in place. With per-field expiry (ARGV[3]
+// '1') the field's expiry is read first and set again, since HSET clears
+// it.
+//
+// Reading and marking in one script is one round trip and one search of
+// the bucket's listpack fewer than a read and then a compare-and-set
+// (which the keys layout does): a bucket holds hundreds of records, and
+// each search walks its listpack. A value that then does not decode, or
+// has expired, is restored by bucketUnmarkScript before Resolve returns.
+var bucketResolveScript = redis.NewScript(`
+for i = 1, #KEYS do
+  local v = redis.call('HGET', KEYS[i], ARGV[1])
+  if v then
+    local format = string.byte(v, 1)
+    if #v < 3 or format < 1 or format > tonumber(ARGV[2]) then return {i, -1, v} end
+    local flags = string.byte(v, 3)
+    if flags % 2 == 1 then return {i, 1, v} end
+    local at = 0
+    if ARGV[3] == '1' then at = redis.call('HPEXPIRETIME', KEYS[i], 'FIELDS', 1, ARGV[1])[1] end
+    redis.call('HSET', KEYS[i], ARGV[1], string.sub(v, 1, 2) .. string.char(flags + 1) .. string.sub(v, 4))
+    if at > 0 then redis.call('HPEXPIREAT', KEYS[i], at, 'FIELDS', 1, ARGV[1]) end
+    return {i, 0, v}
+  end
+end
+return false
+`)
+
+// bucketUnmarkScript undoes bucketResolveScript's mark: if the field
+// ARGV[1] of KEYS[1] still holds ARGV[2] (the value as the mark left it),
+// it writes back ARGV[3] (the value as read), keeping the field's expiry
+// (ARGV[4] '1'), and returns 1; else 0 (another request changed it since).
+var bucketUnmarkScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
 local at = 0
-if ARGV[3] == '1' then at = redis.call('HPEXPIRETIME', KEYS[1], 'FIELDS', 1, ARGV[1])[1] end
-redis.call('HSET', KEYS[1], ARGV[1], string.sub(v, 1, 2) .. string.char(flags + 1) .. string.sub(v, 4))
+if ARGV[4] == '1' then at = redis.call('HPEXPIRETIME', KEYS[1], 'FIELDS', 1, ARGV[1])[1] end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 if at > 0 then redis.call('HPEXPIREAT', KEYS[1], at, 'FIELDS', 1, ARGV[1]) end
-return 0
+return 1
 `)
 
 // bucketDeleteIfUnchangedScript deletes the field ARGV[1] of KEYS[1] if it
@@ -400,31 +428,50 @@ func bucketReadError(id ClickID, key string, err error) error {
 	return fmt.Errorf("linkstore: HGET click %s from bucket %q: %w", id, key, err)
 }
 
-// bucketResolve is Resolve for the bucketed layout.
+// bucketResolve is Resolve for the bucketed layout: one script finds the
+// field and marks it consumed (bucketResolveScript), then the value is
+// decoded. A value that does not decode, or has expired, is an error
+// naming the click and its bucket, and the mark this call made is undone
+// before it returns, so a failed Resolve leaves the bucket as it was.
 func (s *Store) bucketResolve(ctx context.Context, id ClickID) (Resolution, error) {
-	for range maxResolveAttempts {
-		key, value, err := s.bucketFind(ctx, id, false)
-		if err != nil {
-			return Resolution{}, err
-		}
-		st, err := s.decodeStored(ctx, id, value)
-		if err != nil {
-			return Resolution{}, errBucketCorrupt(key, id, err)
-		}
-		oldBit, err := bucketMarkConsumedScript.Run(ctx, s.primary, []string{key}, field(id), value, boolArg(s.buckets.fieldExpiry)).Int64()
-		switch {
-		case errors.Is(err, redis.Nil):
-			return Resolution{}, fmt.Errorf("%w: %s", ErrNotFound, id)
-		case redis.HasErrorPrefix(err, "WRONGTYPE"):
-			return Resolution{}, bucketReadError(id, key, err)
-		case err != nil:
-			return Resolution{}, fmt.Errorf("linkstore: resolve click %s in bucket %q: %w", id, key, err)
-		case oldBit == -1:
-			continue
-		}
-		return Resolution{Record: st.Record, AlreadyConsumed: oldBit == 1}, nil
+	var keys []string
+	if key, ok := s.buckets.homeKey(id); ok {
+		keys = []string{key}
+	} else {
+		keys = s.buckets.probeKeys(id, s.now())
 	}
-	return Resolution{}, fmt.Errorf("linkstore: resolve click %s: the value changed under each of %d attempts", id, maxResolveAttempts)
+	res, err := bucketResolveScript.Run(ctx, s.primary, keys, field(id), int(lastFormat), boolArg(s.buckets.fieldExpiry)).Slice()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return Resolution{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+	case redis.HasErrorPrefix(err, "WRONGTYPE"):
+		return Resolution{}, bucketReadError(id, keys[0], err)
+	case err != nil:
+		return Resolution{}, fmt.Errorf("linkstore: resolve click %s in bucket %q: %w", id, keys[0], err)
+	case len(res) != 3:
+		return Resolution{}, fmt.Errorf("linkstore: resolve click %s: the script answered %d values, want 3", id, len(res))
+	}
+	i, _ := res[0].(int64)
+	oldBit, _ := res[1].(int64)
+	v, _ := res[2].(string)
+	if i < 1 || int(i) > len(keys) {
+		return Resolution{}, fmt.Errorf("linkstore: resolve click %s: the script answered bucket %d of %d", id, i, len(keys))
+	}
+	key, value := keys[i-1], []byte(v)
+	st, err := s.decodeStored(ctx, id, value)
+	if err == nil && oldBit == -1 {
+		err = fmt.Errorf("%w: click %s: the value's header is not one this store writes", ErrCorrupt, id)
+	}
+	if err != nil {
+		err = errBucketCorrupt(key, id, err)
+		if oldBit == 0 {
+			if uerr := bucketUnmarkScript.Run(ctx, s.primary, []string{key}, field(id), consumedValue(value), value, boolArg(s.buckets.fieldExpiry)).Err(); uerr != nil {
+				return Resolution{}, fmt.Errorf("%w; and undoing its consumed mark failed: %v", err, uerr)
+			}
+		}
+		return Resolution{}, err
+	}
+	return Resolution{Record: st.Record, AlreadyConsumed: oldBit == 1}, nil
 }
 
 // bucketDeleteIfUnchanged is deleteIfUnchanged for the bucketed layout.

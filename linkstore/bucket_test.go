@@ -253,6 +253,44 @@ func TestBucketedCorruptFieldIsNamedAndUnchanged(t *testing.T) {
 	}
 }
 
+// TestBucketedResolveOfExpiredRecordLeavesItUnconsumed: Resolve marks a
+// field in the same script that reads it, so a record past its expires_at
+// (410) must have that mark undone: a later Get still finds it unconsumed
+// and its bytes as they were.
+func TestBucketedResolveOfExpiredRecordLeavesItUnconsumed(t *testing.T) {
+	stacktest.ForEachRedis(t, testBucketedResolveOfExpiredRecordLeavesItUnconsumed)
+}
+
+func testBucketedResolveOfExpiredRecordLeavesItUnconsumed(t *testing.T, rdb redis.UniversalClient) {
+	ctx := context.Background()
+	s := bucketedStore(t, rdb, stacktest.Namespace(t)+":", StoreConfig{Buckets: BucketConfig{Shards: 2}})
+	recs := liveRecords(testSeed, 2)
+	recs[0].ClickID = NewClickID() // found by its time
+	for i := range recs {
+		if err := s.Create(ctx, &recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, rec := range recs {
+		before, err := s.GetValue(ctx, rec.ClickID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.now = func() time.Time { return rec.ExpiresAt }
+		if _, err := s.Resolve(ctx, rec.ClickID); !errors.Is(err, ErrExpired) || !strings.Contains(err.Error(), "bucket") {
+			t.Fatalf("Resolve of click %s past its expires_at = %v, want ErrExpired naming its bucket", rec.ClickID, err)
+		}
+		after, err := s.GetValue(ctx, rec.ClickID)
+		if err != nil || !bytes.Equal(after, before) || valueConsumed(after) {
+			t.Fatalf("click %s after a Resolve that answered 410: consumed %v, unchanged %v, %v", rec.ClickID, valueConsumed(after), bytes.Equal(after, before), err)
+		}
+		s.now = time.Now
+		if res, err := s.Resolve(ctx, rec.ClickID); err != nil || res.AlreadyConsumed {
+			t.Fatalf("Resolve of click %s before its expires_at = %+v, %v; want its first resolve", rec.ClickID, res, err)
+		}
+	}
+}
+
 // TestBucketedBucketsExpire: after the longest lifetime plus one bucket
 // width, every bucket of a load is gone and used_memory is back where it
 // started. used_memory is the whole server's, so the test runs on a

@@ -469,8 +469,9 @@ func TestHTTPRejectsUnsafeURLSchemes(t *testing.T) {
 	}
 }
 
-// Resolve checks the value before it marks it, with a compare-and-set: of
-// concurrent Resolves exactly one is the first, and none fails because
+// Resolve checks the value before it marks it, with a compare-and-set (the
+// keys layout) or reads and marks it in one script (the bucketed layout):
+// of concurrent Resolves exactly one is the first, and none fails because
 // another one changed the value between its read and its mark.
 func TestConcurrentResolvesExactlyOneIsFirst(t *testing.T) {
 	stacktest.ForEachRedis(t, testConcurrentResolvesExactlyOneIsFirst)
@@ -478,10 +479,22 @@ func TestConcurrentResolvesExactlyOneIsFirst(t *testing.T) {
 
 func testConcurrentResolvesExactlyOneIsFirst(t *testing.T, rdb redis.UniversalClient) {
 	ctx := context.Background()
-	for _, codec := range []string{CodecJSONRaw, CodecProtoS2Dict} {
-		t.Run(codec, func(t *testing.T) {
-			s := newTestStore(t, rdb, stacktest.Namespace(t)+":", StoreConfig{Codec: codec})
+	for _, tc := range []struct {
+		name string
+		cfg  StoreConfig
+		v7   bool // UUIDv7 ids (the bucketed layout finds them by their time)
+	}{
+		{CodecJSONRaw, StoreConfig{Codec: CodecJSONRaw}, false},
+		{CodecProtoS2Dict, StoreConfig{Codec: CodecProtoS2Dict}, false},
+		{"bucketed/uuidv7", StoreConfig{Codec: CodecProtoS2Dict, Layout: LayoutBucketed}, true},
+		{"bucketed/uuidv4", StoreConfig{Codec: CodecProtoS2Dict, Layout: LayoutBucketed}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newTestStore(t, rdb, stacktest.Namespace(t)+":", tc.cfg)
 			for round, rec := range liveRecords(testSeed, 5) {
+				if tc.v7 {
+					rec.ClickID = NewClickID()
+				}
 				if err := s.Create(ctx, &rec); err != nil {
 					t.Fatal(err)
 				}

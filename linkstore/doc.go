@@ -46,8 +46,9 @@
 // bucket follows from the id; a client's UUIDv4 goes to the bucket of its
 // creation time and is found by probing its shard's buckets over the
 // longest lifetime. Create is HSETNX in a script (never replaced), Resolve
-// a compare-and-set script that rewrites the value with the flags byte
-// changed, and a bucket expires when its last record has. All buckets of a
+// one script that reads the field and rewrites it with the flags byte
+// changed (undone if the value then does not decode or has expired), and
+// a bucket expires when its last record has. All buckets of a
 // shard share one slot, so those scripts work on a Redis Cluster.
 //
 // On a Redis Cluster (backend --redis-cluster-mode), in the keys layout,

@@ -93,27 +93,54 @@ func (b *createBatch) create(ctx context.Context, st *linkstore.Store, where str
 	return nil
 }
 
-// timeOneByOne runs, after a round's load and outside its used_memory
-// readings, the one-at-a-time requests of a format with a store: Resolve
-// of ResolveSample of the round's records, and in the bucketed layout
-// ClientIDSample creates and resolves of clicks with client UUIDv4 ids,
-// each paired with one of a UUIDv7 id.
-func (f *format) timeOneByOne(ctx context.Context, chunk []linkstore.Record, cfg Config) error {
-	if f.store == nil || len(chunk) == 0 {
+// timeResolvesPaired runs, after every format of a round has loaded and
+// outside the used_memory readings, the round's one-at-a-time resolves:
+// ResolveSample of the round's records, each resolved in every layout
+// that has a store (the keys layout and the bucketed one), request by
+// request, the layouts' order alternating from one record to the next
+// (ABBA). A stall of the machine (another process's burst on a busy
+// 2-core host, a GC) then delays both layouts' resolves around it alike,
+// instead of landing in one layout's block of 2,000 resolves and not in
+// the other's: with blocks, the p99 ratio of one run swung from 0.07 to
+// 18 on the same binary and server (BENCHMARKS.md, S4). Each layout's
+// latencies are also kept per round for the interval over rounds
+// (bench.QuantileRatioOverRounds).
+func timeResolvesPaired(ctx context.Context, chunk []linkstore.Record, cfg Config, round int, formats []*format) error {
+	var sides []*format
+	for _, f := range formats {
+		if f.store != nil {
+			f.resolveRounds = append(f.resolveRounds, bench.NewLatencyRecorder())
+			sides = append(sides, f)
+		}
+	}
+	if len(sides) == 0 || len(chunk) == 0 {
 		return nil
 	}
 	step := max(1, len(chunk)/max(cfg.ResolveSample, 1))
 	for j := 0; j < cfg.ResolveSample && j*step < len(chunk); j++ {
 		id := chunk[j*step].ClickID
-		if _, err := timeResolve(ctx, f.store, id, f.resolve); err != nil {
-			return fmt.Errorf("linkbench: %s: %w", f.name, err)
+		for _, i := range bench.RoundOrder(round+j, len(sides)) {
+			f := sides[i]
+			took, err := timeResolve(ctx, f.store, id, f.resolve)
+			if err != nil {
+				return fmt.Errorf("linkbench: %s: %w", f.name, err)
+			}
+			f.resolveRounds[len(f.resolveRounds)-1].Record(took)
 		}
 	}
-	if !f.bucketed {
+	return nil
+}
+
+// timeClientIDs runs, after timeResolvesPaired, ClientIDSample creates and
+// resolves one at a time in the bucketed layout of clicks with client
+// UUIDv4 ids, each paired with one of a UUIDv7 id, the pair's order
+// alternating.
+func (f *format) timeClientIDs(ctx context.Context, chunk []linkstore.Record, cfg Config, round int) error {
+	if !f.bucketed || len(chunk) == 0 {
 		return nil
 	}
 	for j := range min(cfg.ClientIDSample, len(chunk)) {
-		for _, client := range []bool{true, false} {
+		for _, client := range [][]bool{{true, false}, {false, true}}[(round+j)%2] {
 			rec := chunk[j]
 			create, resolve := f.v7Create, f.v7Resolve
 			rec.ClickID = linkstore.NewClickID()
@@ -185,10 +212,10 @@ func summarizeBucketed(ctx context.Context, cfg Config, sum *Summary, bf, kf *fo
 	q := func(h *hdrhistogram.Histogram, p float64) float64 { return float64(h.ValueAtQuantile(p)) }
 	fig.ResolveP50Ns, fig.ResolveP99Ns = q(bf.resolve, 50), q(bf.resolve, 99)
 	fig.KeysResolveP50Ns, fig.KeysResolveP99Ns = q(kf.resolve, 50), q(kf.resolve, 99)
-	fig.ResolveP50Ratio = bench.Ratio(fig.ResolveP50Ns, fig.KeysResolveP50Ns)
-	fig.ResolveP99Ratio = bench.Ratio(fig.ResolveP99Ns, fig.KeysResolveP99Ns)
-	fig.ResolveP50RatioCI95 = bench.HistogramQuantileRatioCI(kf.resolve, bf.resolve, 0.5, cfg.Seed)
-	fig.ResolveP99RatioCI95 = bench.HistogramQuantileRatioCI(kf.resolve, bf.resolve, 0.99, cfg.Seed)
+	p50 := bench.QuantileRatioOverRounds(kf.resolveRounds, bf.resolveRounds, 0.5, cfg.Seed)
+	p99 := bench.QuantileRatioOverRounds(kf.resolveRounds, bf.resolveRounds, 0.99, cfg.Seed)
+	fig.ResolveP50Ratio, fig.ResolveP50RatioCI95, fig.ResolveP50RatioRounds = p50.Point, p50.CI95, p50.Rounds
+	fig.ResolveP99Ratio, fig.ResolveP99RatioCI95, fig.ResolveP99RatioRounds = p99.Point, p99.CI95, p99.Rounds
 	if bf.clientCreate.TotalCount() > 0 {
 		fig.ClientIDCreateP50Ns, fig.ClientIDCreateP99Ns = q(bf.clientCreate, 50), q(bf.clientCreate, 99)
 		fig.V7CreateP50Ns, fig.V7CreateP99Ns = q(bf.v7Create, 50), q(bf.v7Create, 99)

@@ -28,9 +28,10 @@
 // link store's bucketed layout (linkstore.LayoutBucketed, its own
 // database, loaded through Store.CreateValues), beside the keys layout:
 // records get UUIDv7 ids of a simulated --click-rate, and after each
-// round's load, outside its used_memory readings, a sample is resolved one
-// at a time in both layouts, and clicks with client UUIDv4 ids are created
-// and resolved beside UUIDv7 ones (bucketed.go). The cluster then loads the
+// round's loads, outside their used_memory readings, a sample is resolved
+// one at a time in both layouts, alternating request by request, and
+// clicks with client UUIDv4 ids are created and resolved beside UUIDv7
+// ones (bucketed.go). The cluster then loads the
 // bucketed layout. The summary's bucketed object and the bucketed.*
 // targets (issue 41) come from these.
 package linkbench
@@ -342,16 +343,22 @@ type BucketedFigures struct {
 	EncodeRatioCI95 bench.Interval `json:"encode_ratio_ci95"`
 	DecodeRatio     float64        `json:"decode_ratio"`
 	DecodeRatioCI95 bench.Interval `json:"decode_ratio_ci95"`
-	// Resolve through Store.Resolve, one at a time, of UUIDv7 records:
-	// bucketed and keys layout, and their p50 and p99 ratios (bootstrap).
-	ResolveP50Ns        float64        `json:"resolve_p50_ns"`
-	ResolveP99Ns        float64        `json:"resolve_p99_ns"`
-	KeysResolveP50Ns    float64        `json:"keys_resolve_p50_ns"`
-	KeysResolveP99Ns    float64        `json:"keys_resolve_p99_ns"`
-	ResolveP50Ratio     float64        `json:"resolve_p50_ratio"`
-	ResolveP50RatioCI95 bench.Interval `json:"resolve_p50_ratio_ci95"`
-	ResolveP99Ratio     float64        `json:"resolve_p99_ratio"`
-	ResolveP99RatioCI95 bench.Interval `json:"resolve_p99_ratio_ci95"`
+	// Resolve through Store.Resolve, one at a time, of UUIDv7 records, the
+	// layouts alternating request by request (timeResolvesPaired):
+	// bucketed and keys layout, and their p50 and p99 ratios. The
+	// intervals are bench.QuantileRatioOverRounds': the hull of a bootstrap
+	// over all the latencies and a t interval over the rounds' ratios,
+	// whose spread is in *_rounds.
+	ResolveP50Ns          float64           `json:"resolve_p50_ns"`
+	ResolveP99Ns          float64           `json:"resolve_p99_ns"`
+	KeysResolveP50Ns      float64           `json:"keys_resolve_p50_ns"`
+	KeysResolveP99Ns      float64           `json:"keys_resolve_p99_ns"`
+	ResolveP50Ratio       float64           `json:"resolve_p50_ratio"`
+	ResolveP50RatioCI95   bench.Interval    `json:"resolve_p50_ratio_ci95"`
+	ResolveP50RatioRounds bench.RoundRatios `json:"resolve_p50_ratio_rounds"`
+	ResolveP99Ratio       float64           `json:"resolve_p99_ratio"`
+	ResolveP99RatioCI95   bench.Interval    `json:"resolve_p99_ratio_ci95"`
+	ResolveP99RatioRounds bench.RoundRatios `json:"resolve_p99_ratio_rounds"`
 	// Client ids (UUIDv4) in the bucketed layout: a create checks, and a
 	// read probes, ProbeBuckets buckets of the id's shard; their times
 	// beside UUIDv7 creates and resolves in the same store and rounds.
@@ -441,6 +448,8 @@ type format struct {
 	store    *linkstore.Store
 	bucketed bool
 	resolve  *hdrhistogram.Histogram
+	// resolveRounds holds the resolve latencies of each round.
+	resolveRounds []*bench.LatencyRecorder
 	// Bucketed only: one-at-a-time creates and resolves of client UUIDv4
 	// ids and of UUIDv7 ids.
 	clientCreate, v7Create, clientResolve, v7Resolve *hdrhistogram.Histogram
@@ -575,12 +584,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	progress := bench.NewProgress(out, "records loaded", int64(n))
 	sides := make([]bench.Side, len(formats))
 	for i, f := range formats {
-		sides[i] = bench.Side{Name: f.name, Run: func(round int) error {
-			if err := f.load(ctx, chunk, cfg, round == 0); err != nil {
-				return err
-			}
-			return f.timeOneByOne(ctx, chunk, cfg)
-		}}
+		sides[i] = bench.Side{Name: f.name, Run: func(round int) error { return f.load(ctx, chunk, cfg, round == 0) }}
 	}
 	simStart := time.Now()
 	// Interleave runs every side once per round; the chunk of the round is
@@ -600,6 +604,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		}
 		if err := bench.Interleave(1, one...); err != nil {
 			return Summary{}, err
+		}
+		if err := timeResolvesPaired(ctx, chunk, cfg, round, formats); err != nil {
+			return Summary{}, err
+		}
+		if bucketedAt >= 0 {
+			if err := formats[bucketedAt].timeClientIDs(ctx, chunk, cfg, round); err != nil {
+				return Summary{}, err
+			}
 		}
 		if cluster != nil {
 			if err := cluster.load(ctx, chunk, cfg, compactKeys); err != nil {
@@ -900,8 +912,8 @@ func writeReport(cfg Config, sum Summary, formats []*format) (string, error) {
 			bench.Figure{Name: f.name + " decode", Point: c.DecodeRatio, CI95: c.DecodeRatioCI95})
 	}
 	if b := sum.Bucketed; b != nil {
-		figures = append(figures, bench.Figure{Name: "bucketed resolve p99 / keys", Point: b.ResolveP99Ratio, CI95: b.ResolveP99RatioCI95},
-			bench.Figure{Name: "bucketed resolve p50 / keys", Point: b.ResolveP50Ratio, CI95: b.ResolveP50RatioCI95})
+		figures = append(figures, bench.Figure{Name: "bucketed resolve p99 / keys", Point: b.ResolveP99Ratio, CI95: b.ResolveP99RatioCI95, Rounds: &b.ResolveP99RatioRounds},
+			bench.Figure{Name: "bucketed resolve p50 / keys", Point: b.ResolveP50Ratio, CI95: b.ResolveP50RatioCI95, Rounds: &b.ResolveP50RatioRounds})
 		r.Add(bucketedSection(b))
 	}
 	r.Add(bench.IntervalSection(figures))
