@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/baedal/baedal/catalog"
 	"github.com/baedal/baedal/internal/stacktest"
@@ -27,7 +28,12 @@ func TestRelevance(t *testing.T) {
 	kinds := stacktest.Layouts(t, osc)
 	states := generateStates(relevanceShops, 0)
 	loadLayouts(t, osc, idx, kinds, states)
-	s := newSearcher(osc, idx, Defaults(), kinds)
+	// The test is about order, not latency: on a busy machine (the CI
+	// runner, a shared one) the 5 s default deadline failed searches that
+	// were only slow.
+	cfg := Defaults()
+	cfg.Timeout = 30 * time.Second
+	s := newSearcher(osc, idx, cfg, kinds)
 	t.Run("synonyms and name matches", func(t *testing.T) { checkSynonymsAndNameMatches(t, s, kinds, states) })
 	t.Run("while shops close and reopen", func(t *testing.T) {
 		checkRelevanceWhileShopsCloseAndReopen(t, s, kinds, states, func(k layout.Kind, changed map[int64]*catalog.ShopState) {
