@@ -36,8 +36,14 @@ type Config struct {
 	// text clauses the shop's best menu matched.
 	TextWeight float64
 	// DistanceWeight is the points of a shop at the user's location,
-	// decaying linearly to 0 at DistanceZeroM metres (OpenSearch's
-	// "linear" decay with no offset).
+	// decaying linearly to 0 at DistanceZeroM metres and on below 0
+	// beyond (not clamped, unlike OpenSearch's "linear" decay), so a metre
+	// is worth the same at any distance: shops outside their delivery
+	// radius can be as far as the location prefilter
+	// (catalog.MaxDeliveryRadiusKm, 100 km: -190 points with the
+	// defaults), and with a clamp every shop past 5 km tied on distance.
+	// The tiers hold while DistanceWeight × 100 km / DistanceZeroM stays
+	// well below OpenWeight.
 	DistanceWeight float64
 	DistanceZeroM  float64
 	// ETAWeight is the points of a shop delivering in 0 minutes, decaying
@@ -187,7 +193,7 @@ func (c Config) Score(s Signals) Contributions {
 		if s.Delivers {
 			out.Delivers = c.DeliversWeight
 		}
-		out.Distance = float64(c.DistanceWeight * positive(1-float64(s.DistanceM/c.DistanceZeroM)))
+		out.Distance = float64(c.DistanceWeight * (1 - float64(s.DistanceM/c.DistanceZeroM)))
 	}
 	out.ETA = float64(c.ETAWeight * positive(1-float64(float64(s.DeliveryMinutes)/c.ETAZeroMinutes)))
 	out.BayesRating = c.BayesRating(s.Rating, s.ReviewCount)
@@ -243,7 +249,7 @@ func SortScript(textScore string) string {
 		" double delivers = 0.0; double dist = 0.0;" +
 		" if (params.has_loc) { double m = doc['location'].arcDistance(params.lat, params.lon);" +
 		" if (doc['delivery_radius_km'].size() > 0 && m <= doc['delivery_radius_km'].value * 1000) { delivers = (double) params.w_delivers; }" +
-		" double x = 1.0 - m / (double) params.dist_zero; dist = params.w_dist * (x > 0 ? x : 0.0); }" +
+		" dist = params.w_dist * (1.0 - m / (double) params.dist_zero); }" +
 		" double y = 1.0 - (double) doc['delivery_minutes'].value / (double) params.eta_zero;" +
 		" double eta = params.w_eta * (y > 0 ? y : 0.0);" +
 		" double n = (double) doc['review_count'].value; double k = (double) params.prior_reviews;" +

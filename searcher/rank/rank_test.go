@@ -30,11 +30,24 @@ func TestBayesRatingPullsTowardThePrior(t *testing.T) {
 	}
 }
 
-// randomShop draws signals over the catalog's ranges.
+// randomShop draws signals over the catalog's ranges: one shop in five
+// outside its delivery radius, anywhere the location prefilter lets
+// through (up to 100 km).
 func randomShop(rng *rand.Rand) Signals {
+	if rng.IntN(5) == 0 {
+		s := deliveringShop(rng)
+		s.Delivers, s.DistanceM = false, rng.Float64()*100_000
+		return s
+	}
+	return deliveringShop(rng)
+}
+
+// deliveringShop draws a shop delivering to the user (within 5 km, the
+// catalog's largest radius).
+func deliveringShop(rng *rand.Rand) Signals {
 	return Signals{
 		HasText: true, Text: float64(rng.IntN(60)) / 2, Open: rng.IntN(10) > 0,
-		HasLocation: true, DistanceM: rng.Float64() * 5000, Delivers: rng.IntN(5) > 0, DeliveryMinutes: 15 + rng.IntN(56),
+		HasLocation: true, DistanceM: rng.Float64() * 5000, Delivers: true, DeliveryMinutes: 15 + rng.IntN(56),
 		Rating: 3 + float64(rng.IntN(21))/10, ReviewCount: rng.IntN(3000),
 	}
 }
@@ -108,8 +121,8 @@ func TestScoreAddsItsContributions(t *testing.T) {
 	}
 	far := s
 	far.DistanceM, far.DeliveryMinutes = 7000, 120
-	if got := c.Score(far); got.Distance != 0 || got.ETA != 0 {
-		t.Errorf("beyond the zero points the decays are 0, got distance %g, eta %g", got.Distance, got.ETA)
+	if got := c.Score(far); math.Abs(got.Distance-(-4)) > 1e-12 || got.ETA != 0 {
+		t.Errorf("beyond the zero points distance goes on below 0 and delivery time stops at 0, got distance %g, eta %g", got.Distance, got.ETA)
 	}
 	none := Signals{Text: 6, DistanceM: 100, Delivers: true}
 	if got := c.Score(none); got.Text != 0 || got.Distance != 0 || got.Delivers != 0 {

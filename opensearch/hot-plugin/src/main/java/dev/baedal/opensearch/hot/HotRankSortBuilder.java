@@ -99,8 +99,7 @@ public final class HotRankSortBuilder extends SortBuilder<HotRankSortBuilder> {
                 if (delivers) {
                     d = wDelivers;
                 }
-                double x = 1.0 - distanceM / distZero;
-                dist = wDist * (x > 0 ? x : 0.0);
+                dist = wDist * (1.0 - distanceM / distZero); // not clamped: a metre is worth the same at any distance
             }
             double y = 1.0 - (double) deliveryMinutes / etaZero;
             double eta = wEta * (y > 0 ? y : 0.0);

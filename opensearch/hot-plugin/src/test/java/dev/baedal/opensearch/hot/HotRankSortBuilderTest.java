@@ -40,8 +40,9 @@ class HotRankSortBuilderTest {
         assertEquals(1000 + 2000 + 1.5 + 5 + 2.25 + 5 * 4.25, f.score(6, true, 2500, true, 45, 4.5, 50));
         // Open but outside its delivery radius: no delivers points.
         assertEquals(1000 + 0.0 + 1.5 + 5 + 2.25 + 5 * 4.25, f.score(6, true, 2500, false, 45, 4.5, 50));
-        // Closed, out of radius, beyond both zero points, no reviews: the rating is the prior.
-        assertEquals(0.25 * 6 + 5 * 4.0, f.score(6, false, 7000, false, 120, 5.0, 0));
+        // Closed, out of radius, beyond both zero points, no reviews: the distance term goes on
+        // below 0 (10*(1-7000/5000)), the delivery time's stops at 0, the rating is the prior.
+        assertEquals(0.0 + 0.0 + 0.25 * 6 + 10 * (1.0 - 7000.0 / 5000) + 0.0 + 5 * 4.0, f.score(6, false, 7000, false, 120, 5.0, 0));
         // Without a location there is no radius to be within: no delivers points, whatever is passed.
         HotRankSortBuilder.Formula noText = new HotRankSortBuilder.Formula(1000, 2000, 0.25, 10, 5000, 4.5, 90, 5, 4, 50,
             false, false, 0, 0);
