@@ -87,8 +87,8 @@ func TestConsoleInChromium(t *testing.T) {
 	if len(totals) != len(relevance) || !slices.IsSortedFunc(totals, func(a, b float64) int { return cmp.Compare(b, a) }) {
 		t.Errorf("relevance totals shown = %v, want one per card (%d), highest first", totals, len(relevance))
 	}
-	if signals := eval[[]string](t, b, `[...document.querySelectorAll('#results .shop-card:first-child .rank .signal')].map(e => e.dataset.signal)`); !slices.Equal(signals, []string{"open", "text", "distance", "eta", "rating"}) {
-		t.Errorf("signals shown = %v, want open, text, distance, eta, rating", signals)
+	if signals := eval[[]string](t, b, `[...document.querySelectorAll('#results .shop-card:first-child .rank .signal')].map(e => e.dataset.signal)`); !slices.Equal(signals, []string{"open", "delivers", "text", "distance", "eta", "rating"}) {
+		t.Errorf("signals shown = %v, want open, delivers, text, distance, eta, rating", signals)
 	}
 	if got := eval[string](t, b, `document.getElementById('q').value`); got != "치킨" {
 		t.Errorf("search box holds %q after typing 치킨", got)

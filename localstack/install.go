@@ -151,6 +151,13 @@ func BuildLauncher(ctx context.Context, launcherDir, jdkHome string, progress io
 	}
 	fmt.Fprintf(progress, "building the OpenSearch launcher with Maven (first run downloads ~60 MB of jars)\n")
 	start := time.Now()
+	// mvn package copies the dependencies into target/lib but never removes
+	// one: after a version bump of baedal-hot the old plugin jar would stay
+	// on the node's classpath (target/lib/*) beside the new one, and the
+	// node would load whichever the JVM lists first.
+	if err := os.RemoveAll(filepath.Join(launcherDir, "target", "lib")); err != nil {
+		return fmt.Errorf("localstack: remove the launcher's old dependencies: %w", err)
+	}
 	cmd := exec.CommandContext(ctx, "mvn", "-q", "-B", "-DskipTests", "package")
 	cmd.Dir = launcherDir
 	cmd.Env = append(os.Environ(), "JAVA_HOME="+jdkHome)

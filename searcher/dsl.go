@@ -35,7 +35,11 @@ const WordsToMatch = "2<75%"
 // the clauses that matched (boolean similarity); when scoring, the whole
 // text as a phrase in the shop name (rc.ShopNameBoost) or in the menu name
 // (rc.PhraseBoost) adds its boost on top, once per phrase form that
-// matches, without changing what matches.
+// matches, without changing what matches. A text of several words also
+// adds rc.ShopNameBoost for each of its words in the shop name (each form
+// that matches, as for a text of that one word): a shop whose name holds
+// a word of the text (교촌치킨 for 후라이드 치킨) is a shop-name match, as
+// the one-word text 치킨 would find it.
 func textQuery(q string, rc rank.Config, scoring bool) obj {
 	// Distinct, as ParseRequest leaves them: a request built in Go may
 	// repeat a word, which would repeat its clauses and phrases.
@@ -59,14 +63,15 @@ func textQuery(q string, rc rank.Config, scoring bool) obj {
 	phrases := phraseForms(words, rc.Synonyms)
 	var bonus arr
 	for _, b := range []struct {
-		field string
-		boost float64
-	}{{"menus.shop_name", rc.ShopNameBoost}, {"menus.name", rc.PhraseBoost}} {
+		field   string
+		boost   float64
+		phrases []string
+	}{{"menus.shop_name", rc.ShopNameBoost, shopNamePhrases(words, rc.Synonyms)}, {"menus.name", rc.PhraseBoost, phrases}} {
 		if b.boost == 0 {
 			continue
 		}
-		alternatives := make(arr, len(phrases))
-		for i, p := range phrases {
+		alternatives := make(arr, len(b.phrases))
+		for i, p := range b.phrases {
 			alternatives[i] = obj{"match_phrase": obj{b.field: obj{"query": p}}}
 		}
 		// Summed, not the best: a phrase form can lose its telling word
@@ -116,6 +121,24 @@ func phraseForms(words []string, synonyms bool) []string {
 			replaced := slices.Clone(words)
 			replaced[i] = f
 			out = append(out, strings.Join(replaced, " "))
+		}
+	}
+	return out
+}
+
+// shopNamePhrases are the phrases of the shop-name clause: the text's
+// phrase forms and, for a text of several words, each word's own (the
+// forms of the one-word text), each phrase once.
+func shopNamePhrases(words []string, synonyms bool) []string {
+	out := phraseForms(words, synonyms)
+	if len(words) < 2 {
+		return out
+	}
+	for _, w := range words {
+		for _, p := range phraseForms([]string{w}, synonyms) {
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
 		}
 	}
 	return out
@@ -206,8 +229,14 @@ func highlightText(q string, rc rank.Config) string {
 }
 
 // coldShopFilters are the filters on cold shop fields, present in both split
-// indices (copied into the menu index): category and the delivery area, the
-// per-shop radius filter given by deliveryArea.
+// indices (copied into the menu index): category and, with a location, the
+// delivery area. The area is the largest delivery radius any shop may have
+// (catalog.MaxDeliveryRadiusKm), a cheap geo_distance filter, so that a
+// shop no radius could bring to the user is never a candidate; within it,
+// a shop outside its own radius stays visible (marked delivers: false, and
+// sunk by the relevance formula) unless open_now asks for the shops that
+// can take an order now, which adds the per-shop radius filter given by
+// deliveryArea.
 func coldShopFilters(r *query.Request, deliveryArea func(point obj) obj) arr {
 	var f arr
 	if r.Category != "" {
@@ -215,12 +244,10 @@ func coldShopFilters(r *query.Request, deliveryArea func(point obj) obj) arr {
 	}
 	if r.HasLocation() {
 		point := obj{"lat": *r.Lat, "lon": *r.Lon}
-		f = append(f,
-			// A cheap prefilter on the largest possible radius, then the
-			// per-shop radius.
-			obj{"geo_distance": obj{"distance": formatKm(catalog.MaxDeliveryRadiusKm), "location": point}},
-			deliveryArea(point),
-		)
+		f = append(f, obj{"geo_distance": obj{"distance": formatKm(catalog.MaxDeliveryRadiusKm), "location": point}})
+		if r.OpenNow {
+			f = append(f, deliveryArea(point))
+		}
 	}
 	return f
 }
@@ -229,11 +256,22 @@ func coldShopFilters(r *query.Request, deliveryArea func(point obj) obj) arr {
 // what OpenSearch offers without a plugin (nested and split). A shop without
 // a location or radius delivers nowhere.
 func scriptDeliveryArea(point obj) obj {
-	return obj{"script": obj{"script": obj{
-		"source": "doc['location'].size() > 0 && doc['delivery_radius_km'].size() > 0 && doc['location'].arcDistance(params.lat, params.lon) <= doc['delivery_radius_km'].value * 1000",
-		"params": point,
-	}}}
+	return obj{"script": obj{"script": obj{"source": rank.DeliversScript, "params": point}}}
 }
+
+// deliversField is the script field of a page's hits that says whether the
+// user's location is within the shop's delivery radius (ShopHit.Delivers),
+// the same test as scriptDeliveryArea and the relevance formula's, for
+// every layout: it runs on the page's hits only, not per candidate. nil
+// without a location.
+func deliversField(r *query.Request) obj {
+	if !r.HasLocation() {
+		return nil
+	}
+	return obj{deliversFieldName: obj{"script": obj{"source": rank.DeliversScript, "params": obj{"lat": *r.Lat, "lon": *r.Lon}}}}
+}
+
+const deliversFieldName = "delivers"
 
 // nativeDeliveryArea is the same filter from the baedal-hot plugin (the hot
 // layout): the same field data and distance function, no script per

@@ -258,6 +258,9 @@ func compare(a, b *Response) string {
 		if (x.ETAMinutes == nil) != (y.ETAMinutes == nil) || (x.ETAMinutes != nil && *x.ETAMinutes != *y.ETAMinutes) {
 			return fmt.Sprintf("shop %d: eta differs", x.ID)
 		}
+		if (x.Delivers == nil) != (y.Delivers == nil) || (x.Delivers != nil && *x.Delivers != *y.Delivers) {
+			return fmt.Sprintf("shop %d: delivers mark differs", x.ID)
+		}
 	}
 	return ""
 }

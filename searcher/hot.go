@@ -36,6 +36,7 @@ func (e *execution) hot(ctx context.Context) (*Response, error) {
 		"_source":          obj{"excludes": arr{"menus"}},
 		"ext":              obj{"baedal_hot": obj{"table": table}},
 	}
+	addDeliversField(body, r)
 	resp, err := e.oneRequest(ctx, e.s.idx.Alias(layout.RoleHotMenus), body)
 	if err != nil {
 		return nil, err
@@ -47,7 +48,8 @@ func (e *execution) hot(ctx context.Context) (*Response, error) {
 }
 
 // hotDisagreements re-checks a page against the hot values it returns: each
-// shop must satisfy the request's hot predicates ("filter"), and a sort on a
+// shop must satisfy the request's hot predicates and, under open_now, deliver
+// to the request's location ("filter"), and a sort on a
 // hot field must be ordered by the values shown ("order"). The plugin reads
 // one row per shop for a whole shard request (filter, sort and fetch), so
 // any disagreement is a defect, counted by kind.
@@ -55,7 +57,7 @@ func hotDisagreements(r *query.Request, shops []ShopHit) map[string]int {
 	out := map[string]int{}
 	for i := range shops {
 		sh := &shops[i]
-		if (r.OpenNow && !sh.Open) || (r.MaxDeliveryFee != nil && sh.DeliveryFee > *r.MaxDeliveryFee) ||
+		if (r.OpenNow && (!sh.Open || (sh.Delivers != nil && !*sh.Delivers))) || (r.MaxDeliveryFee != nil && sh.DeliveryFee > *r.MaxDeliveryFee) ||
 			(r.MinRating != nil && sh.Rating < *r.MinRating) {
 			out["filter"]++
 		}

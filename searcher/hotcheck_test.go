@@ -34,6 +34,15 @@ func TestHotDisagreementsFlagsContradictingRows(t *testing.T) {
 	if got["filter"] != 2 || got["order"] != 1 {
 		t.Errorf("closed shop, fee 2500 > 2000, 15 after 20: got %v, want filter 2, order 1", got)
 	}
+	outside := shops(catalog.Shop{Open: true}, catalog.Shop{Open: true})
+	no, yes := false, true
+	outside[0].Delivers, outside[1].Delivers = &yes, &no
+	if got := hotDisagreements(&query.Request{OpenNow: true}, outside); got["filter"] != 1 {
+		t.Errorf("an open shop outside its radius under open_now: got %v, want filter 1", got)
+	}
+	if got := hotDisagreements(&query.Request{}, outside); len(got) != 0 {
+		t.Errorf("an open shop outside its radius without open_now: got %v, want none", got)
+	}
 	r = &query.Request{Sort: query.SortRating}
 	if got := hotDisagreements(r, shops(catalog.Shop{Rating: 4.1}, catalog.Shop{Rating: 4.5})); got["order"] != 1 {
 		t.Errorf("rating sorts descending: 4.5 after 4.1 is out of order, got %v", got)

@@ -90,6 +90,7 @@ func (e *execution) nested(ctx context.Context) (*Response, error) {
 		"track_total_hits": true,
 		"_source":          obj{"excludes": arr{"menus"}},
 	}
+	addDeliversField(body, r)
 	return e.oneRequest(ctx, e.s.idx.Alias(layout.RoleNested), body)
 }
 
@@ -157,11 +158,28 @@ func (e *execution) oneRequest(ctx context.Context, index string, body obj) (*Re
 	return resp, nil
 }
 
-// shopHit decodes a shop document and, for the eta sort, its sort value.
+// addDeliversField asks a page's search for the delivers mark
+// (deliversField) when the request has a location.
+func addDeliversField(body obj, r *query.Request) {
+	if f := deliversField(r); f != nil {
+		body["script_fields"] = f
+	}
+}
+
+// shopHit decodes a shop document, its delivers mark (deliversField) and,
+// for the eta sort, its sort value.
 func shopHit(h hit, r *query.Request) (ShopHit, error) {
 	var sh ShopHit
 	if err := json.Unmarshal(h.Source, &sh); err != nil {
 		return sh, fmt.Errorf("searcher: decode shop %s: %w", h.ID, err)
+	}
+	if r.HasLocation() {
+		marks := h.Fields[deliversFieldName]
+		var delivers bool
+		if len(marks) != 1 || json.Unmarshal(marks[0], &delivers) != nil {
+			return sh, fmt.Errorf("searcher: shop %s came back without its %s mark (%d values)", h.ID, deliversFieldName, len(marks))
+		}
+		sh.Delivers = &delivers
 	}
 	if r.Sort == query.SortETA && len(h.Sort) > 0 {
 		var v float64
@@ -183,7 +201,7 @@ func explainRank(sh *ShopHit, h hit, text float64, rc rank.Config, r *query.Requ
 		return
 	}
 	sig := rank.Signals{HasText: r.Q != "", Text: text, Open: sh.Open, HasLocation: r.HasLocation(),
-		DeliveryMinutes: sh.DeliveryMinutes, Rating: sh.Rating, ReviewCount: sh.ReviewCount}
+		Delivers: sh.Delivers != nil && *sh.Delivers, DeliveryMinutes: sh.DeliveryMinutes, Rating: sh.Rating, ReviewCount: sh.ReviewCount}
 	if r.HasLocation() {
 		sig.DistanceM = haversineMeters(*r.Lat, *r.Lon, sh.Location.Lat, sh.Location.Lon)
 	}

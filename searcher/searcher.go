@@ -203,9 +203,13 @@ type MatchedMenu struct {
 // ShopHit is one shop of the result page.
 type ShopHit struct {
 	catalog.Shop
-	Version    int64    `json:"version"`
-	DistanceM  *float64 `json:"distance_m,omitempty"`
-	ETAMinutes *int     `json:"eta_minutes,omitempty"`
+	Version   int64    `json:"version"`
+	DistanceM *float64 `json:"distance_m,omitempty"`
+	// Delivers says whether the search's location is within the shop's
+	// delivery radius (only with lat and lon): a shop that does not is
+	// shown, below those that do, unless open_now=true leaves it out.
+	Delivers   *bool `json:"delivers,omitempty"`
+	ETAMinutes *int  `json:"eta_minutes,omitempty"`
 	// Rank is each relevance signal's points (explain=true, sort
 	// relevance): package rank's formula, Total the value the layout
 	// sorted by.

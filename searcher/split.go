@@ -184,7 +184,9 @@ func (e *execution) shopDecision(ctx context.Context, step query.Step, cands *ca
 		"from":             r.From(),
 		"size":             r.Size,
 		"track_total_hits": true,
+		"_source":          true,
 	}
+	addDeliversField(body, r)
 	stats := StepStats{Name: step.Name(), Index: e.s.idx.Alias(layout.RoleShops)}
 	out, err := e.search(ctx, &stats, "/"+stats.Index+"/_search", body)
 	if err != nil {

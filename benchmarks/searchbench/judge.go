@@ -22,7 +22,9 @@ import (
 //   - Deliverable: the user is within the shop's delivery radius.
 //
 // Grades: 3 open, deliverable, name match; 2 open, deliverable, menu match;
-// 1 closed, deliverable, name or menu match; 0 otherwise.
+// 1 closed, deliverable, name or menu match; 0 otherwise, so a shop outside
+// its delivery radius (shown since searches stopped filtering it out) is 0
+// whether open or not: it cannot take this address's order.
 const (
 	gradeNameMatch = 3
 	gradeMenuMatch = 2
@@ -113,7 +115,10 @@ const (
 // absurdPair is a top-10 shop as the absurd rules read it: the shop's data
 // from the response, and the text score the ranking gave it.
 type absurdPair struct {
-	Open            bool
+	Open bool
+	// Delivers: the user is within the shop's delivery radius (the
+	// response's mark).
+	Delivers        bool
 	DistanceM       float64
 	DeliveryMinutes int
 	Rating          float64
@@ -123,14 +128,21 @@ type absurdPair struct {
 
 // AbsurdCounts counts each kind of absurd pair over a set of top 10s.
 type AbsurdCounts struct {
-	// ClosedAboveOpen: a closed shop above an open one.
+	// ClosedAboveOpen: a closed shop above an open one that delivers to
+	// the user at least as well (both deliver, both do not, or only the
+	// open one does).
 	ClosedAboveOpen int `json:"closed_above_open"`
-	// FarAboveNear: with equal text scores and the same open state, a
+	// OutOfRadiusAboveDeliverable: with equal text scores, a shop outside
+	// its delivery radius above one delivering to the user (not counted
+	// again when it is also a closed shop above an open one).
+	OutOfRadiusAboveDeliverable int `json:"out_of_radius_above_deliverable"`
+	// FarAboveNear: with equal text scores and the same open and delivers
+	// states, a
 	// shop at least 1 km farther above one whose Bayesian rating is at
 	// most 0.2 lower and whose delivery is at most 10 minutes slower.
 	FarAboveNear int `json:"far_above_near"`
-	// LowReviewFiveAboveMany: with equal text scores and the same open
-	// state, a 5.0 with fewer than 10 reviews above a shop rated 4.5 or
+	// LowReviewFiveAboveMany: with equal text scores and the same open and
+	// delivers states, a 5.0 with fewer than 10 reviews above a shop rated 4.5 or
 	// more on at least 100, which is at most 200 m farther and delivers at
 	// most 5 minutes slower.
 	LowReviewFiveAboveMany int `json:"low_review_five_above_many"`
@@ -138,11 +150,12 @@ type AbsurdCounts struct {
 
 // Total is the number of absurd pairs of every kind.
 func (c AbsurdCounts) Total() int {
-	return c.ClosedAboveOpen + c.FarAboveNear + c.LowReviewFiveAboveMany
+	return c.ClosedAboveOpen + c.OutOfRadiusAboveDeliverable + c.FarAboveNear + c.LowReviewFiveAboveMany
 }
 
 func (c *AbsurdCounts) add(o AbsurdCounts) {
 	c.ClosedAboveOpen += o.ClosedAboveOpen
+	c.OutOfRadiusAboveDeliverable += o.OutOfRadiusAboveDeliverable
 	c.FarAboveNear += o.FarAboveNear
 	c.LowReviewFiveAboveMany += o.LowReviewFiveAboveMany
 }
@@ -156,11 +169,15 @@ func absurdPairs(top []absurdPair) AbsurdCounts {
 	}
 	for i, a := range top {
 		for _, b := range top[i+1:] {
-			if !a.Open && b.Open {
+			if !a.Open && b.Open && (b.Delivers || !a.Delivers) {
 				c.ClosedAboveOpen++
 				continue
 			}
-			if a.Open != b.Open || a.TextScore != b.TextScore {
+			if !a.Delivers && b.Delivers && a.TextScore == b.TextScore {
+				c.OutOfRadiusAboveDeliverable++
+				continue
+			}
+			if a.Open != b.Open || a.Delivers != b.Delivers || a.TextScore != b.TextScore {
 				continue
 			}
 			if a.DistanceM >= b.DistanceM+1000 && bayes(b) >= bayes(a)-0.2 && b.DeliveryMinutes <= a.DeliveryMinutes+10 {

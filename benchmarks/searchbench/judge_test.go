@@ -62,13 +62,17 @@ func TestNDCG(t *testing.T) {
 }
 
 func TestAbsurdPairs(t *testing.T) {
-	near := absurdPair{Open: true, DistanceM: 300, DeliveryMinutes: 30, Rating: 4.8, ReviewCount: 200, TextScore: 3}
+	near := absurdPair{Open: true, Delivers: true, DistanceM: 300, DeliveryMinutes: 30, Rating: 4.8, ReviewCount: 200, TextScore: 3}
 	far := near
 	far.DistanceM = 1500
 	closed := near
 	closed.Open = false
 	fewFives := near
 	fewFives.Rating, fewFives.ReviewCount = 5, 3
+	outside := near
+	outside.Delivers = false
+	closedOutside := closed
+	closedOutside.Delivers = false
 	for _, tc := range []struct {
 		name string
 		top  []absurdPair
@@ -76,6 +80,13 @@ func TestAbsurdPairs(t *testing.T) {
 	}{
 		{"closed above open", []absurdPair{closed, near}, AbsurdCounts{ClosedAboveOpen: 1}},
 		{"open above closed", []absurdPair{near, closed}, AbsurdCounts{}},
+		{"out of radius above deliverable", []absurdPair{outside, near}, AbsurdCounts{OutOfRadiusAboveDeliverable: 1}},
+		{"out of radius above a closed deliverable", []absurdPair{outside, closed}, AbsurdCounts{OutOfRadiusAboveDeliverable: 1}},
+		{"closed deliverable above open out of radius", []absurdPair{closed, outside}, AbsurdCounts{}},
+		{"closed out of radius above open deliverable counts once", []absurdPair{closedOutside, near}, AbsurdCounts{ClosedAboveOpen: 1}},
+		{"closed above open, both out of radius", []absurdPair{closedOutside, outside}, AbsurdCounts{ClosedAboveOpen: 1}},
+		{"out of radius with a better text match is no pair", []absurdPair{func() absurdPair { o := outside; o.TextScore = 9; return o }(), near}, AbsurdCounts{}},
+		{"far and out of radius above near counts once", []absurdPair{func() absurdPair { f := far; f.Delivers = false; return f }(), near}, AbsurdCounts{OutOfRadiusAboveDeliverable: 1}},
 		{"far above near", []absurdPair{far, near}, AbsurdCounts{FarAboveNear: 1}},
 		{"near above far", []absurdPair{near, far}, AbsurdCounts{}},
 		{"a 5.0 on 3 reviews above a 4.8 on 200", []absurdPair{fewFives, near}, AbsurdCounts{LowReviewFiveAboveMany: 1}},

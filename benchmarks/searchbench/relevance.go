@@ -90,6 +90,9 @@ type RankingFigures struct {
 	NDCG10ByKind map[string]float64 `json:"ndcg10_by_kind"`
 	AbsurdTop10  int                `json:"absurd_top10"`
 	Absurd       AbsurdCounts       `json:"absurd"`
+	// OutOfRadiusTop10 is the number of top-10 shops outside their
+	// delivery radius (graded 0), over every query.
+	OutOfRadiusTop10 int `json:"out_of_radius_top10"`
 }
 
 // RelevanceFigures are the relevance check's figures.
@@ -174,7 +177,11 @@ func (r *run) rankingFigures(ctx context.Context, s *searcher.Searcher, k layout
 		pairs := make([]absurdPair, len(resp.Shops))
 		for j, sh := range resp.Shops {
 			ids[j], grades[j] = sh.ID, judged[i][sh.ID]
-			pairs[j] = absurdPair{Open: sh.Open, DeliveryMinutes: sh.DeliveryMinutes, Rating: sh.Rating, ReviewCount: sh.ReviewCount}
+			pairs[j] = absurdPair{Open: sh.Open, Delivers: sh.Delivers != nil && *sh.Delivers,
+				DeliveryMinutes: sh.DeliveryMinutes, Rating: sh.Rating, ReviewCount: sh.ReviewCount}
+			if !pairs[j].Delivers {
+				f.OutOfRadiusTop10++
+			}
 			if sh.DistanceM != nil {
 				pairs[j].DistanceM = *sh.DistanceM
 			}
@@ -239,7 +246,8 @@ func judgeRelevance(t bench.Targets, f RelevanceFigures) {
 
 // relevanceSection is the report's table of the relevance check.
 func relevanceSection(f RelevanceFigures) bench.Section {
-	tbl := &bench.Table{Header: []string{"ranking", "NDCG@10", "dish", "phrase", "brand", "english", "absurd pairs (closed above open, far above near, low-review 5.0 above many)"}}
+	tbl := &bench.Table{Header: []string{"ranking", "NDCG@10", "dish", "phrase", "brand", "english",
+		"absurd pairs (closed above open, out of radius above deliverable, far above near, low-review 5.0 above many)", "out-of-radius shops in top 10s"}}
 	for _, row := range []struct {
 		name string
 		f    RankingFigures
@@ -247,7 +255,9 @@ func relevanceSection(f RelevanceFigures) bench.Section {
 		k := row.f.NDCG10ByKind
 		tbl.Rows = append(tbl.Rows, []string{row.name, fmt.Sprintf("%.3f", row.f.NDCG10),
 			fmt.Sprintf("%.3f", k["dish"]), fmt.Sprintf("%.3f", k["phrase"]), fmt.Sprintf("%.3f", k["brand"]), fmt.Sprintf("%.3f", k["english"]),
-			fmt.Sprintf("%d (%d, %d, %d)", row.f.AbsurdTop10, row.f.Absurd.ClosedAboveOpen, row.f.Absurd.FarAboveNear, row.f.Absurd.LowReviewFiveAboveMany)})
+			fmt.Sprintf("%d (%d, %d, %d, %d)", row.f.AbsurdTop10, row.f.Absurd.ClosedAboveOpen, row.f.Absurd.OutOfRadiusAboveDeliverable,
+				row.f.Absurd.FarAboveNear, row.f.Absurd.LowReviewFiveAboveMany),
+			fmt.Sprint(row.f.OutOfRadiusTop10)})
 	}
 	return bench.Section{Title: "Offline relevance check", Table: tbl, Text: fmt.Sprintf(
 		"%d judged queries (%d with a relevant shop) at Seoul locations on the catalog as generated, top %d of each, on the %s layout (every layout returned the same top 10s: %v). "+

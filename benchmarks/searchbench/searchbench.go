@@ -729,7 +729,7 @@ func samePage(a, b *searcher.Response) bool {
 	for i := range a.Shops {
 		x, y := a.Shops[i], b.Shops[i]
 		if x.ID != y.ID || x.Version != y.Version || !reflect.DeepEqual(x.Shop, y.Shop) ||
-			len(x.MatchedMenus) != len(y.MatchedMenus) || !sameETA(x.ETAMinutes, y.ETAMinutes) {
+			len(x.MatchedMenus) != len(y.MatchedMenus) || !sameETA(x.ETAMinutes, y.ETAMinutes) || !sameMark(x.Delivers, y.Delivers) {
 			return false
 		}
 		for j := range x.MatchedMenus {
@@ -742,6 +742,8 @@ func samePage(a, b *searcher.Response) bool {
 }
 
 func sameETA(a, b *int) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+func sameMark(a, b *bool) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 // underLoad measures each layout under its own update load. The layouts
 // live on the same OpenSearch node here (in production they would not share

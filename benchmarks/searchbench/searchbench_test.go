@@ -400,10 +400,10 @@ func TestMismatchTargetNeedsEnoughPages(t *testing.T) {
 // are not enough; a shop field (a hot one the table serves, a cold one), the
 // version, the matched menus or the ETA differing makes the pages differ.
 func TestSamePageComparesWhatAPersonSees(t *testing.T) {
-	eta := 35
+	eta, delivers := 35, true
 	page := func(edit func(*searcher.ShopHit)) *searcher.Response {
 		h := searcher.ShopHit{Shop: catalog.Shop{ID: 7, Name: "치킨집", DeliveryFee: 2000, Rating: 4.5, Tags: []string{"치킨"}},
-			Version: 3, ETAMinutes: &eta, MatchedMenus: []searcher.MatchedMenu{{ID: 7001}}}
+			Version: 3, ETAMinutes: &eta, Delivers: &delivers, MatchedMenus: []searcher.MatchedMenu{{ID: 7001}}}
 		if edit != nil {
 			edit(&h)
 		}
@@ -420,6 +420,7 @@ func TestSamePageComparesWhatAPersonSees(t *testing.T) {
 		"version":      func(h *searcher.ShopHit) { h.Version = 4 },
 		"menus":        func(h *searcher.ShopHit) { h.MatchedMenus[0].ID = 7002 },
 		"eta":          func(h *searcher.ShopHit) { other := 36; h.ETAMinutes = &other },
+		"delivers":     func(h *searcher.ShopHit) { other := false; h.Delivers = &other },
 	} {
 		if samePage(page(nil), page(edit)) {
 			t.Errorf("pages whose shop differs in %s are the same", name)

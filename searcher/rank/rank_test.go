@@ -2,6 +2,7 @@ package rank
 
 import (
 	"flag"
+	"math"
 	"math/rand/v2"
 	"regexp"
 	"strings"
@@ -29,17 +30,32 @@ func TestBayesRatingPullsTowardThePrior(t *testing.T) {
 	}
 }
 
-// randomShop draws signals over the catalog's ranges.
+// randomShop draws signals over the catalog's ranges: one shop in five
+// outside its delivery radius, anywhere the location prefilter lets
+// through (up to 100 km).
 func randomShop(rng *rand.Rand) Signals {
+	if rng.IntN(5) == 0 {
+		s := deliveringShop(rng)
+		s.Delivers, s.DistanceM = false, rng.Float64()*100_000
+		return s
+	}
+	return deliveringShop(rng)
+}
+
+// deliveringShop draws a shop delivering to the user (within 5 km, the
+// catalog's largest radius).
+func deliveringShop(rng *rand.Rand) Signals {
 	return Signals{
 		HasText: true, Text: float64(rng.IntN(60)) / 2, Open: rng.IntN(10) > 0,
-		HasLocation: true, DistanceM: rng.Float64() * 5000, DeliveryMinutes: 15 + rng.IntN(56),
+		HasLocation: true, DistanceM: rng.Float64() * 5000, Delivers: true, DeliveryMinutes: 15 + rng.IntN(56),
 		Rating: 3 + float64(rng.IntN(21))/10, ReviewCount: rng.IntN(3000),
 	}
 }
 
 // The default weights keep the promises docs/search.md makes, whatever the
-// other signals: an open shop is above a closed one; with equal text, a
+// other signals: a shop delivering to the user is above one that does not;
+// among shops delivering alike, an open shop is above a closed one; with
+// equal text, a
 // shop 1 km nearer and about as good is above; a 5.0 on few reviews is
 // below a 4.5+ on many when about as near and fast. These are the absurd
 // pairs bench search counts.
@@ -48,10 +64,13 @@ func TestDefaultWeightsAvoidTheAbsurdPairs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 200_000 {
 		a, b := randomShop(rng), randomShop(rng)
-		if !a.Open && b.Open && c.Score(a).Total >= c.Score(b).Total {
+		if !a.Delivers && b.Delivers && c.Score(a).Total >= c.Score(b).Total {
+			t.Fatalf("case %d: out of radius %+v scores %g, not below delivering %+v at %g", i, a, c.Score(a).Total, b, c.Score(b).Total)
+		}
+		if !a.Open && b.Open && a.Delivers == b.Delivers && c.Score(a).Total >= c.Score(b).Total {
 			t.Fatalf("case %d: closed %+v scores %g, not below open %+v at %g", i, a, c.Score(a).Total, b, c.Score(b).Total)
 		}
-		b.Text, b.Open = a.Text, a.Open
+		b.Text, b.Open, b.Delivers = a.Text, a.Open, a.Delivers
 		// b near: a at least 1 km farther, b's Bayesian rating at most 0.2
 		// lower, its delivery at most 10 minutes slower.
 		if a.DistanceM >= b.DistanceM+1000 && c.BayesRating(b.Rating, b.ReviewCount) >= c.BayesRating(a.Rating, a.ReviewCount)-0.2 &&
@@ -68,15 +87,17 @@ func TestDefaultWeightsAvoidTheAbsurdPairs(t *testing.T) {
 	}
 }
 
-// TextThenRating orders by text score, then rating: the order relevance
-// had before.
+// TextThenRating orders the shops delivering to the user first, then by
+// text score, then rating: the order relevance had before, which showed
+// only the first ones.
 func TestTextThenRatingIsLexicographic(t *testing.T) {
 	c := TextThenRating()
 	rng := rand.New(rand.NewPCG(3, 4))
 	for range 100_000 {
 		a, b := randomShop(rng), randomShop(rng)
 		a.Rating, b.Rating = float64(rng.IntN(51))/10, float64(rng.IntN(51))/10
-		want := a.Text > b.Text || (a.Text == b.Text && a.Rating > b.Rating)
+		want := (a.Delivers && !b.Delivers) ||
+			(a.Delivers == b.Delivers && (a.Text > b.Text || (a.Text == b.Text && a.Rating > b.Rating)))
 		if got := c.Score(a).Total > c.Score(b).Total; got != want {
 			t.Fatalf("%+v above %+v: got %v, want %v", a, b, got, want)
 		}
@@ -85,21 +106,26 @@ func TestTextThenRatingIsLexicographic(t *testing.T) {
 
 func TestScoreAddsItsContributions(t *testing.T) {
 	c := Defaults()
-	s := Signals{HasText: true, Text: 6, Open: true, HasLocation: true, DistanceM: 2500, DeliveryMinutes: 45, Rating: 4.5, ReviewCount: 50}
+	s := Signals{HasText: true, Text: 6, Open: true, HasLocation: true, DistanceM: 2500, Delivers: true, DeliveryMinutes: 45, Rating: 4.5, ReviewCount: 50}
 	got := c.Score(s)
-	// 1000 open + 0.25*6 + 10*(1-2500/5000) + 4.5*(1-45/90) + 5*4.25.
-	want := Contributions{TextScore: 6, Open: 1000, Text: 1.5, Distance: 5, ETA: 2.25, BayesRating: 4.25, Rating: c.RatingWeight * 4.25}
-	want.Total = want.Open + want.Text + want.Distance + want.ETA + want.Rating
+	// 1000 open + 2000 delivers + 0.25*6 + 10*(1-2500/5000) + 4.5*(1-45/90) + 5*4.25.
+	want := Contributions{TextScore: 6, Open: 1000, Delivers: 2000, Text: 1.5, Distance: 5, ETA: 2.25, BayesRating: 4.25, Rating: c.RatingWeight * 4.25}
+	want.Total = want.Open + want.Delivers + want.Text + want.Distance + want.ETA + want.Rating
 	if got != want {
 		t.Errorf("Score = %+v, want %+v", got, want)
 	}
+	outside := s
+	outside.Delivers = false
+	if got := c.Score(outside); got.Delivers != 0 || got.Total != want.Total-2000 {
+		t.Errorf("outside its radius a shop loses the delivers points only: got %+v", got)
+	}
 	far := s
 	far.DistanceM, far.DeliveryMinutes = 7000, 120
-	if got := c.Score(far); got.Distance != 0 || got.ETA != 0 {
-		t.Errorf("beyond the zero points the decays are 0, got distance %g, eta %g", got.Distance, got.ETA)
+	if got := c.Score(far); math.Abs(got.Distance-(-4)) > 1e-12 || got.ETA != 0 {
+		t.Errorf("beyond the zero points distance goes on below 0 and delivery time stops at 0, got distance %g, eta %g", got.Distance, got.ETA)
 	}
-	none := Signals{Text: 6, DistanceM: 100}
-	if got := c.Score(none); got.Text != 0 || got.Distance != 0 {
+	none := Signals{Text: 6, DistanceM: 100, Delivers: true}
+	if got := c.Score(none); got.Text != 0 || got.Distance != 0 || got.Delivers != 0 {
 		t.Errorf("without text or location those terms are 0, got %+v", got)
 	}
 }
@@ -132,6 +158,7 @@ func TestValidateNamesTheFlag(t *testing.T) {
 		flag   string
 	}{
 		{func(c *Config) { c.OpenWeight = -1 }, "rank-open-weight"},
+		{func(c *Config) { c.DeliversWeight = math.Inf(1) }, "rank-delivers-weight"},
 		{func(c *Config) { c.DistanceZeroM = 0 }, "rank-distance-zero-m"},
 		{func(c *Config) { c.ETAZeroMinutes = -5 }, "rank-eta-zero-minutes"},
 		{func(c *Config) { c.PriorRating = 6 }, "rank-prior-rating"},

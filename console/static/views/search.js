@@ -243,11 +243,15 @@ export function mount(root, { meta, getJSON }) {
   function card(s, old) {
     const diff = (k) => old !== undefined && old[k] !== s[k];
     const menus = s.matched_menus || [];
-    return el('article', { class: `shop-card${s.open ? '' : ' closed'}`, dataset: { shopId: String(s.id) } },
+    // delivers is absent without a location; false: outside the shop's
+    // delivery radius (shown below the shops that deliver).
+    const outside = s.delivers === false;
+    return el('article', { class: `shop-card${s.open && !outside ? '' : ' closed'}`, dataset: { shopId: String(s.id) } },
       el('header', {},
         el('h3', { class: 'shop-name', text: s.name }),
         el('span', { class: 'category', text: s.category }),
-        value(s.open ? 'badge open' : 'badge shut', s.open ? 'open' : 'closed', diff('open'))),
+        value(s.open ? 'badge open' : 'badge shut', s.open ? 'open' : 'closed', diff('open')),
+        outside ? el('span', { class: 'badge shut outside', text: 'does not deliver here' }) : null),
       el('div', { class: 'facts' },
         value('minutes', `${s.delivery_minutes} min`, diff('delivery_minutes')),
         value('fee', `배달비 ₩${s.delivery_fee.toLocaleString()}`, diff('delivery_fee')),
@@ -268,6 +272,7 @@ export function mount(root, { meta, getJSON }) {
     return el('div', { class: 'rank muted', dataset: { total: String(r.total) } },
       el('strong', { text: `relevance ${r.total.toFixed(2)}` }), ' = ',
       part('open', r.open, 'open now'), ' + ',
+      part('delivers', r.delivers, 'delivers to this location'), ' + ',
       part('text', r.text, `text score ${r.text_score}`), ' + ',
       part('distance', r.distance, 'linear decay with distance'), ' + ',
       part('eta', r.eta, 'linear decay with delivery minutes'), ' + ',

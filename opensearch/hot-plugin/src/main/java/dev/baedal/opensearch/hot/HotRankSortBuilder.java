@@ -17,6 +17,7 @@ import org.opensearch.core.xcontent.XContentBuilder;
 import org.opensearch.core.xcontent.XContentParser;
 import org.opensearch.index.fielddata.FieldData;
 import org.opensearch.index.fielddata.IndexGeoPointFieldData;
+import org.opensearch.index.fielddata.IndexNumericFieldData;
 import org.opensearch.index.fielddata.MultiGeoPointValues;
 import org.opensearch.index.fielddata.NumericDoubleValues;
 import org.opensearch.index.fielddata.SortedNumericDoubleValues;
@@ -36,10 +37,12 @@ import org.opensearch.search.sort.SortOrder;
  * {@code {"baedal_hot_rank": {"table": T, "params": {...}}}}: sorts shops by baedal's relevance
  * formula (docs/search.md, Go package {@code searcher/rank}), highest first, over the query's
  * score (the text score), the hot fields of table T ({@code open}, {@code delivery_minutes},
- * {@code rating}, {@code review_count}) and the document's {@code location}. The params are the
- * ones the Painless script of the other layouts gets: the weights {@code w_open, w_text, w_dist,
- * dist_zero, w_eta, eta_zero, w_rating, prior_rating, prior_reviews}, and {@code has_text},
- * {@code has_loc} with {@code lat}, {@code lon}.
+ * {@code rating}, {@code review_count}) and the document's {@code location} and
+ * {@code delivery_radius_km} (a shop delivers when the arc distance is at most its radius × 1000,
+ * the test of {@link DeliveryRadiusQueryBuilder}). The params are the ones the Painless script of
+ * the other layouts gets: the weights {@code w_open, w_delivers, w_text, w_dist, dist_zero, w_eta,
+ * eta_zero, w_rating, prior_rating, prior_reviews}, and {@code has_text}, {@code has_loc} with
+ * {@code lat}, {@code lon}.
  *
  * <p>Invariants: {@link Formula#score} adds the same double terms in the same order as the
  * Painless script and Go's {@code rank.Config.Score}, so the layouts sort alike; with
@@ -54,6 +57,7 @@ public final class HotRankSortBuilder extends SortBuilder<HotRankSortBuilder> {
     public static final String NAME = "baedal_hot_rank";
     static final String SORT_FIELD_NAME = "_baedal_hot_rank";
     static final String LOCATION_FIELD = "location";
+    static final String RADIUS_FIELD = "delivery_radius_km";
 
     private final HotTables tables;
     private final String table;
@@ -80,18 +84,22 @@ public final class HotRankSortBuilder extends SortBuilder<HotRankSortBuilder> {
     }
 
     /** The formula's parameters; {@link #score} is the formula. */
-    public record Formula(double wOpen, double wText, double wDist, double distZero, double wEta, double etaZero,
+    public record Formula(double wOpen, double wDelivers, double wText, double wDist, double distZero, double wEta, double etaZero,
                           double wRating, double priorRating, double priorReviews,
                           boolean hasText, boolean hasLoc, double lat, double lon) {
 
         /** The relevance of one shop, term by term as Painless and Go compute it. */
-        public double score(double text, boolean open, double distanceM, int deliveryMinutes, double rating, int reviews) {
+        public double score(double text, boolean open, double distanceM, boolean delivers, int deliveryMinutes, double rating,
+                            int reviews) {
             double o = open ? wOpen : 0.0;
             double t = hasText ? wText * text : 0.0;
+            double d = 0.0;
             double dist = 0.0;
             if (hasLoc) {
-                double x = 1.0 - distanceM / distZero;
-                dist = wDist * (x > 0 ? x : 0.0);
+                if (delivers) {
+                    d = wDelivers;
+                }
+                dist = wDist * (1.0 - distanceM / distZero); // not clamped: a metre is worth the same at any distance
             }
             double y = 1.0 - (double) deliveryMinutes / etaZero;
             double eta = wEta * (y > 0 ? y : 0.0);
@@ -99,17 +107,17 @@ public final class HotRankSortBuilder extends SortBuilder<HotRankSortBuilder> {
             double k = priorReviews;
             double bayes = k + n > 0 ? (k * priorRating + n * rating) / (k + n) : rating;
             double r = wRating * bayes;
-            return o + t + dist + eta + r;
+            return o + d + t + dist + eta + r;
         }
 
         static Formula read(StreamInput in) throws IOException {
-            return new Formula(in.readDouble(), in.readDouble(), in.readDouble(), in.readDouble(), in.readDouble(),
+            return new Formula(in.readDouble(), in.readDouble(), in.readDouble(), in.readDouble(), in.readDouble(), in.readDouble(),
                 in.readDouble(), in.readDouble(), in.readDouble(), in.readDouble(), in.readBoolean(), in.readBoolean(),
                 in.readDouble(), in.readDouble());
         }
 
         void writeTo(StreamOutput out) throws IOException {
-            for (double d : new double[] {wOpen, wText, wDist, distZero, wEta, etaZero, wRating, priorRating, priorReviews}) {
+            for (double d : new double[] {wOpen, wDelivers, wText, wDist, distZero, wEta, etaZero, wRating, priorRating, priorReviews}) {
                 out.writeDouble(d);
             }
             out.writeBoolean(hasText);
@@ -119,7 +127,7 @@ public final class HotRankSortBuilder extends SortBuilder<HotRankSortBuilder> {
         }
 
         /** The weights' params keys, in the order of the record's components. */
-        static final String[] WEIGHTS = {"w_open", "w_text", "w_dist", "dist_zero", "w_eta", "eta_zero", "w_rating",
+        static final String[] WEIGHTS = {"w_open", "w_delivers", "w_text", "w_dist", "dist_zero", "w_eta", "eta_zero", "w_rating",
             "prior_rating", "prior_reviews"};
 
         /** Reads the params object; every weight is required, lat and lon with has_loc. */
@@ -130,7 +138,7 @@ public final class HotRankSortBuilder extends SortBuilder<HotRankSortBuilder> {
             }
             boolean hasText = bool(p, "has_text");
             boolean hasLoc = bool(p, "has_loc");
-            Formula f = new Formula(w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8],
+            Formula f = new Formula(w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9],
                 hasText, hasLoc, hasLoc ? num(p, "lat") : 0, hasLoc ? num(p, "lon") : 0);
             if (!(f.distZero > 0) || !(f.etaZero > 0)) {
                 throw new IllegalArgumentException("[" + NAME + "] [dist_zero] and [eta_zero] must be > 0");
@@ -156,7 +164,7 @@ public final class HotRankSortBuilder extends SortBuilder<HotRankSortBuilder> {
 
         void toXContent(XContentBuilder b) throws IOException {
             b.startObject("params");
-            b.field("w_open", wOpen).field("w_text", wText).field("w_dist", wDist).field("dist_zero", distZero);
+            b.field("w_open", wOpen).field("w_delivers", wDelivers).field("w_text", wText).field("w_dist", wDist).field("dist_zero", distZero);
             b.field("w_eta", wEta).field("eta_zero", etaZero).field("w_rating", wRating);
             b.field("prior_rating", priorRating).field("prior_reviews", priorReviews);
             b.field("has_text", hasText).field("has_loc", hasLoc);
@@ -226,15 +234,13 @@ public final class HotRankSortBuilder extends SortBuilder<HotRankSortBuilder> {
         ctx.setIsCacheable(false);
         TableRows rows = new TableRows(tables.rows(table, ctx.searcher()));
         IndexGeoPointFieldData points = null;
+        IndexNumericFieldData radii = null;
         if (formula.hasLoc()) {
-            MappedFieldType location = ctx.fieldMapper(LOCATION_FIELD);
-            if (location == null) {
-                throw new QueryShardException(ctx, "[" + NAME + "] needs the field [" + LOCATION_FIELD + "] mapped in ["
-                    + ctx.index().getName() + "]");
-            }
-            points = ctx.getForField(location);
+            points = ctx.getForField(mapped(ctx, LOCATION_FIELD));
+            radii = ctx.getForField(mapped(ctx, RADIUS_FIELD));
         }
         IndexGeoPointFieldData locations = points;
+        IndexNumericFieldData deliveryRadii = radii;
         // The comparator hands each leaf its scorer after asking for the leaf's values; keyed by
         // leaf, as concurrent segment search may sort several leaves at once.
         Map<LeafReaderContext, Scorable[]> scorers = new ConcurrentHashMap<>();
@@ -242,7 +248,7 @@ public final class HotRankSortBuilder extends SortBuilder<HotRankSortBuilder> {
             @Override
             protected SortedNumericDoubleValues getValues(LeafReaderContext leaf) throws IOException {
                 Scorable[] scorer = scorers.computeIfAbsent(leaf, l -> new Scorable[1]);
-                return values(leaf, rows, locations, scorer);
+                return values(leaf, rows, locations, deliveryRadii, scorer);
             }
 
             @Override
@@ -254,10 +260,20 @@ public final class HotRankSortBuilder extends SortBuilder<HotRankSortBuilder> {
         return src;
     }
 
+    private static MappedFieldType mapped(QueryShardContext ctx, String field) {
+        MappedFieldType type = ctx.fieldMapper(field);
+        if (type == null) {
+            throw new QueryShardException(ctx, "[" + NAME + "] needs the field [" + field + "] mapped in ["
+                + ctx.index().getName() + "]");
+        }
+        return type;
+    }
+
     private SortedNumericDoubleValues values(LeafReaderContext leaf, TableRows rows, IndexGeoPointFieldData locations,
-                                             Scorable[] scorer) throws IOException {
+                                             IndexNumericFieldData radii, Scorable[] scorer) throws IOException {
         SortedNumericDocValues ids = DocValues.getSortedNumeric(leaf.reader(), HotFilterQuery.ID_FIELD);
         MultiGeoPointValues points = locations == null ? null : locations.load(leaf).getGeoPointValues();
+        SortedNumericDoubleValues radius = radii == null ? null : radii.load(leaf).getDoubleValues();
         HotTable.Row row = new HotTable.Row();
         return FieldData.singleton(new NumericDoubleValues() {
             private double value;
@@ -275,14 +291,17 @@ public final class HotRankSortBuilder extends SortBuilder<HotRankSortBuilder> {
                     text = scorer[0].score();
                 }
                 double distance = 0;
+                boolean delivers = false;
                 if (points != null) {
                     if (!points.advanceExact(doc) || points.docValueCount() == 0) {
                         return false;
                     }
                     GeoPoint p = points.nextValue();
                     distance = GeoUtils.arcDistance(p.lat(), p.lon(), formula.lat(), formula.lon());
+                    // DeliveryRadiusQuery's test, on the same first values.
+                    delivers = radius.advanceExact(doc) && radius.docValueCount() > 0 && distance <= radius.nextValue() * 1000;
                 }
-                value = formula.score(text, row.open, distance, row.deliveryMinutes, row.rating, row.reviewCount);
+                value = formula.score(text, row.open, distance, delivers, row.deliveryMinutes, row.rating, row.reviewCount);
                 return true;
             }
 
