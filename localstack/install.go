@@ -143,8 +143,21 @@ func FindLauncherDir(dir string) (string, error) {
 }
 
 // BuildLauncher builds the OpenSearch launcher with Maven when its jar is
-// missing or older than its sources.
+// missing or older than its sources, and leaves in target/lib exactly the
+// jars of that build (Maven keeps those of older builds, an older
+// baedal-hot jar among them).
 func BuildLauncher(ctx context.Context, launcherDir, jdkHome string, progress io.Writer) error {
+	if err := buildLauncher(ctx, launcherDir, jdkHome, progress); err != nil {
+		return err
+	}
+	removed, err := pruneLauncherLib(launcherDir)
+	if len(removed) > 0 {
+		fmt.Fprintf(progress, "removed jars of an older launcher build from %s: %s\n", filepath.Join(launcherDir, "target", "lib"), strings.Join(removed, ", "))
+	}
+	return err
+}
+
+func buildLauncher(ctx context.Context, launcherDir, jdkHome string, progress io.Writer) error {
 	jar := filepath.Join(launcherDir, launcherJar)
 	if upToDate(jar, launcherDir) {
 		return nil
