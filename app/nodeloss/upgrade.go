@@ -100,44 +100,11 @@ func buildPreviousHotPlugin(ctx context.Context, dir string, progress io.Writer)
 	return b, err
 }
 
-// hotNode is one node's name and the baedal-hot versions it reports.
-type hotNode struct {
-	name     string
-	versions []string
-}
-
-// hotPluginNodes returns every node (by id) with its baedal-hot versions.
-func hotPluginNodes(ctx context.Context, osc *osapi.Client) (map[string]hotNode, error) {
-	var resp struct {
-		Nodes map[string]struct {
-			Name    string `json:"name"`
-			Plugins []struct {
-				Name    string `json:"name"`
-				Version string `json:"version"`
-			} `json:"plugins"`
-		} `json:"nodes"`
-	}
-	if err := osc.Do(ctx, http.MethodGet, "/_nodes/plugins?filter_path=nodes.*.name,nodes.*.plugins.name,nodes.*.plugins.version", nil, &resp); err != nil {
-		return nil, fmt.Errorf("nodeloss: the nodes' plugins: %w", err)
-	}
-	out := map[string]hotNode{}
-	for id, n := range resp.Nodes {
-		h := hotNode{name: n.Name}
-		for _, p := range n.Plugins {
-			if p.Name == layout.HotPlugin {
-				h.versions = append(h.versions, p.Version)
-			}
-		}
-		out[id] = h
-	}
-	return out, nil
-}
-
 // hotVersionsByName maps each node's name to its baedal-hot versions.
-func hotVersionsByName(nodes map[string]hotNode) map[string][]string {
+func hotVersionsByName(nodes map[string]layout.HotPluginNode) map[string][]string {
 	out := map[string][]string{}
 	for _, n := range nodes {
-		out[n.name] = n.versions
+		out[n.Name] = n.Versions
 	}
 	return out
 }
@@ -166,7 +133,7 @@ func rollingUpgrade(ctx context.Context, cfg Config, st *localstack.State, osc *
 	alias := idx.Alias(layout.RoleHotShops)
 	// Every node runs the checked-out build, and only it: a stale plugin
 	// jar beside it on the classpath would show here (or stop the node).
-	before, err := hotPluginNodes(ctx, osc)
+	before, err := layout.HotPluginNodes(ctx, osc)
 	if err != nil {
 		return c, err
 	}
@@ -254,7 +221,7 @@ func upgradeStep(ctx context.Context, osc *osapi.Client, addr, alias, want strin
 	var s UpgradeStep
 	var problem string
 	for deadline := time.Now().Add(timeout); ; time.Sleep(250 * time.Millisecond) {
-		nodes, err := hotPluginNodes(ctx, osc)
+		nodes, err := layout.HotPluginNodes(ctx, osc)
 		if err != nil {
 			return s, err
 		}
@@ -275,7 +242,7 @@ func upgradeStep(ctx context.Context, osc *osapi.Client, addr, alias, want strin
 			return s, fmt.Errorf("nodeloss: /readyz did not reflect the nodes' baedal-hot versions %v within %s: %s", s.Versions, timeout, problem)
 		}
 	}
-	nodes, err := hotPluginNodes(ctx, osc)
+	nodes, err := layout.HotPluginNodes(ctx, osc)
 	if err != nil {
 		return s, err
 	}
@@ -290,7 +257,7 @@ func upgradeStep(ctx context.Context, osc *osapi.Client, addr, alias, want strin
 		}
 		name := f.Node
 		if n, ok := nodes[f.Node]; ok {
-			name = n.name
+			name = n.Name
 		}
 		s.StatusFailures[name] = f.Reason
 	}
