@@ -165,7 +165,7 @@ func checkRollingUpgrade(t *testing.T, c CaseResult) {
 		}
 		version := func(name string) string { return strings.Join(s.Versions[name], ",") }
 		for name, reason := range s.StatusFailures {
-			if !strings.Contains(reason, "wire version") || !strings.Contains(reason, strconv.Itoa(u.From.WireVersion)) || !strings.Contains(reason, strconv.Itoa(u.To.WireVersion)) {
+			if !strings.Contains(reason, "wire version "+strconv.Itoa(u.From.WireVersion)) || !strings.Contains(reason, "wire version "+strconv.Itoa(u.To.WireVersion)) {
 				t.Errorf("step %d: the status failure of %s says %q; want it to name the wire versions %d and %d", i, name, reason, u.From.WireVersion, u.To.WireVersion)
 			}
 			for _, other := range s.StatusAnswered {
