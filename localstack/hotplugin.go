@@ -132,12 +132,15 @@ func isHotPluginJar(path string) bool {
 // classpathWithHotPlugin returns a launcher classpath (colon-separated, as
 // recorded in a node's command line) with every baedal-hot jar replaced by
 // pluginJar: a wildcard entry (DIR/*) is expanded to its jars, in name
-// order, because a wildcard cannot leave one out.
-func classpathWithHotPlugin(classpath, pluginJar string) (string, error) {
+// order, because a wildcard cannot leave one out, and the launcher jar is
+// replaced by a copy without its manifest's Class-Path (written in dir),
+// because the JVM adds the jars that lists, the current baedal-hot jar
+// among them, to any classpath the launcher jar is on.
+func classpathWithHotPlugin(classpath, pluginJar, dir string) (string, error) {
 	var out []string
 	for _, e := range strings.Split(classpath, string(os.PathListSeparator)) {
-		if dir, ok := strings.CutSuffix(e, "*"); ok && (dir == "" || strings.HasSuffix(dir, string(os.PathSeparator))) {
-			jars, err := filepath.Glob(filepath.Join(dir, "*.jar"))
+		if d, ok := strings.CutSuffix(e, "*"); ok && (d == "" || strings.HasSuffix(d, string(os.PathSeparator))) {
+			jars, err := filepath.Glob(filepath.Join(d, "*.jar"))
 			if err != nil {
 				return "", err
 			}
@@ -149,11 +152,79 @@ func classpathWithHotPlugin(classpath, pluginJar string) (string, error) {
 			}
 			continue
 		}
-		if !isHotPluginJar(e) {
+		switch {
+		case isHotPluginJar(e):
+		case filepath.Base(e) == filepath.Base(launcherJar):
+			copied := filepath.Join(dir, launcherWithoutClassPath)
+			if err := copyJarWithoutClassPath(e, copied); err != nil {
+				return "", err
+			}
+			out = append(out, copied)
+		default:
 			out = append(out, e)
 		}
 	}
 	return strings.Join(append(out, pluginJar), string(os.PathListSeparator)), nil
+}
+
+// launcherWithoutClassPath names the copy of the launcher jar that
+// classpathWithHotPlugin puts on an explicit classpath.
+const launcherWithoutClassPath = "baedal-opensearch-launcher-without-class-path.jar"
+
+// copyJarWithoutClassPath copies the jar src to dst with every entry but
+// its manifest, which keeps only the version and the Main-Class.
+func copyJarWithoutClassPath(src, dst string) error {
+	zr, err := zip.OpenReader(src)
+	if err != nil {
+		return fmt.Errorf("localstack: open %s: %w", src, err)
+	}
+	defer zr.Close()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	tmp := dst + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	zw := zip.NewWriter(f)
+	for _, entry := range zr.File {
+		if entry.Name != "META-INF/MANIFEST.MF" {
+			if err := zw.Copy(entry); err != nil {
+				f.Close()
+				return fmt.Errorf("localstack: copy %s of %s: %w", entry.Name, src, err)
+			}
+			continue
+		}
+		r, err := entry.Open()
+		if err != nil {
+			f.Close()
+			return err
+		}
+		mainClass, err := manifestAttribute(r, "Main-Class")
+		r.Close()
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("localstack: manifest of %s: %w", src, err)
+		}
+		w, err := zw.Create(entry.Name)
+		if err == nil {
+			_, err = fmt.Fprintf(w, "Manifest-Version: 1.0\r\nMain-Class: %s\r\n\r\n", mainClass)
+		}
+		if err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := zw.Close(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
 }
 
 // HotPluginStamp is what a build of the baedal-hot plugin reports: its

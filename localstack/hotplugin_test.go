@@ -2,6 +2,7 @@ package localstack
 
 import (
 	"archive/zip"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -131,25 +132,48 @@ func TestClasspathWithHotPluginReplacesOnlyTheHotJar(t *testing.T) {
 	dir := t.TempDir()
 	lib := filepath.Join(dir, "target", "lib")
 	touchJars(t, lib, "b.jar", "baedal-hot-0.3.0.jar", "a.jar")
+	writeLauncherJar(t, dir, "a.jar", "b.jar", "baedal-hot-0.3.0.jar")
 	launcher := filepath.Join(dir, launcherJar)
+	state := filepath.Join(dir, "state")
+	copied := filepath.Join(state, launcherWithoutClassPath)
 	next := filepath.Join(dir, "previous", "baedal-hot-0.3.0-previous.jar")
 
-	got, err := classpathWithHotPlugin(launcher+":"+filepath.Join(lib, "*"), next)
+	got, err := classpathWithHotPlugin(launcher+":"+filepath.Join(lib, "*"), next, state)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := strings.Join([]string{launcher, filepath.Join(lib, "a.jar"), filepath.Join(lib, "b.jar"), next}, ":")
+	want := strings.Join([]string{copied, filepath.Join(lib, "a.jar"), filepath.Join(lib, "b.jar"), next}, ":")
 	if got != want {
 		t.Errorf("classpath:\n got %s\nwant %s", got, want)
 	}
-	// Swapped again (back to the checked-out build), the explicit list keeps
-	// every other jar and holds one baedal-hot jar.
-	back := filepath.Join(lib, "baedal-hot-0.3.0.jar")
-	again, err := classpathWithHotPlugin(got, back)
+	// The launcher's copy lists no jar: the JVM would add the listed
+	// baedal-hot jar to the classpath beside next.
+	zr, err := zip.OpenReader(copied)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := strings.Join([]string{launcher, filepath.Join(lib, "a.jar"), filepath.Join(lib, "b.jar"), back}, ":"); again != want {
+	defer zr.Close()
+	f, err := zr.Open("META-INF/MANIFEST.MF")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	raw, _ := io.ReadAll(f)
+	if main, err := manifestAttribute(strings.NewReader(string(raw)), "Main-Class"); err != nil || main != "dev.baedal.opensearch.Launcher" {
+		t.Errorf("the copy's Main-Class is %q (%v), want the launcher's", main, err)
+	}
+	if _, err := manifestAttribute(strings.NewReader(string(raw)), "Class-Path"); err == nil {
+		t.Errorf("the copy of the launcher jar still has a Class-Path:\n%s", raw)
+	}
+
+	// Swapped again (back to the checked-out build), the explicit list keeps
+	// every other jar and holds one baedal-hot jar.
+	back := filepath.Join(lib, "baedal-hot-0.3.0.jar")
+	again, err := classpathWithHotPlugin(got, back, state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Join([]string{copied, filepath.Join(lib, "a.jar"), filepath.Join(lib, "b.jar"), back}, ":"); again != want {
 		t.Errorf("classpath swapped back:\n got %s\nwant %s", again, want)
 	}
 }

@@ -86,7 +86,8 @@ func (st *State) RestartOpenSearchNodes(ctx context.Context, components ...strin
 // RestartOpenSearchNodesWith is RestartOpenSearchNodes with another build of
 // the baedal-hot plugin when pluginJar is not "": the recorded classpath's
 // baedal-hot jar is replaced by pluginJar (its target/lib/* expanded to the
-// jars it holds), and the new command line is recorded, so the node keeps
+// jars it holds, the launcher jar by a copy without Class-Path in the state
+// directory: classpathWithHotPlugin), and the new command line is recorded, so the node keeps
 // that plugin when restarted again and `baedal down` stops it. A rolling
 // upgrade restarts each node so, one at a time.
 func (st *State) RestartOpenSearchNodesWith(ctx context.Context, pluginJar string, components ...string) error {
@@ -129,7 +130,7 @@ func (st *State) RestartOpenSearchNodesWith(ctx context.Context, pluginJar strin
 				return fmt.Errorf("localstack: %s was started without -cp; its plugin cannot be replaced", component)
 			}
 			var err error
-			if argv[cp+1], err = classpathWithHotPlugin(argv[cp+1], pluginJar); err != nil {
+			if argv[cp+1], err = classpathWithHotPlugin(argv[cp+1], pluginJar, filepath.Join(st.StateDir, "opensearch")); err != nil {
 				_ = st.save()
 				return fmt.Errorf("localstack: classpath of %s: %w", component, err)
 			}
