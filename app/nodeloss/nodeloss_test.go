@@ -69,6 +69,9 @@ func TestNodeLoss(t *testing.T) {
 		}
 		t.Logf("%s %s: rejoined after %.1f s, green after %.1f s", c.Victim, c.Node, c.SecondsToRejoin, c.SecondsToGreen)
 		for _, phase := range []string{PhaseBefore, PhaseOutage, PhaseRestart, PhaseMixed, PhaseAfter} {
+			if c.Searches[phase] == nil {
+				continue // a phase this case does not have
+			}
 			var line []string
 			for _, label := range labels {
 				n := c.Searches[phase][label]
