@@ -28,8 +28,10 @@ import (
 // layout (0 lost, 0 dead-lettered), the layouts answer alike, and every
 // node's table holds the events' live rows and their deletes' tombstones.
 //
-// One cluster serves every case and the catalog is small (about 7 minutes
-// on 2 cores, 2 of them the upgrade). It fails in CI when the cluster cannot start and is skipped
+// One cluster serves every case and the catalog is small (about 5 minutes
+// on 2 cores before the upgrade case, which adds a Maven build of the
+// previous plugin and four restarts: 16.5 minutes in all, 5.5 of them the
+// upgrade, on a shared 2-core machine at load 20-30). It fails in CI when the cluster cannot start and is skipped
 // locally.
 func TestNodeLoss(t *testing.T) {
 	if testing.Short() {
