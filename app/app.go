@@ -71,6 +71,10 @@ type Config struct {
 	Workers bool
 	// HealthTimeout bounds each backend probe of /healthz.
 	HealthTimeout time.Duration
+	// HotPluginCheckEvery is how often a server that serves the hot layout
+	// checks that every OpenSearch node still runs the baedal-hot plugin at
+	// the version it speaks (a rolling upgrade of the plugin changes that).
+	HotPluginCheckEvery time.Duration
 	// Progress receives progress bars of long start-up work (demo load).
 	Progress io.Writer
 	// onRoutes, if set (by tests), receives every registered route pattern
@@ -89,7 +93,7 @@ func Defaults() Config {
 	return Config{
 		API: api.Defaults(), Backends: backend.Defaults(), Indexer: indexer.Defaults(),
 		Search: searcher.Defaults(), Fallback: searcher.DefaultFallback(), Feed: feed.Defaults(), Links: linkstore.DefaultConfig(), Reindex: reindex.Defaults(), Demo: demo,
-		Workers: true, HealthTimeout: 2 * time.Second,
+		Workers: true, HealthTimeout: 2 * time.Second, HotPluginCheckEvery: 5 * time.Second,
 	}
 }
 
@@ -108,8 +112,14 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	c.RedisReads.Flags(fs, "redis-replica-")
 	c.OpenSearchReads.Flags(fs, "opensearch-endpoint-")
 	c.Demo.Flags(fs)
+	c.ServerFlags(fs)
+}
+
+// ServerFlags binds the flags of the server itself (not of a component).
+func (c *Config) ServerFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Workers, "workers-enabled", c.Workers, "run the indexer and feed fan-out workers in this process")
 	fs.DurationVar(&c.HealthTimeout, "health-timeout", c.HealthTimeout, "timeout of each backend probe in /healthz")
+	fs.DurationVar(&c.HotPluginCheckEvery, "hot-plugin-check-every", c.HotPluginCheckEvery, "how often to check that every OpenSearch node runs the baedal-hot plugin at the version baedal speaks; the hot layout is unavailable while one does not (a rolling upgrade)")
 }
 
 // EnsureDefaults fills the zero fields of the components whose zero value
@@ -127,6 +137,9 @@ func (c *Config) Validate() error {
 		c.Search.Validate(), c.Fallback.Validate(), c.Feed.Validate(), c.Links.Validate(), c.RedisReads.Validate(), c.OpenSearchReads.Validate(), c.Demo.Validate()}
 	if c.HealthTimeout <= 0 {
 		errs = append(errs, errors.New("health-timeout: must be > 0"))
+	}
+	if c.HotPluginCheckEvery <= 0 {
+		errs = append(errs, fmt.Errorf("hot-plugin-check-every: got %s, must be > 0", c.HotPluginCheckEvery))
 	}
 	// The server, not a client, decides when a search has taken too long:
 	// then it answers 503 with Retry-After, not a broken connection.
@@ -301,6 +314,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(addr stri
 		// The indexer starts only once the aliases exist: a bulk write to a
 		// missing alias would auto-create a concrete index in its place.
 		kinds, ok := ensureIndices(gctx, cfg.Indexer.Layout, osc, srch, log)
+		if ok && slices.Contains(kinds, layout.Hot) {
+			g.Go(func() error {
+				watchHotPlugin(gctx, osc, srch, cfg.HotPluginCheckEvery, log)
+				return nil
+			})
+		}
 		if !ok || !cfg.Workers {
 			return nil
 		}
@@ -447,6 +466,42 @@ func ensureIndices(ctx context.Context, idx layout.Config, osc *osapi.Client, sr
 			return nil, false
 		case <-time.After(5 * time.Second):
 		}
+	}
+}
+
+// watchHotPlugin checks, every period, that every OpenSearch node runs the
+// baedal-hot plugin at layout.HotPluginVersion, and keeps the hot layout
+// unavailable while one does not, naming each such node and what it runs
+// (a rolling upgrade of the plugin under way, a node started without it):
+// searches that name hot answer 503 with Retry-After, those that name no
+// layout run on split, and the indexer keeps writing the head documents.
+// When every node runs it again, the hot layout serves again. A check that
+// fails (OpenSearch unreachable) changes nothing. It runs only on a server
+// whose indexer set up the hot layout at start (ensureIndices): one that
+// started without it indexes no hot layout until it is restarted.
+func watchHotPlugin(ctx context.Context, osc *osapi.Client, srch *searcher.Searcher, every time.Duration, log *slog.Logger) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		_, unavailable, err := layout.RunnableKinds(ctx, osc)
+		if err != nil {
+			continue
+		}
+		why := unavailable[layout.Hot]
+		if srch.Unavailable(layout.Hot) == why {
+			continue
+		}
+		if why != "" {
+			log.Warn("a layout is unavailable", "layout", layout.Hot, "reason", why)
+		} else {
+			log.Info("a layout is available again", "layout", layout.Hot)
+		}
+		srch.SetUnavailable(layout.Hot, why)
 	}
 }
 

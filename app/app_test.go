@@ -229,4 +229,9 @@ func TestValidateJoinsEveryComponent(t *testing.T) {
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "search-timeout") {
 		t.Errorf("a search timeout as long as the OpenSearch client's must be refused naming search-timeout: %v", err)
 	}
+	cfg.Search.Timeout = Defaults().Search.Timeout
+	cfg.HotPluginCheckEvery = 0
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "hot-plugin-check-every") {
+		t.Errorf("a zero plugin check period must be refused naming hot-plugin-check-every: %v", err)
+	}
 }

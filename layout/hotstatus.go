@@ -64,7 +64,7 @@ func HotStatusPath(shopIndex string, check bool) string {
 // which FetchHotStatus returns with the error.
 func FetchHotStatus(ctx context.Context, os *osapi.Client, shopIndex string, check bool) (HotStatus, error) {
 	var st HotStatus
-	err := os.Do(ctx, http.MethodGet, HotStatusPath(shopIndex, check), nil, &st)
+	err := os.DoAnyStatus(ctx, http.MethodGet, HotStatusPath(shopIndex, check), nil, &st)
 	if err != nil {
 		return st, fmt.Errorf("layout: status of the hot table of %s: %w", shopIndex, err)
 	}

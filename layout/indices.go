@@ -62,11 +62,16 @@ const (
 	HotPluginVersion = "0.4.0"
 )
 
-// NodesWithoutHotPlugin returns, for each node of the cluster that lacks the
-// baedal-hot plugin at HotPluginVersion, its name and what it has instead
-// ("no baedal-hot", or "baedal-hot 0.2.0"): when it is not empty, the hot
-// layout cannot run and the other layouts are unaffected.
-func NodesWithoutHotPlugin(ctx context.Context, os *osapi.Client) ([]string, error) {
+// HotPluginNode is one OpenSearch node: its name and the versions of the
+// baedal-hot plugin it lists (none, or one).
+type HotPluginNode struct {
+	Name     string
+	Versions []string
+}
+
+// HotPluginNodes lists every node of the cluster, by node id, with the
+// baedal-hot versions it runs (GET /_nodes/plugins).
+func HotPluginNodes(ctx context.Context, os *osapi.Client) (map[string]HotPluginNode, error) {
 	var resp struct {
 		Nodes map[string]struct {
 			Name    string `json:"name"`
@@ -79,13 +84,31 @@ func NodesWithoutHotPlugin(ctx context.Context, os *osapi.Client) ([]string, err
 	if err := os.Do(ctx, http.MethodGet, "/_nodes/plugins?filter_path=nodes.*.name,nodes.*.plugins.name,nodes.*.plugins.version", nil, &resp); err != nil {
 		return nil, fmt.Errorf("layout: list the plugins of the OpenSearch nodes: %w", err)
 	}
-	var missing []string
-	for _, n := range resp.Nodes {
-		versions := map[string]string{}
+	out := make(map[string]HotPluginNode, len(resp.Nodes))
+	for id, n := range resp.Nodes {
+		node := HotPluginNode{Name: n.Name}
 		for _, p := range n.Plugins {
-			versions[p.Name] = p.Version
+			if p.Name == HotPlugin {
+				node.Versions = append(node.Versions, p.Version)
+			}
 		}
-		if has := hotPluginHeld(versions); has != "" {
+		out[id] = node
+	}
+	return out, nil
+}
+
+// NodesWithoutHotPlugin returns, for each node of the cluster that lacks the
+// baedal-hot plugin at HotPluginVersion, its name and what it has instead
+// ("no baedal-hot", or "baedal-hot 0.2.0"): when it is not empty, the hot
+// layout cannot run and the other layouts are unaffected.
+func NodesWithoutHotPlugin(ctx context.Context, os *osapi.Client) ([]string, error) {
+	nodes, err := HotPluginNodes(ctx, os)
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, n := range nodes {
+		if has := hotPluginHeld(n.Versions); has != "" {
 			missing = append(missing, n.Name+" ("+has+")")
 		}
 	}
@@ -93,16 +116,15 @@ func NodesWithoutHotPlugin(ctx context.Context, os *osapi.Client) ([]string, err
 	return missing, nil
 }
 
-// hotPluginHeld says what a node with these plugins (name → version) has
-// instead of the baedal-hot plugin at HotPluginVersion, or "" when it has
+// hotPluginHeld says what a node with these baedal-hot versions has instead
+// of exactly the baedal-hot plugin at HotPluginVersion, or "" when it has
 // that.
-func hotPluginHeld(plugins map[string]string) string {
-	v, ok := plugins[HotPlugin]
+func hotPluginHeld(versions []string) string {
 	switch {
-	case !ok:
+	case len(versions) == 0:
 		return "no " + HotPlugin
-	case v != HotPluginVersion:
-		return HotPlugin + " " + v
+	case len(versions) > 1 || versions[0] != HotPluginVersion:
+		return HotPlugin + " " + strings.Join(versions, ", ")
 	}
 	return ""
 }

@@ -203,19 +203,20 @@ func TestHotHeadAndMenusMakeTheShop(t *testing.T) {
 }
 
 // A node must hold the baedal-hot plugin at the version baedal speaks: an
-// absent plugin and another version (a rolling upgrade under way) are both
-// named.
+// absent plugin, another version (a rolling upgrade under way) and two
+// versions at once are all named.
 func TestHotPluginHeldNamesWhatANodeHasInstead(t *testing.T) {
 	for _, c := range []struct {
-		plugins map[string]string
-		want    string
+		versions []string
+		want     string
 	}{
-		{map[string]string{HotPlugin: HotPluginVersion, "analysis-nori": "3.8.0"}, ""},
-		{map[string]string{"analysis-nori": "3.8.0"}, "no " + HotPlugin},
-		{map[string]string{HotPlugin: "0.1.0"}, HotPlugin + " 0.1.0"},
+		{[]string{HotPluginVersion}, ""},
+		{nil, "no " + HotPlugin},
+		{[]string{"0.1.0"}, HotPlugin + " 0.1.0"},
+		{[]string{HotPluginVersion, "0.1.0"}, HotPlugin + " " + HotPluginVersion + ", 0.1.0"},
 	} {
-		if got := hotPluginHeld(c.plugins); got != c.want {
-			t.Errorf("hotPluginHeld(%v) = %q, want %q", c.plugins, got, c.want)
+		if got := hotPluginHeld(c.versions); got != c.want {
+			t.Errorf("hotPluginHeld(%v) = %q, want %q", c.versions, got, c.want)
 		}
 	}
 }

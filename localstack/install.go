@@ -143,21 +143,27 @@ func FindLauncherDir(dir string) (string, error) {
 }
 
 // BuildLauncher builds the OpenSearch launcher with Maven when its jar is
-// missing or older than its sources.
+// missing or older than its sources, and leaves in target/lib exactly the
+// jars of that build (Maven keeps those of older builds, an older
+// baedal-hot jar among them).
 func BuildLauncher(ctx context.Context, launcherDir, jdkHome string, progress io.Writer) error {
+	if err := buildLauncher(ctx, launcherDir, jdkHome, progress); err != nil {
+		return err
+	}
+	removed, err := pruneLauncherLib(launcherDir)
+	if len(removed) > 0 {
+		fmt.Fprintf(progress, "removed jars of an older launcher build from %s: %s\n", filepath.Join(launcherDir, "target", "lib"), strings.Join(removed, ", "))
+	}
+	return err
+}
+
+func buildLauncher(ctx context.Context, launcherDir, jdkHome string, progress io.Writer) error {
 	jar := filepath.Join(launcherDir, launcherJar)
 	if upToDate(jar, launcherDir) {
 		return nil
 	}
 	fmt.Fprintf(progress, "building the OpenSearch launcher with Maven (first run downloads ~60 MB of jars)\n")
 	start := time.Now()
-	// mvn package copies the dependencies into target/lib but never removes
-	// one: after a version bump of baedal-hot the old plugin jar would stay
-	// on the node's classpath (target/lib/*) beside the new one, and the
-	// node would load whichever the JVM lists first.
-	if err := os.RemoveAll(filepath.Join(launcherDir, "target", "lib")); err != nil {
-		return fmt.Errorf("localstack: remove the launcher's old dependencies: %w", err)
-	}
 	cmd := exec.CommandContext(ctx, "mvn", "-q", "-B", "-DskipTests", "package")
 	cmd.Dir = launcherDir
 	cmd.Env = append(os.Environ(), "JAVA_HOME="+jdkHome)

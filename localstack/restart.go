@@ -3,8 +3,10 @@ package localstack
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -31,6 +33,17 @@ func (st *State) Kill(component string) error {
 		return nil
 	}
 	return p.Stop(syscall.SIGKILL, 5*time.Second)
+}
+
+// Terminate stops a component with SIGTERM, as an operator stops a node
+// for a rolling restart (an OpenSearch node closes cleanly), and waits up
+// to a minute for it to exit (then SIGKILL).
+func (st *State) Terminate(component string) error {
+	p, ok := st.Process(component)
+	if !ok {
+		return fmt.Errorf("localstack: no component %s in %s", component, st.StateDir)
+	}
+	return p.Stop(syscall.SIGTERM, time.Minute)
 }
 
 // Pause stops a component with SIGSTOP (a long GC pause, or a host that
@@ -67,6 +80,27 @@ func (st *State) RestartOpenSearchNode(ctx context.Context, component string) er
 // in one save (so `baedal down` stops every one of them), and waits until
 // the cluster has all its nodes. Not safe for concurrent use.
 func (st *State) RestartOpenSearchNodes(ctx context.Context, components ...string) error {
+	return st.RestartOpenSearchNodesWith(ctx, "", components...)
+}
+
+// RestartOpenSearchNodesWith is RestartOpenSearchNodes with another build of
+// the baedal-hot plugin when pluginJar is not "": the recorded classpath's
+// baedal-hot jar is replaced by pluginJar (its target/lib/* expanded to the
+// jars it holds, the launcher jar by a copy without Class-Path in the state
+// directory: classpathWithHotPlugin), and the new command line is recorded, so the node keeps
+// that plugin when restarted again and `baedal down` stops it. A rolling
+// upgrade restarts each node so, one at a time.
+func (st *State) RestartOpenSearchNodesWith(ctx context.Context, pluginJar string, components ...string) error {
+	if pluginJar != "" {
+		abs, err := filepath.Abs(pluginJar)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(abs); err != nil || !isHotPluginJar(abs) {
+			return fmt.Errorf("localstack: plugin jar %s: want an existing baedal-hot-VERSION.jar (%v)", pluginJar, err)
+		}
+		pluginJar = abs
+	}
 	started := make(map[string]Process, len(components))
 	for _, component := range components {
 		if !strings.HasPrefix(component, "opensearch-") {
@@ -88,7 +122,20 @@ func (st *State) RestartOpenSearchNodes(ctx context.Context, components ...strin
 		if len(old.Argv) == 0 {
 			return fmt.Errorf("localstack: %s was recorded without its command line (started by an older baedal)", component)
 		}
-		cmd := exec.Command(old.Argv[0], old.Argv[1:]...)
+		argv := slices.Clone(old.Argv)
+		if pluginJar != "" {
+			cp := slices.Index(argv, "-cp")
+			if cp < 0 || cp+1 >= len(argv) {
+				_ = st.save() // the nodes started so far, so `down` stops them
+				return fmt.Errorf("localstack: %s was started without -cp; its plugin cannot be replaced", component)
+			}
+			var err error
+			if argv[cp+1], err = classpathWithHotPlugin(argv[cp+1], pluginJar, filepath.Join(st.StateDir, "opensearch")); err != nil {
+				_ = st.save()
+				return fmt.Errorf("localstack: classpath of %s: %w", component, err)
+			}
+		}
+		cmd := exec.Command(argv[0], argv[1:]...)
 		p, err := startProcess(component, cmd, filepath.Join(st.StateDir, "logs", component+".log"))
 		if err != nil {
 			_ = st.save() // the nodes started so far, so `down` stops them

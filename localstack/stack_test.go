@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baedal/baedal/internal/testenv"
+	"github.com/baedal/baedal/layout"
 )
 
 // TestStackStartsHealthyAndStopsExactlyItsProcesses starts a stack of its own
@@ -201,5 +202,55 @@ func TestLauncherFailsLoudly(t *testing.T) {
 				t.Fatalf("output does not name %q:\n%s", tc.want, out)
 			}
 		})
+	}
+}
+
+// TestLauncherLoadsExactlyOneHotPluginJar checks what a stale plugin jar
+// used to break: after BuildLauncher, target/lib holds one baedal-hot jar,
+// at the version baedal speaks (layout.HotPluginVersion, so the pom and Go
+// agree), and a launcher whose classpath holds a second one (an older
+// build's) refuses to start, naming both, instead of loading either.
+func TestLauncherLoadsExactlyOneHotPluginJar(t *testing.T) {
+	jdk, err := FindJDK(21)
+	if err != nil {
+		testenv.Unavailable(t, err)
+	}
+	dir, err := FindLauncherDir("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := BuildLauncher(context.Background(), dir, jdk, os.Stderr); err != nil {
+		testenv.Unavailable(t, err)
+	}
+	jars, err := filepath.Glob(filepath.Join(dir, "target", "lib", "baedal-hot-*.jar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(dir, "target", "lib", "baedal-hot-"+layout.HotPluginVersion+".jar")
+	if len(jars) != 1 || jars[0] != want {
+		t.Fatalf("target/lib holds the baedal-hot jars %v, want exactly %s", jars, want)
+	}
+
+	stale := filepath.Join(t.TempDir(), "baedal-hot-0.0.1-stale.jar")
+	raw, err := os.ReadFile(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stale, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(jdk, "bin", "java"), "-cp",
+		filepath.Join(dir, launcherJar)+":"+filepath.Join(dir, "target", "lib", "*")+":"+stale, "dev.baedal.opensearch.Launcher",
+		"--node-name", "t", "--home", home, "--data-path", filepath.Join(home, "data"), "--http-port", "0", "--transport-port", "0")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 {
+		t.Fatalf("launcher with two baedal-hot jars exited with %v, want exit code 3; output:\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "more than one jar") || !strings.Contains(string(out), filepath.Base(stale)) || !strings.Contains(string(out), filepath.Base(want)) {
+		t.Fatalf("output does not name both jars:\n%s", out)
 	}
 }

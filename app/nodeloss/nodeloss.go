@@ -5,7 +5,8 @@
 // manager: on one node, the node), a data node frozen with SIGSTOP past
 // fault detection, or every node killed at once; an outage, a restart on the
 // nodes' own data (or SIGCONT) and the wait for green and for every hot
-// table to equal its copy. It counts every search's answer by phase and
+// table to equal its copy. A last case rolls the cluster from one build of
+// the baedal-hot plugin to another, one node at a time (upgrade.go). It counts every search's answer by phase and
 // layout, stale hot hits among them, times the way back, and at the end
 // checks that every accepted event reached every layout, that the layouts
 // answer alike, and that every node's baedal-hot table holds exactly the hot
@@ -30,6 +31,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,6 +66,13 @@ const (
 	// WholeCluster is every node SIGKILLed at once and restarted on its
 	// data (a full cluster restart): hot tombstones must survive it.
 	WholeCluster Victim = "whole_cluster"
+	// RollingUpgrade is a rolling upgrade of the baedal-hot plugin between
+	// two builds (upgrade.go): every node restarted on a "previous" build,
+	// then each in turn on the current one. While the versions differ the
+	// hot layout answers 503 and searches naming no layout run on split;
+	// after, the hot layout serves again from tables rebuilt on the new
+	// build. Only on 3 nodes.
+	RollingUpgrade Victim = "rolling_upgrade"
 )
 
 // faultDetection shortens OpenSearch's fault detection (default: about 30 s
@@ -106,14 +115,14 @@ type Config struct {
 
 // Defaults is the CI size: 60 shops, ~20 searches/s, ~10 events/s, 2 s
 // before, 8 s outages (15 s pauses), 2 s after; a data node killed, the
-// cluster manager killed, a data node paused, the whole cluster killed; up
-// to 4 minutes for green (a loaded 2-core machine recovered a replica in
-// 30 s to over 2 minutes).
+// cluster manager killed, a data node paused, the whole cluster killed, a
+// rolling upgrade of the baedal-hot plugin; up to 4 minutes for green (a
+// loaded 2-core machine recovered a replica in 30 s to over 2 minutes).
 func Defaults() Config {
 	return Config{
 		Nodes: 3, Shops: 60, Seed: 23, SearchEvery: 150 * time.Millisecond, EventEvery: 200 * time.Millisecond, EventsPerTick: 2,
 		Before: 2 * time.Second, Outage: 8 * time.Second, PauseOutage: 15 * time.Second, After: 2 * time.Second,
-		Victims:      []Victim{DataNode, ClusterManager, PausedDataNode, WholeCluster},
+		Victims:      []Victim{DataNode, ClusterManager, PausedDataNode, WholeCluster, RollingUpgrade},
 		GreenTimeout: 4 * time.Minute, CatchUpTimeout: 2 * time.Minute,
 	}
 }
@@ -130,9 +139,13 @@ type Counts struct {
 	Latency    bench.LatencySummary `json:"latency"`
 	// Fallbacks counts 200s answered by another layout than meant.
 	Fallbacks int `json:"fallbacks"`
+	// AnsweredBy counts 200s by the layout that answered them.
+	AnsweredBy map[string]int `json:"answered_by"`
 	// StaleHits counts hot-layout hits older than the same shop's version
 	// that an earlier search of the same client showed, in a search that
-	// started at least staleGrace after that one ended (searchLoad.stale).
+	// started at least staleGrace after that one ended, or older than the
+	// shop's delete that the shop-head index was seen holding as long
+	// before (a deleted shop shown; searchLoad.stale, watchDeletes).
 	StaleHits int `json:"stale_hits"`
 	lat       *bench.LatencyRecorder
 }
@@ -177,6 +190,8 @@ type CaseResult struct {
 	// Searches maps phase → layout ("default" for a search that named
 	// none) → counts.
 	Searches map[string]map[string]*Counts `json:"searches"`
+	// Upgrade is what the RollingUpgrade case saw at each step.
+	Upgrade *UpgradeResult `json:"upgrade,omitempty"`
 }
 
 // Result is a run's outcome.
@@ -226,6 +241,9 @@ func Run(ctx context.Context, cfg Config, keepLogs func(dir string) bool) (_ *Re
 	if cfg.Nodes == 1 && slices.ContainsFunc(cfg.Victims, func(v Victim) bool { return v != ClusterManager && v != WholeCluster }) {
 		return nil, fmt.Errorf("nodeloss: victims %v: a 1-node cluster has only its cluster manager to kill", cfg.Victims)
 	}
+	if cfg.Nodes == 1 && slices.Contains(cfg.Victims, RollingUpgrade) {
+		return nil, fmt.Errorf("nodeloss: victims %v: a rolling upgrade needs 3 nodes", cfg.Victims)
+	}
 	progress := cfg.Progress
 	dir, err := os.MkdirTemp("", "baedal-nodeloss-")
 	if err != nil {
@@ -233,6 +251,14 @@ func Run(ctx context.Context, cfg Config, keepLogs func(dir string) bool) (_ *Re
 	}
 	if err := os.Chmod(dir, 0o755); err != nil { // PostgreSQL runs as postgres
 		return nil, err
+	}
+	var builds *upgradeBuilds
+	if slices.Contains(cfg.Victims, RollingUpgrade) {
+		// Before the cluster starts, so Maven does not compete with it.
+		if builds, err = buildPreviousHotPlugin(ctx, dir, progress); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("%w: %w", ErrClusterStart, err)
+		}
 	}
 	lc := localstack.Defaults()
 	lc.StateDir, lc.PortBase, lc.OpenSearchNodes = dir, 0, cfg.Nodes
@@ -261,7 +287,7 @@ func Run(ctx context.Context, cfg Config, keepLogs func(dir string) bool) (_ *Re
 			os.RemoveAll(dir)
 		}
 	}()
-	res, err = run(ctx, cfg, st)
+	res, err = run(ctx, cfg, st, builds)
 	return res, err
 }
 
@@ -323,8 +349,10 @@ func (c Config) withDefaults() Config {
 
 const adminToken = "nodeloss-scenario-admin-token"
 
-func run(ctx context.Context, cfg Config, st *localstack.State) (*Result, error) {
+func run(ctx context.Context, cfg Config, st *localstack.State, builds *upgradeBuilds) (*Result, error) {
 	acfg := app.Defaults()
+	// The rolling upgrade waits for the server to notice each step.
+	acfg.HotPluginCheckEvery = time.Second
 	acfg.API.Addr = "127.0.0.1:0"
 	acfg.API.AdminToken = adminToken
 	acfg.Backends.OpenSearch.URLs = st.OpenSearchURLs
@@ -388,7 +416,8 @@ func run(ctx context.Context, cfg Config, st *localstack.State) (*Result, error)
 	fmt.Fprintf(cfg.Progress, "nodeloss: %d shops indexed in every layout; load starts\n", cfg.Shops)
 
 	stream := catalog.NewEventStream(cfg.Seed, cfg.Shops)
-	searches := &searchLoad{addr: addr, counts: map[string]map[string]*Counts{}}
+	labels := append([]string{"default"}, kindNames(kinds)...)
+	searches := &searchLoad{addr: addr, counts: map[string]map[string]*Counts{}, labels: labels}
 	searches.phase.Store(string(cfg.Victims[0]) + "/" + PhaseBefore)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -408,8 +437,11 @@ func run(ctx context.Context, cfg Config, st *localstack.State) (*Result, error)
 			}
 		}
 	})
-	for _, label := range append([]string{"default"}, kindNames(kinds)...) {
+	for _, label := range labels {
 		wg.Go(func() { searches.run(stop, label, cfg.SearchEvery) })
+	}
+	if slices.Contains(kinds, layout.Hot) {
+		wg.Go(func() { events.watchDeletes(stop, osc, acfg.Indexer.Layout.Alias(layout.RoleHotShops), searches) })
 	}
 	stopLoad := sync.OnceFunc(func() { close(stop); wg.Wait() })
 	defer stopLoad()
@@ -420,6 +452,14 @@ func run(ctx context.Context, cfg Config, st *localstack.State) (*Result, error)
 		if i > 0 {
 			searches.phase.Store(prefix + PhaseBefore)
 			sleep(ctx, cfg.After)
+		}
+		if v == RollingUpgrade {
+			c, err := rollingUpgrade(ctx, cfg, st, osc, addr, acfg.Indexer.Layout, kinds, searches, builds)
+			if err != nil {
+				return nil, err
+			}
+			res.Cases = append(res.Cases, c)
+			continue
 		}
 		nodes, err := pickVictims(ctx, osc, v, st)
 		if err != nil {
@@ -479,7 +519,7 @@ func run(ctx context.Context, cfg Config, st *localstack.State) (*Result, error)
 	for i := range res.Cases {
 		c := &res.Cases[i]
 		c.Searches = map[string]map[string]*Counts{}
-		for _, phase := range []string{PhaseBefore, PhaseOutage, PhaseRestart, PhaseAfter} {
+		for _, phase := range []string{PhaseBefore, PhaseOutage, PhaseRestart, PhaseMixed, PhaseAfter} {
 			if m := searches.counts[string(c.Victim)+"/"+phase]; m != nil {
 				for _, n := range m {
 					n.Latency = n.lat.Summary()
@@ -648,6 +688,9 @@ type eventLoad struct {
 	mu                 sync.Mutex
 	ref                map[int64]*catalog.ShopState
 	accepted, failures atomic.Int64
+	// deletes are the accepted shop deletes (shop → version) whose head
+	// tombstone watchDeletes has not seen yet.
+	deletes map[int64]int64
 }
 
 func (l *eventLoad) post(events []catalog.Event) error {
@@ -675,9 +718,74 @@ func (l *eventLoad) post(events []catalog.Event) error {
 			s = new(catalog.ShopState)
 			l.ref[ev.AggregateID()] = s
 		}
-		_, _ = s.Apply(ev)
+		if applied, _ := s.Apply(ev); applied && s.Deleted {
+			if l.deletes == nil {
+				l.deletes = map[int64]int64{}
+			}
+			l.deletes[ev.AggregateID()] = s.Version
+		}
 	}
 	return nil
+}
+
+// watchDeletes reads, every 300 ms, the head documents of the shops whose
+// delete was accepted (a real-time get from the shop-head index), and once
+// one holds the delete's tombstone, tells the searches (observeDelete): a
+// hot hit of that shop at an older version, in a search that starts over
+// staleGrace later, is stale (a table that missed the delete).
+func (l *eventLoad) watchDeletes(stop <-chan struct{}, osc *osapi.Client, headAlias string, searches *searchLoad) {
+	tick := time.NewTicker(300 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		l.mu.Lock()
+		pending := maps.Clone(l.deletes)
+		l.mu.Unlock()
+		if len(pending) == 0 {
+			continue
+		}
+		ids := make([]string, 0, len(pending))
+		for id := range pending {
+			ids = append(ids, strconv.FormatInt(id, 10))
+		}
+		body, _ := json.Marshal(map[string][]string{"ids": ids})
+		var resp struct {
+			Docs []struct {
+				ID     string `json:"_id"`
+				Found  bool   `json:"found"`
+				Source struct {
+					Version int64 `json:"version"`
+					Deleted bool  `json:"deleted"`
+				} `json:"_source"`
+			} `json:"docs"`
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := osc.Do(ctx, http.MethodPost, "/"+headAlias+"/_mget?realtime=true&_source=version,deleted", body, &resp)
+		cancel()
+		if err != nil {
+			continue // a node down: read again at the next tick
+		}
+		now := time.Now()
+		l.mu.Lock()
+		for _, d := range resp.Docs {
+			id, err := strconv.ParseInt(d.ID, 10, 64)
+			want, ok := l.deletes[id]
+			if err != nil || !ok || !d.Found || d.Source.Version < want {
+				continue
+			}
+			// The tombstone, or a newer write that recreated the shop
+			// (whose own versions the searches check).
+			if d.Source.Deleted && d.Source.Version == want {
+				searches.observeDelete(id, want, now)
+			}
+			delete(l.deletes, id)
+		}
+		l.mu.Unlock()
+	}
 }
 
 // states returns a copy of each shop's state after the accepted events.
@@ -829,13 +937,39 @@ type searchLoad struct {
 	counts map[string]map[string]*Counts
 	bad    []string
 	// seen is, per client (label), each shop's newest version a search
-	// showed and when that search ended.
+	// showed and when that search ended, or its delete's version and when
+	// the shop-head index was seen holding it.
 	seen map[string]map[int64]seenVersion
+	// labels are the clients (observeDelete tells each).
+	labels []string
 }
 
 type seenVersion struct {
 	version int64
 	at      time.Time
+	// deleted: the version is a delete's, seen in the shop-head index.
+	deleted bool
+}
+
+// observeDelete records that the shop-head index held the tombstone of
+// shop id at version when at: for every client, a hot hit of the shop at
+// an older version in a search starting staleGrace later is stale.
+func (s *searchLoad) observeDelete(id, version int64, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen == nil {
+		s.seen = map[string]map[int64]seenVersion{}
+	}
+	for _, label := range s.labels {
+		seen := s.seen[label]
+		if seen == nil {
+			seen = map[int64]seenVersion{}
+			s.seen[label] = seen
+		}
+		if prev, ok := seen[id]; !ok || version > prev.version {
+			seen[id] = seenVersion{version: version, at: at, deleted: true}
+		}
+	}
 }
 
 // staleGrace is how long after a search that showed a version another may
@@ -862,12 +996,14 @@ func (s *searchLoad) stale(label string, start, end time.Time, hits []hitVersion
 		prev, ok := seen[h.ID]
 		if ok && h.Version < prev.version && prev.at.Add(staleGrace).Before(start) {
 			stale++
-			if example == "" {
+			if example == "" && prev.deleted {
+				example = fmt.Sprintf("shop %d at version %d, %.1f s after the shop-head index held its delete at version %d", h.ID, h.Version, start.Sub(prev.at).Seconds(), prev.version)
+			} else if example == "" {
 				example = fmt.Sprintf("shop %d at version %d, %.1f s after a search showed version %d", h.ID, h.Version, start.Sub(prev.at).Seconds(), prev.version)
 			}
 		}
 		if !ok || h.Version > prev.version {
-			seen[h.ID] = seenVersion{h.Version, end}
+			seen[h.ID] = seenVersion{version: h.Version, at: end}
 		}
 	}
 	return stale, example
@@ -922,6 +1058,10 @@ func (s *searchLoad) run(stop <-chan struct{}, label string, every time.Duration
 		case code == http.StatusOK:
 			n.OK++
 			n.lat.Record(took)
+			if n.AnsweredBy == nil {
+				n.AnsweredBy = map[string]int{}
+			}
+			n.AnsweredBy[answer.Layout]++
 			if answer.FallbackFrom != "" {
 				n.Fallbacks++
 				break // another layout answered: its versions are not this client's

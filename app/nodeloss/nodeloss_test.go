@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +18,9 @@ import (
 // the hot shop-head index to every node), steady searches on every layout
 // and events flowing, and four cases: a data node SIGKILLed for 8 s and
 // restarted, the elected cluster manager likewise, a data node frozen with
-// SIGSTOP for 15 s (past fault detection) and continued, and every node
-// SIGKILLed at once and restarted. During each outage every search must
+// SIGSTOP for 15 s (past fault detection) and continued, every node
+// SIGKILLed at once and restarted, and a rolling upgrade of the baedal-hot
+// plugin (checkRollingUpgrade). During each outage every search must
 // answer 200 (replicas serve) or 503 with Retry-After, never a 500, and no
 // hot search may show a row older than one an earlier search showed (stale
 // hits); after each case the cluster must be green and every node's hot
@@ -27,7 +29,9 @@ import (
 // node's table holds the events' live rows and their deletes' tombstones.
 //
 // One cluster serves every case and the catalog is small (about 5 minutes
-// on 2 cores). It fails in CI when the cluster cannot start and is skipped
+// on 2 cores before the upgrade case, which adds a Maven build of the
+// previous plugin and four restarts: 16.5 minutes in all, 5.5 of them the
+// upgrade, on a shared 2-core machine at load 20-30). It fails in CI when the cluster cannot start and is skipped
 // locally.
 func TestNodeLoss(t *testing.T) {
 	if testing.Short() {
@@ -57,8 +61,8 @@ func TestNodeLoss(t *testing.T) {
 	if res.ReadyStatus != "ready" || running < 2 {
 		t.Errorf("/readyz before the load: %s, %d layouts running; want ready, at least nested and split", res.ReadyStatus, running)
 	}
-	if len(res.Cases) != 4 {
-		t.Fatalf("%d cases, want 4", len(res.Cases))
+	if len(res.Cases) != 5 {
+		t.Fatalf("%d cases, want 5", len(res.Cases))
 	}
 	for _, c := range res.Cases {
 		labels := c.Labels()
@@ -66,7 +70,10 @@ func TestNodeLoss(t *testing.T) {
 			t.Errorf("%s: searches on %v, want default, nested, split (and hot with its plugin)", c.Victim, labels)
 		}
 		t.Logf("%s %s: rejoined after %.1f s, green after %.1f s", c.Victim, c.Node, c.SecondsToRejoin, c.SecondsToGreen)
-		for _, phase := range []string{PhaseBefore, PhaseOutage, PhaseRestart, PhaseAfter} {
+		for _, phase := range []string{PhaseBefore, PhaseOutage, PhaseRestart, PhaseMixed, PhaseAfter} {
+			if c.Searches[phase] == nil {
+				continue // a phase this case does not have
+			}
 			var line []string
 			for _, label := range labels {
 				n := c.Searches[phase][label]
@@ -84,6 +91,10 @@ func TestNodeLoss(t *testing.T) {
 		// The node is down from the kill until it rejoins, in the restart
 		// phase: searches kept being answered, and by the replicas (not
 		// when every node is down).
+		if c.Victim == RollingUpgrade {
+			checkRollingUpgrade(t, c)
+			continue
+		}
 		for _, label := range labels {
 			if c.Victim == WholeCluster {
 				break
@@ -100,6 +111,89 @@ func TestNodeLoss(t *testing.T) {
 		}
 	}
 	checkNothingLost(t, res)
+}
+
+// checkRollingUpgrade asserts what the rolling upgrade must show (the
+// answers of every phase were already held to 200 or 503 with Retry-After,
+// and its hot hits to no stale row, by the caller and checkNothingLost):
+//   - before the roll, every node on the previous build: /readyz names each
+//     node with its version (upgradeStep waited for it), the hot layout is
+//     disabled, and the plugin's status, which one wire version carries
+//     between them, answers for all three;
+//   - while the versions differ: /readyz names exactly the old nodes with
+//     their version, and the status names the nodes of the other build as
+//     failed, its reason naming both wire versions; every search naming
+//     hot answers 503 with Retry-After, and those naming no layout are
+//     answered, by split;
+//   - when every node runs the current build: /readyz serves hot on every
+//     node, the status answers for all, and hot searches answer 200 (their
+//     equality with nested and each table's digest with its copy's are
+//     checked at the end, by checkNothingLost).
+func checkRollingUpgrade(t *testing.T, c CaseResult) {
+	t.Helper()
+	u := c.Upgrade
+	if u == nil || len(u.Steps) != 4 {
+		t.Fatalf("rolling upgrade: %+v, want 4 steps (every node on the previous build, then one node upgraded at a time)", u)
+	}
+	if u.From.Version == u.To.Version || u.From.WireVersion == u.To.WireVersion || u.To.Version != layout.HotPluginVersion {
+		t.Errorf("rolling upgrade from %+v to %+v: want two versions and two wire versions, to %s", u.From, u.To, layout.HotPluginVersion)
+	}
+	for i, s := range u.Steps {
+		t.Logf("step %d: versions %v; /readyz hot %s %q; status answered %v, failed %v %s", i, s.Versions, s.Readyz.Health, s.Readyz.Error, s.StatusAnswered, s.StatusFailures, s.StatusError)
+		upgraded := 0
+		for name, v := range s.Versions {
+			switch {
+			case slices.Equal(v, []string{u.To.Version}):
+				upgraded++
+			case !slices.Equal(v, []string{u.From.Version}):
+				t.Errorf("step %d: %s reports the baedal-hot versions %v, want exactly one of %s, %s", i, name, v, u.From.Version, u.To.Version)
+			}
+		}
+		if len(s.Versions) != 3 || upgraded != i {
+			t.Errorf("step %d: versions %v, want 3 nodes, %d of them on %s", i, s.Versions, i, u.To.Version)
+		}
+		for name, v := range s.Versions {
+			named := strings.Contains(s.Readyz.Error, name+" ("+layout.HotPlugin+" "+u.From.Version+")")
+			if old := slices.Equal(v, []string{u.From.Version}); old != named || (old && s.Readyz.Health != "disabled") {
+				t.Errorf("step %d: /readyz hot %s %q: want it disabled and naming %s with its version only while it runs %s", i, s.Readyz.Health, s.Readyz.Error, name, u.From.Version)
+			}
+		}
+		answered, failed := len(s.StatusAnswered), len(s.StatusFailures)
+		if !s.Mixed() {
+			if answered != 3 || failed != 0 || s.StatusError != "" {
+				t.Errorf("step %d: one build on every node, but the status answered for %v and failed %v (%s)", i, s.StatusAnswered, s.StatusFailures, s.StatusError)
+			}
+			continue
+		}
+		if answered+failed != 3 || failed == 0 || s.StatusError == "" {
+			t.Errorf("step %d: versions differ, but the status answered for %v and failed %v (%s); want a 503 naming the other build's nodes", i, s.StatusAnswered, s.StatusFailures, s.StatusError)
+		}
+		version := func(name string) string { return strings.Join(s.Versions[name], ",") }
+		for name, reason := range s.StatusFailures {
+			if !strings.Contains(reason, "wire version "+strconv.Itoa(u.From.WireVersion)) || !strings.Contains(reason, "wire version "+strconv.Itoa(u.To.WireVersion)) {
+				t.Errorf("step %d: the status failure of %s says %q; want it to name the wire versions %d and %d", i, name, reason, u.From.WireVersion, u.To.WireVersion)
+			}
+			for _, other := range s.StatusAnswered {
+				if version(other) == version(name) {
+					t.Errorf("step %d: %s (%s) answered the status and %s (%s) failed it; want the failed ones to run the other build", i, other, version(other), name, version(name))
+				}
+			}
+		}
+	}
+	mixedHot, mixedDefault := c.Searches[PhaseMixed][string(layout.Hot)], c.Searches[PhaseMixed]["default"]
+	if mixedHot == nil || mixedHot.Refused503 == 0 || mixedHot.OK != 0 {
+		t.Errorf("while the versions differed, hot searches: %v; want only 503 with Retry-After", mixedHot)
+	}
+	if mixedDefault == nil || mixedDefault.OK == 0 || mixedDefault.AnsweredBy[string(layout.Hot)] > 0 || mixedDefault.AnsweredBy[string(layout.Split)] == 0 {
+		var by map[string]int
+		if mixedDefault != nil {
+			by = mixedDefault.AnsweredBy
+		}
+		t.Errorf("while the versions differed, searches naming no layout: %v, answered by %v; want 200s answered by split, none by hot", mixedDefault, by)
+	}
+	if after := c.Searches[PhaseAfter][string(layout.Hot)]; after == nil || after.OK == 0 {
+		t.Errorf("after the upgrade, hot searches: %v; want 200s", after)
+	}
 }
 
 // TestSingleNodeKillRebuildsTheHotTable SIGKILLs the only node of a 1-node

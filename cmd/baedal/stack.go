@@ -216,10 +216,7 @@ func serveCommand() (*flaghelp.Command, *app.Config) {
 		cfg.OpenSearchReads.Flags(fs, "opensearch-endpoint-")
 	})
 	c.Group("demo", cfg.Demo.Flags)
-	c.Group(flaghelp.General, func(fs *flag.FlagSet) {
-		fs.BoolVar(&cfg.Workers, "workers-enabled", cfg.Workers, "run the indexer and feed fan-out workers in this process")
-		fs.DurationVar(&cfg.HealthTimeout, "health-timeout", cfg.HealthTimeout, "timeout of each backend probe in /healthz")
-	})
+	c.Group(flaghelp.General, cfg.ServerFlags)
 	return c, &cfg
 }
 

@@ -97,6 +97,18 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte, out a
 
 // DoContentType is Do with an explicit content type (application/x-ndjson for _bulk).
 func (c *Client) DoContentType(ctx context.Context, method, path, contentType string, body []byte, out any) error {
+	return c.do(ctx, method, path, contentType, body, out, false)
+}
+
+// DoAnyStatus is Do for an API whose error answers carry the body of its
+// answers (the baedal-hot plugin's status answers 503 with every node that
+// answered, and the failures): the JSON body is decoded into out whatever
+// the status, and a status >= 300 is still a *StatusError.
+func (c *Client) DoAnyStatus(ctx context.Context, method, path string, body []byte, out any) error {
+	return c.do(ctx, method, path, "application/json", body, out, true)
+}
+
+func (c *Client) do(ctx context.Context, method, path, contentType string, body []byte, out any, decodeErrors bool) error {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -114,6 +126,11 @@ func (c *Client) DoContentType(ctx context.Context, method, path, contentType st
 	}
 	defer resp.Body.Close()
 	limited := io.LimitReader(resp.Body, MaxBody)
+	if resp.StatusCode >= 300 && decodeErrors && out != nil {
+		raw, _ := io.ReadAll(limited)
+		_ = json.Unmarshal(raw, out) // a body of another shape leaves out as it was
+		return &StatusError{Method: method, Path: path, Status: resp.StatusCode, Body: string(raw[:min(len(raw), 1024)])}
+	}
 	if resp.StatusCode >= 300 {
 		head, _ := io.ReadAll(io.LimitReader(limited, 1024))
 		io.Copy(io.Discard, limited)

@@ -1,6 +1,9 @@
 package dev.baedal.opensearch;
 
+import java.io.IOException;
+import java.net.URL;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import org.opensearch.Version;
 import org.opensearch.plugins.PluginInfo;
@@ -46,7 +49,11 @@ final class ClasspathPlugins {
         return List.copyOf(all);
     }
 
-    /** Loads every plugin class; fails on the first one that is missing or unloadable. */
+    /**
+     * Loads every plugin class; fails on the first one that is missing or unloadable, or that more
+     * than one jar of the classpath holds (a stale jar of an older build beside the current one:
+     * which of them the JVM loads depends on the order of a directory listing).
+     */
     static void verify(List<Spec> specs) throws MissingPluginException {
         ClassLoader loader = ClasspathPlugins.class.getClassLoader();
         for (Spec s : specs) {
@@ -55,6 +62,18 @@ final class ClasspathPlugins {
             } catch (ClassNotFoundException | LinkageError e) {
                 throw new MissingPluginException(
                     "plugin class " + s.className() + " (" + s.name() + ") not found on the classpath: " + e, e);
+            }
+            List<String> holders = new ArrayList<>();
+            try {
+                for (URL u : Collections.list(loader.getResources(s.className().replace('.', '/') + ".class"))) {
+                    holders.add(u.toString());
+                }
+            } catch (IOException e) {
+                throw new MissingPluginException("list the jars holding " + s.className() + ": " + e, e);
+            }
+            if (holders.size() > 1) {
+                throw new MissingPluginException("plugin class " + s.className() + " (" + s.name() + ") is in more than one jar "
+                    + "of the classpath, " + String.join(", ", holders) + "; remove the stale one (opensearch/README.md, \"Build\")", null);
             }
         }
     }

@@ -23,8 +23,8 @@ import org.opensearch.transport.TransportService;
  *
  * <p>Contract with the caller: exactly one line {@code baedal-opensearch: started node NAME
  * http=HOST:PORT transport=HOST:PORT} on stdout once the node accepts requests; OpenSearch's own
- * logs go to stderr. Exit codes: 2 bad command line, 3 plugin class missing, 1 node failed to
- * start. SIGTERM closes the node (and waits for it) so the data directory stays consistent.
+ * logs go to stderr. Exit codes: 2 bad command line, 3 plugin class missing (or held by two
+ * jars), 1 node failed to start. SIGTERM closes the node (and waits for it) so the data directory stays consistent.
  */
 public final class Launcher {
 

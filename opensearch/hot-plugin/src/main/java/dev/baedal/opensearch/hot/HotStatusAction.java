@@ -35,8 +35,11 @@ public final class HotStatusAction extends ActionType<HotStatusAction.Response> 
     public static final String NAME = "cluster:monitor/baedal/hot/status";
     public static final HotStatusAction INSTANCE = new HotStatusAction();
 
-    /** The format of this action's messages; it changes with the plugin version whenever they change. */
-    static final int WIRE_VERSION = 2;
+    /**
+     * The format of this action's messages; it changes with the plugin version whenever they change.
+     * Stamped by the build (hot-plugin/pom.xml, {@code baedal.hot.wire}).
+     */
+    static final int WIRE_VERSION = BuildStamp.WIRE_VERSION;
 
     private HotStatusAction() {
         super(NAME, Response::new);
@@ -45,8 +48,9 @@ public final class HotStatusAction extends ActionType<HotStatusAction.Response> 
     static void readWireVersion(StreamInput in) throws IOException {
         int v = in.readVInt();
         if (v != WIRE_VERSION) {
-            throw new IllegalStateException("baedal-hot message of wire version " + v + " but this node speaks "
-                + WIRE_VERSION + "; every node needs the same baedal-hot version (docs/hot-layout.md, \"Upgrades\")");
+            throw new IllegalStateException("baedal-hot message of wire version " + v + " but this node (baedal-hot "
+                + BuildStamp.VERSION + ") speaks wire version " + WIRE_VERSION
+                + "; every node needs the same baedal-hot version (docs/hot-layout.md, \"Upgrades\")");
         }
     }
 
