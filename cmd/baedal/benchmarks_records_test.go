@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/baedal/baedal/bench"
+	"github.com/baedal/baedal/benchmarks/scalebench"
 )
 
 // recordsBlock matches a block of BENCHMARKS.md generated from run records:
@@ -126,4 +127,67 @@ func TestRecordBlocksCheckCatchesAnEditedFigure(t *testing.T) {
 	if len(problems()) == 0 {
 		t.Error("a record of a dirty tree passes the check")
 	}
+}
+
+// plotsBlock matches the plots of a bench scale record in BENCHMARKS.md:
+//
+//	<!-- scale-plots: benchmarks/runs/A-scale.json benchmarks/runs/A-scale -->
+//	![...](benchmarks/runs/A-scale/disk.svg) ...
+//	<!-- end scale-plots -->
+var plotsBlock = regexp.MustCompile(`(?s)<!-- scale-plots: (\S+) (\S+) -->\n(.*?)<!-- end scale-plots -->`)
+
+// Every plot BENCHMARKS.md shows of the cost curve is what `baedal bench
+// scale-plots --out DIR RUN` draws from the record it names, checked in:
+// regenerate them with that command.
+func TestBenchmarksPlotsComeFromTheirRecord(t *testing.T) {
+	problems, err := plotBlockProblems("../..", "BENCHMARKS.md", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+// plotBlockProblems redraws the plots of every block of root/doc into
+// scratch and says where they differ from the checked-in files, and which
+// images of a block are not among them.
+func plotBlockProblems(root, doc, scratch string) ([]string, error) {
+	raw, err := os.ReadFile(filepath.Join(root, doc))
+	if err != nil {
+		return nil, err
+	}
+	var problems []string
+	for i, b := range plotsBlock.FindAllStringSubmatch(string(raw), -1) {
+		record, dir := b[1], b[2]
+		if !strings.HasPrefix(record, "benchmarks/runs/") || !strings.HasPrefix(dir, "benchmarks/runs/") || strings.Contains(record+dir, "..") {
+			problems = append(problems, fmt.Sprintf("%s: plots of %s in %s: both must be in benchmarks/runs/", doc, record, dir))
+			continue
+		}
+		s, err := scalebench.ReadRecord(filepath.Join(root, record))
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", doc, err))
+			continue
+		}
+		fresh, err := scalebench.WritePlots(filepath.Join(scratch, fmt.Sprint(i)), s)
+		if err != nil {
+			return nil, err
+		}
+		drawn := map[string]bool{} // the checked-in paths of the plots
+		for _, path := range fresh {
+			want, _ := os.ReadFile(path)
+			checkedIn := filepath.Join(dir, filepath.Base(path))
+			drawn[checkedIn] = true
+			got, err := os.ReadFile(filepath.Join(root, checkedIn))
+			if err != nil || string(got) != string(want) {
+				problems = append(problems, fmt.Sprintf("%s: %s is not what the record draws (%v); regenerate with\n  baedal bench scale-plots --out %s %s", doc, checkedIn, err, dir, record))
+			}
+		}
+		for _, img := range regexp.MustCompile(`\]\(([^)]+\.svg)\)`).FindAllStringSubmatch(b[3], -1) {
+			if !drawn[img[1]] {
+				problems = append(problems, fmt.Sprintf("%s: the image %s is not one of %s's plots in %s", doc, img[1], record, dir))
+			}
+		}
+	}
+	return problems, nil
 }
