@@ -3,11 +3,13 @@ package scalebench
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/baedal/baedal/bench"
 	"github.com/baedal/baedal/layout"
@@ -152,6 +154,20 @@ func ReadRecord(path string) (Summary, error) {
 		return Summary{}, fmt.Errorf("scalebench: %s is not a bench scale record or summary", path)
 	}
 	return *rec.Summary, nil
+}
+
+// WriteMarkdown writes the figures by size (the report's "By size" table)
+// as a Markdown table, for BENCHMARKS.md.
+func WriteMarkdown(w io.Writer, s Summary) error {
+	t := sizeTable(s)
+	var b strings.Builder
+	b.WriteString("| " + strings.Join(t.Header, " | ") + " |\n|")
+	b.WriteString(strings.Repeat("---|", len(t.Header)) + "\n")
+	for _, r := range t.Rows {
+		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // writeReport writes scale.html (and scale.json) to cfg.ReportDir.

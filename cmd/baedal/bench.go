@@ -494,7 +494,8 @@ func benchTargets(ctx context.Context, args []string) error {
 func benchScalePlots(ctx context.Context, args []string) error {
 	c := newCommand("bench scale-plots", "baedal bench scale-plots --out DIR RUN",
 		"Write the plots of a bench scale run record (every figure against the catalog size, as in\n"+
-			"its HTML report) as DIR/<figure>.svg: the plots BENCHMARKS.md shows, drawn from the record.",
+			"its HTML report) as DIR/<figure>.svg, and print its figures by size as a Markdown table:\n"+
+			"the table and plots BENCHMARKS.md shows, drawn from the record.",
 		"baedal bench scale-plots --out benchmarks/runs/scale reports/runs/20261128T070000Z-scale.json")
 	var dir string
 	c.FS.StringVar(&dir, "out", "", "directory of the SVG files (required)")
@@ -517,9 +518,12 @@ func benchScalePlots(ctx context.Context, args []string) error {
 	}
 	paths, err := scalebench.WritePlots(dir, s)
 	for _, p := range paths {
-		fmt.Println(p)
+		fmt.Fprintln(os.Stderr, "plot:", p)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return scalebench.WriteMarkdown(os.Stdout, s)
 }
 
 // benchAll runs every registered benchmark and writes reports/index.html.
