@@ -63,16 +63,20 @@ type Config struct {
 // DefaultSizes are the catalog sizes of issue 39's cost curve.
 var DefaultSizes = Sizes{5_000, 20_000, 100_000, 200_000}
 
-// Defaults are sized for about an hour on the shared 2-core machine: bench
-// index's 12 rounds of 10,000 hot updates become 6 of 3,000, and bench
-// search's 10,000 queries per phase 512: 64 per round over 8 rounds, so
-// that the pages compared after the load rounds (64 a round) reach the 500
-// the equivalence targets need.
+// Defaults: bench index's 12 rounds of 10,000 hot updates become 6 of
+// 3,000, and bench search's 10,000 queries per phase 576: 72 per round over
+// 8 rounds, so that the pages compared after the load rounds (64 a round)
+// reach the 500 the equivalence targets need, and the idle pages too when a
+// few searches time out (512 left the first run's idle comparison at 490: 22 pages had a layout time out).
+// On the shared 2-core machine the measuring takes about 12 minutes a
+// size; the loading is what grows with the size (about 90 shops/s into the
+// three layouts there, so 200,000 shops take about 40 minutes to load, and
+// the default sizes about 2.5 hours in all).
 func Defaults() Config {
 	return Config{
 		Sizes: slices.Clone(DefaultSizes), Seed: 1,
 		IndexRounds: 6, HotEvents: 3000, MixedEvents: 300,
-		Queries: 512, SearchRounds: searchbench.DefaultRounds, MaxRateSeconds: 8,
+		Queries: 576, SearchRounds: searchbench.DefaultRounds, MaxRateSeconds: 8,
 		StateDir: localstack.Defaults().StateDir, ReportDir: bench.DefaultReportDir,
 	}
 }
