@@ -49,6 +49,11 @@ type Config struct {
 	// Queries, SearchRounds and MaxRateSeconds are bench search's
 	// --queries, --rounds and --max-rate-seconds at every size.
 	Queries, SearchRounds, MaxRateSeconds int
+	// UpdateRate is bench search's --update-rate at every size: hot
+	// updates/s applied to each layout under load; 0 takes half nested's
+	// maximum measured at that size, which moves with the machine's load
+	// as well as with the catalog.
+	UpdateRate float64
 	// StateDir is the local stack to use; if none runs there, a temporary
 	// one is started for the whole run and stopped at its end.
 	StateDir  string
@@ -67,11 +72,12 @@ var DefaultSizes = Sizes{5_000, 20_000, 100_000, 200_000}
 // 3,000, and bench search's 10,000 queries per phase 576: 72 per round over
 // 8 rounds, so that the pages compared after the load rounds (64 a round)
 // reach the 500 the equivalence targets need, and the idle pages too when a
-// few searches time out (512 left the first run's idle comparison at 490: 22 pages had a layout time out).
-// On the shared 2-core machine the measuring takes about 12 minutes a
-// size; the loading is what grows with the size (about 90 shops/s into the
-// three layouts there, so 200,000 shops take about 40 minutes to load, and
-// the default sizes about 2.5 hours in all).
+// few searches time out (512 left the first run's idle comparison at 490).
+// On the shared 2-core machine (2026-11-28) measuring took 5 to 8 minutes a
+// size; loading is what grows with the size: 52 to 232 shops/s into the
+// three layouts as the machine's load varied, twice per size, so the
+// default sizes need from about 1.5 to 4 hours there (BENCHMARKS.md, "S1
+// cost as the catalog grows").
 func Defaults() Config {
 	return Config{
 		Sizes: slices.Clone(DefaultSizes), Seed: 1,
@@ -91,6 +97,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Queries, "queries", c.Queries, "bench search queries per phase at each size")
 	fs.IntVar(&c.SearchRounds, "search-rounds", c.SearchRounds, "bench search rounds per phase at each size")
 	fs.IntVar(&c.MaxRateSeconds, "max-rate-seconds", c.MaxRateSeconds, "seconds bench search measures nested's maximum update rate at each size")
+	fs.Float64Var(&c.UpdateRate, "update-rate", c.UpdateRate, "hot updates/s applied to each layout under load at every size (0: half nested's maximum measured at that size)")
 	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "local stack to use; a temporary one is started if none runs there")
 	fs.StringVar(&c.ReportDir, "report-dir", c.ReportDir, "directory of scale.html (each size's own reports go to scale/size_N/)")
 }
@@ -105,6 +112,9 @@ func (c *Config) Validate() error {
 		if v < 1 || v > 1_000_000 {
 			return fmt.Errorf("%s: got %d, allowed: 1..1000000", name, v)
 		}
+	}
+	if c.UpdateRate < 0 {
+		return fmt.Errorf("update-rate: got %g, allowed: >= 0 (0: half nested's measured maximum)", c.UpdateRate)
 	}
 	if c.Queries < c.SearchRounds {
 		return fmt.Errorf("queries: got %d, allowed: at least search-rounds (%d), a query per round", c.Queries, c.SearchRounds)
@@ -290,7 +300,7 @@ func measureSize(ctx context.Context, cfg Config, stateDir string, shops int) (S
 	}
 
 	scfg := searchbench.Defaults()
-	scfg.Shops, scfg.Queries, scfg.MaxRateSeconds, scfg.BulkLoad = shops, cfg.Queries, cfg.MaxRateSeconds, true
+	scfg.Shops, scfg.Queries, scfg.MaxRateSeconds, scfg.UpdateRate, scfg.BulkLoad = shops, cfg.Queries, cfg.MaxRateSeconds, cfg.UpdateRate, true
 	scfg.Bench.Seed, scfg.Bench.Rounds, scfg.Bench.ReportDir = int64(cfg.Seed), cfg.SearchRounds, reportDir
 	scfg.StateDir = stateDir
 	srch, err := searchbench.Run(ctx, scfg, nil, cfg.Log)
