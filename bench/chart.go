@@ -99,6 +99,10 @@ type plotSeries struct {
 	points []point
 }
 
+// SVG returns the chart as a standalone <svg> element, as the HTML report
+// draws it (for a chart kept beside a document, e.g. BENCHMARKS.md's).
+func (c Chart) SVG() string { return renderSVG(c) }
+
 // renderSVG draws c as a standalone <svg> element. Every text it writes
 // goes through esc.
 func renderSVG(c Chart) string {

@@ -152,3 +152,15 @@ func WriteRun(dir string, r RunRecord) (string, error) {
 	}
 	return "", fmt.Errorf("bench: 99 run records named %s* in %s already", base, dir)
 }
+
+// RewriteRun replaces the record at path (one WriteRun wrote) with r, in
+// one rename: a benchmark that writes its record as it goes (bench scale,
+// after each size) keeps one file that a stopped run leaves complete up to
+// its last finished step.
+func RewriteRun(path string, r RunRecord) error {
+	raw, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("bench: encode the run record of %s: %w", r.Bench, err)
+	}
+	return writeFileAtomic(path, append(raw, '\n'))
+}

@@ -74,6 +74,34 @@ func TestWriteRunKeepsEveryRun(t *testing.T) {
 	}
 }
 
+// A record written as a run goes (bench scale after each size) stays one
+// file: RewriteRun replaces it, and leaves no other file beside it.
+func TestRewriteRunReplacesTheRecord(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Date(2026, 11, 28, 6, 24, 28, 0, time.UTC)
+	r := NewRunRecord("scale", summaryWithTargets(VerdictMet))
+	r.Start = start
+	path, err := WriteRun(dir, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = NewRunRecord("scale", summaryWithTargets(VerdictMet, VerdictMissed))
+	r.Start = start
+	if err := RewriteRun(path, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadRunFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw, _ := json.Marshal(got["verdicts"]); string(raw) != `{"met":1,"missed":1}` {
+		t.Errorf("verdicts after the rewrite = %s, want the second record's", raw)
+	}
+	if files, _ := os.ReadDir(dir); len(files) != 1 {
+		t.Errorf("%d files in the runs directory, want 1", len(files))
+	}
+}
+
 // compare lines up the numeric leaves, the ratio B/A, and says "differs"
 // only when both 95% intervals exist and do not overlap.
 func TestCompareRuns(t *testing.T) {

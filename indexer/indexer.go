@@ -85,6 +85,34 @@ func (ix *Indexer) Apply(ctx context.Context, events []catalog.Event) (Stats, er
 		return stats, err
 	}
 	stats.Fetched = fetched
+	return ix.applyTo(ctx, held, events, stats)
+}
+
+// Load writes shops that have no document in the layout yet, such as a
+// catalog loaded into fresh indices, and holds their states: Apply of their
+// upsert events (catalog.ShopState.UpsertEvent) without the realtime read of
+// the documents, which Load knows do not exist. It therefore writes exactly
+// the documents Apply would, through the same bulk path. A shop that does
+// have documents answers 409 for a version no newer than its own and is
+// left as it is (then read again on its next event), as in Apply.
+func (ix *Indexer) Load(ctx context.Context, shops []catalog.ShopState) (Stats, error) {
+	events := make([]catalog.Event, len(shops))
+	for i := range shops {
+		events[i] = shops[i].UpsertEvent()
+	}
+	held := make(map[int64]*ShopParts, len(shops))
+	for _, ev := range events {
+		held[ev.AggregateID()] = nil // no documents
+	}
+	return ix.applyTo(ctx, held, events, Stats{Events: len(events)})
+}
+
+// applyTo coalesces events onto the held states of their shops, writes the
+// changed documents and holds the new states (Apply after its reads).
+func (ix *Indexer) applyTo(ctx context.Context, held map[int64]*ShopParts, events []catalog.Event, stats Stats) (Stats, error) {
+	if len(events) == 0 {
+		return stats, nil
+	}
 	c := CoalesceBatch(ix.kind, held, events)
 	stats.Applied, stats.Stale, stats.Rejected = c.Applied, c.Stale, c.Rejected
 

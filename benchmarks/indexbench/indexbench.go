@@ -63,6 +63,7 @@ import (
 
 	"github.com/baedal/baedal/backend"
 	"github.com/baedal/baedal/bench"
+	"github.com/baedal/baedal/benchmarks/internal/bulkload"
 	"github.com/baedal/baedal/catalog"
 	"github.com/baedal/baedal/indexer"
 	"github.com/baedal/baedal/internal/osapi"
@@ -82,6 +83,14 @@ type Config struct {
 	// FreshnessEvents are posted to the server's POST /v1/events at
 	// FreshnessRate per second in each freshness run.
 	FreshnessEvents, FreshnessRate int
+	// BulkLoad loads the catalog through the bulk path (bulkload: the
+	// indexer's own documents, refresh and replicas paused) instead of
+	// Apply in batches: the same indices in a fraction of the time, for
+	// large catalogs.
+	BulkLoad bool
+	// SkipFreshness leaves out the freshness runs and their targets (bench
+	// scale measures throughput only).
+	SkipFreshness bool
 	// StateDir of the local stack to reuse (or start, when none runs there)
 	// when Backends has no OpenSearch URL.
 	StateDir  string
@@ -105,6 +114,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MixedEvents, "mixed-events", c.MixedEvents, "realistic-mix events per round and layout (default: 3000 quick, 10000 full)")
 	fs.IntVar(&c.Rounds, "rounds", c.Rounds, "interleaved rounds (default: 12 quick, 20 full)")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "events per Apply batch (default 1000)")
+	fs.BoolVar(&c.BulkLoad, "bulk-load", c.BulkLoad, "load the catalog through the bulk path (the indexer's documents, refresh and replicas paused) instead of Apply in batches")
+	fs.BoolVar(&c.SkipFreshness, "skip-freshness", c.SkipFreshness, "leave out the freshness runs and their targets")
 	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "local stack state directory (used when --opensearch-urls is not given)")
 	fs.StringVar(&c.ReportDir, "report-dir", c.ReportDir, "directory of the HTML report")
 }
@@ -200,6 +211,9 @@ type Summary struct {
 	FreshnessGaveUp  int64          `json:"freshness_gave_up"`
 	// FreshnessLimitMs is how long a change is followed.
 	FreshnessLimitMs float64 `json:"freshness_limit_ms"`
+	// FreshnessSkipped: the freshness runs were left out (SkipFreshness),
+	// so the freshness figures are empty and not judged.
+	FreshnessSkipped bool `json:"freshness_skipped,omitempty"`
 	// Skipped names each layout this run left out, with the reason (the
 	// hot layout when an OpenSearch node lacks the baedal-hot plugin);
 	// empty when every layout ran.
@@ -338,40 +352,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	}
 
 	// Load the catalog into every layout.
-	gen := catalog.NewGenerator(cfg.Seed)
-	menus := 0
-	versions := make(map[int64]int64, cfg.Shops)
-	bar := bench.NewProgress(cfg.Log, "load catalog into "+layout.JoinKinds(kinds), int64(cfg.Shops))
-	batch := make([]catalog.Event, 0, cfg.BatchSize)
-	flush := func() error {
-		for _, s := range sides {
-			if st, err := s.ix.Apply(ctx, batch); err != nil {
-				return err
-			} else if len(st.Rejected) > 0 {
-				return fmt.Errorf("load: %s rejected shop %d: %s", s.kind, st.Rejected[0].ShopID, st.Rejected[0].Reason)
-			}
-		}
-		bar.Add(int64(len(batch)))
-		batch = batch[:0]
-		return nil
-	}
-	locations := make(map[int64]catalog.GeoPoint, cfg.Shops)
-	for _, st := range gen.Shops(cfg.Shops) {
-		menus += len(st.Menus)
-		versions[st.Shop.ID] = st.Version
-		locations[st.Shop.ID] = st.Shop.Location
-		batch = append(batch, st.UpsertEvent())
-		if len(batch) == cap(batch) {
-			if err := flush(); err != nil {
-				return Summary{}, err
-			}
-		}
-	}
-	if err := flush(); err != nil {
-		return Summary{}, err
-	}
-	bar.Done()
-	if err := refresh(ctx, osc, icfg.Layout, kinds); err != nil {
+	menus, versions, locations, err := loadCatalog(ctx, cfg, osc, icfg.Layout, sides)
+	if err != nil {
 		return Summary{}, err
 	}
 
@@ -421,6 +403,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	// behind at these rates), one after the other.
 	fresh := map[layout.Kind]freshness{}
 	for _, s := range sides[1:] {
+		if cfg.SkipFreshness {
+			fresh[s.kind] = freshness{Latency: bench.NewLatencyRecorder(), Lag: bench.NewLatencyRecorder()}
+			continue
+		}
 		f, err := userFreshnessRun(ctx, cfg, bc, icfg, locations, versions, deleted, s.kind)
 		if err != nil {
 			return Summary{}, err
@@ -499,6 +485,12 @@ func summarize(cfg Config, menus int, sides []*side, fresh map[layout.Kind]fresh
 		sum.Targets["freshness_p99_ms_hot"] = FreshnessHotTarget.Evaluate(hf.FreshnessP99MsHot, hf.FreshnessP99MsHotCI95)
 		sum.Targets["freshness_gave_up_hot"] = bench.AtMost(0).Evaluate(float64(hf.FreshnessGaveUpHot), bench.Exact(float64(hf.FreshnessGaveUpHot)))
 	}
+	if cfg.SkipFreshness {
+		sum.FreshnessSkipped = true
+		for _, name := range []string{"freshness_gave_up", "freshness_p99_ms_hot", "freshness_gave_up_hot"} {
+			delete(sum.Targets, name)
+		}
+	}
 
 	return sum
 }
@@ -572,6 +564,10 @@ func report(cfg Config, icfg indexer.Config, sum Summary, sides []*side, fresh m
 	}
 	rep.Add(bench.IntervalSection(figures))
 	rep.Add(bench.TargetsSection(sum.Targets))
+	if cfg.SkipFreshness {
+		rep.Add(bench.Section{Title: "Freshness", Text: "Not measured in this run (--skip-freshness)."})
+		return rep
+	}
 
 	var freshNames []string
 	var freshRecs []*bench.LatencyRecorder
@@ -660,6 +656,59 @@ func applyAll(ctx context.Context, s *side, events []catalog.Event, batchSize in
 		s.batches.Record(d)
 	}
 	return total, docs, nil
+}
+
+// loadCatalog loads the generated catalog into every layout, through Apply
+// in batches of cfg.BatchSize or, with cfg.BulkLoad, through the bulk path
+// (bulkload: the same documents, refresh and replicas paused), and returns
+// the menus loaded and every shop's version and location. Either way each
+// side's indexer holds every shop's state afterwards, and the indices are
+// refreshed.
+func loadCatalog(ctx context.Context, cfg Config, osc *osapi.Client, lc layout.Config, sides []*side) (menus int, versions map[int64]int64, locations map[int64]catalog.GeoPoint, err error) {
+	versions = make(map[int64]int64, cfg.Shops)
+	locations = make(map[int64]catalog.GeoPoint, cfg.Shops)
+	seen := func(st catalog.ShopState) {
+		menus += len(st.Menus)
+		versions[st.Shop.ID] = st.Version
+		locations[st.Shop.ID] = st.Shop.Location
+	}
+	kinds := make([]layout.Kind, len(sides))
+	indexers := make([]*indexer.Indexer, len(sides))
+	for i, s := range sides {
+		kinds[i], indexers[i] = s.kind, s.ix
+	}
+	if cfg.BulkLoad {
+		err := bulkload.Load(ctx, bulkload.Options{OS: osc, Layout: lc, Indexers: indexers, Seed: cfg.Seed, To: cfg.Shops, Each: seen, Progress: cfg.Log})
+		return menus, versions, locations, err
+	}
+	bar := bench.NewProgress(cfg.Log, "load catalog into "+layout.JoinKinds(kinds), int64(cfg.Shops))
+	batch := make([]catalog.Event, 0, cfg.BatchSize)
+	flush := func() error {
+		for _, s := range sides {
+			if st, err := s.ix.Apply(ctx, batch); err != nil {
+				return err
+			} else if len(st.Rejected) > 0 {
+				return fmt.Errorf("load: %s rejected shop %d: %s", s.kind, st.Rejected[0].ShopID, st.Rejected[0].Reason)
+			}
+		}
+		bar.Add(int64(len(batch)))
+		batch = batch[:0]
+		return nil
+	}
+	for _, st := range catalog.NewGenerator(cfg.Seed).Shops(cfg.Shops) {
+		seen(st)
+		batch = append(batch, st.UpsertEvent())
+		if len(batch) == cap(batch) {
+			if err := flush(); err != nil {
+				return 0, nil, nil, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return 0, nil, nil, err
+	}
+	bar.Done()
+	return menus, versions, locations, refresh(ctx, osc, lc, kinds)
 }
 
 // makeStreams pre-generates, per round, the hot and the mixed events, with

@@ -39,6 +39,7 @@ import (
 
 	"github.com/baedal/baedal/backend"
 	"github.com/baedal/baedal/bench"
+	"github.com/baedal/baedal/benchmarks/internal/bulkload"
 	"github.com/baedal/baedal/catalog"
 	"github.com/baedal/baedal/indexer"
 	"github.com/baedal/baedal/internal/osapi"
@@ -71,6 +72,10 @@ type Config struct {
 	StateDir string
 	// Clients is how many searches are in flight at once, in both phases.
 	Clients int
+	// BulkLoad loads the catalog through the bulk path (bulkload: the
+	// indexer's own documents, refresh and replicas paused) instead of
+	// Apply in batches of 500.
+	BulkLoad bool
 }
 
 // Defaults returns the quick profile's configuration.
@@ -94,6 +99,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxRateSeconds, "max-rate-seconds", c.MaxRateSeconds, "seconds spent measuring the nested layout's maximum update rate")
 	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "local stack to use; a temporary one is started if none runs there")
 	fs.IntVar(&c.Clients, "clients", c.Clients, "searches in flight at once, in both phases")
+	fs.BoolVar(&c.BulkLoad, "bulk-load", c.BulkLoad, "load the catalog through the bulk path (the indexer's documents, refresh and replicas paused) instead of Apply in batches")
 }
 
 // Validate names the first invalid field.
@@ -264,8 +270,14 @@ type Summary struct {
 	// p99_ratio_under_load_hot <= 0.7, p99_ratio_idle_hot <= 1 and their
 	// failed_share_* <= 0.001; on every layout
 	// pathological_p99_ratio_LAYOUT <= 3.
-	Targets bench.Targets `json:"targets"`
-	Report  string        `json:"report"`
+	// AfterLoad is the catalog's disk per layout and the nodes' heap,
+	// once it is loaded.
+	AfterLoad Footprint `json:"after_load"`
+	// LoadSeconds is how long the setup took: the fresh indices, the
+	// catalog loaded into every layout, refreshed, the hot table ready.
+	LoadSeconds float64       `json:"load_seconds"`
+	Targets     bench.Targets `json:"targets"`
+	Report      string        `json:"report"`
 }
 
 // HotFigures are the hot layout's headline ratios over nested (copies of
@@ -298,6 +310,10 @@ type run struct {
 	srch     *searcher.Searcher
 	// One event stream per layout, same seed: identical sequences.
 	streams map[layout.Kind]*catalog.EventStream
+	// afterLoad is the footprint once the catalog is loaded, loadTook how
+	// long the load took.
+	afterLoad Footprint
+	loadTook  time.Duration
 }
 
 // Run executes the benchmark; progress goes to progress, the report to
@@ -342,9 +358,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, progress io.Writer) 
 			_ = r.idx.DeleteIndices(context.WithoutCancel(ctx), r.osc, k)
 		}
 	}()
+	start := time.Now()
 	if err := r.setup(ctx); err != nil {
 		return Summary{}, err
 	}
+	r.loadTook = time.Since(start)
 	return r.measure(ctx)
 }
 
@@ -389,8 +407,88 @@ func (r *run) setup(ctx context.Context) error {
 			return err
 		}
 	}
-	gen := catalog.NewGenerator(seed)
+	if err := r.load(ctx); err != nil {
+		return err
+	}
+	if slices.Contains(r.kinds, layout.Hot) {
+		if _, err := r.hotTableStatus(ctx, hotTableReadyTimeout); err != nil {
+			return err
+		}
+	}
+	if err := r.refresh(ctx); err != nil {
+		return err
+	}
+	var err error
+	r.afterLoad, err = r.footprint(ctx)
+	return err
+}
+
+// Footprint is what the loaded catalog costs the cluster, read once the
+// load is refreshed, before any update.
+type Footprint struct {
+	// StoreBytes is each layout's disk: the primary store size of its
+	// indices (_stats store), by layout.
+	StoreBytes map[string]int64 `json:"store_bytes"`
+	// HeapUsedBytes is the JVM heap in use on the node that uses the most
+	// (_nodes/stats/jvm: garbage not yet collected included, so it moves
+	// from one reading to the next), HeapMaxBytes that node's maximum.
+	HeapUsedBytes int64 `json:"heap_used_bytes"`
+	HeapMaxBytes  int64 `json:"heap_max_bytes"`
+}
+
+// footprint reads the layouts' store sizes and the nodes' heap.
+func (r *run) footprint(ctx context.Context) (Footprint, error) {
+	f := Footprint{StoreBytes: map[string]int64{}}
+	for _, k := range r.kinds {
+		var stats struct {
+			All struct {
+				Primaries struct {
+					Store struct {
+						Size int64 `json:"size_in_bytes"`
+					} `json:"store"`
+				} `json:"primaries"`
+			} `json:"_all"`
+		}
+		path := "/" + strings.Join(r.idx.Aliases(k), ",") + "/_stats/store"
+		if err := r.osc.Do(ctx, http.MethodGet, path, nil, &stats); err != nil {
+			return f, fmt.Errorf("searchbench: store size of %s: %w", k, err)
+		}
+		f.StoreBytes[string(k)] = stats.All.Primaries.Store.Size
+	}
+	var nodes struct {
+		Nodes map[string]struct {
+			JVM struct {
+				Mem struct {
+					HeapUsed int64 `json:"heap_used_in_bytes"`
+					HeapMax  int64 `json:"heap_max_in_bytes"`
+				} `json:"mem"`
+			} `json:"jvm"`
+		} `json:"nodes"`
+	}
+	if err := r.osc.Do(ctx, http.MethodGet, "/_nodes/stats/jvm?filter_path=nodes.*.jvm.mem", nil, &nodes); err != nil {
+		return f, fmt.Errorf("searchbench: heap of the nodes: %w", err)
+	}
+	for _, n := range nodes.Nodes {
+		if n.JVM.Mem.HeapUsed > f.HeapUsedBytes {
+			f.HeapUsedBytes, f.HeapMaxBytes = n.JVM.Mem.HeapUsed, n.JVM.Mem.HeapMax
+		}
+	}
+	return f, nil
+}
+
+// load loads the generated catalog into every layout: through Apply in
+// batches of 500, or with BulkLoad through the bulk path.
+func (r *run) load(ctx context.Context) error {
+	if r.cfg.BulkLoad {
+		var indexers []*indexer.Indexer
+		for _, k := range r.kinds {
+			indexers = append(indexers, r.indexers[k])
+		}
+		return bulkload.Load(ctx, bulkload.Options{OS: r.osc, Layout: r.idx, Indexers: indexers, Seed: uint64(r.cfg.Bench.Seed), To: r.cfg.Shops, Progress: r.progress})
+	}
+	gen := catalog.NewGenerator(uint64(r.cfg.Bench.Seed))
 	prog := bench.NewProgress(r.progress, "load catalog into "+layout.JoinKinds(r.kinds), int64(r.cfg.Shops))
+	defer prog.Done()
 	const batch = 500
 	events := make([]catalog.Event, 0, batch)
 	for i := 0; i < r.cfg.Shops; i++ {
@@ -406,13 +504,7 @@ func (r *run) setup(ctx context.Context) error {
 			events = events[:0]
 		}
 	}
-	prog.Done()
-	if slices.Contains(r.kinds, layout.Hot) {
-		if _, err := r.hotTableStatus(ctx, hotTableReadyTimeout); err != nil {
-			return err
-		}
-	}
-	return r.refresh(ctx)
+	return nil
 }
 
 // hotTableReadyTimeout bounds the wait for the hot table to be ready on
@@ -877,7 +969,8 @@ func (r *run) searchWhileUpdating(ctx context.Context, k layout.Kind, rate float
 func (r *run) measure(ctx context.Context) (Summary, error) {
 	cfg := r.cfg
 	s := Summary{Bench: "search", Profile: string(cfg.Bench.Profile), Shops: cfg.Shops, Queries: cfg.Queries, Clients: cfg.Clients,
-		DeadlineMs: bench.Ms(cfg.Deadline), Skipped: r.skipped}
+		DeadlineMs: bench.Ms(cfg.Deadline), Skipped: r.skipped, AfterLoad: r.afterLoad,
+		LoadSeconds: round(r.loadTook.Seconds())}
 	// Before any update: the judgments are of the catalog as generated.
 	var err error
 	if s.Relevance, err = r.relevance(ctx); err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/baedal/baedal/benchmarks/linkbench"
 	"github.com/baedal/baedal/benchmarks/reindexbench"
 	"github.com/baedal/baedal/benchmarks/replbench"
+	"github.com/baedal/baedal/benchmarks/scalebench"
 	"github.com/baedal/baedal/benchmarks/searchbench"
 	"github.com/baedal/baedal/internal/flaghelp"
 	"github.com/baedal/baedal/localstack"
@@ -56,6 +57,11 @@ type benchRun struct {
 	// redisServer, if set, returns the redis-server binary the benchmark
 	// starts itself ("" when it uses a given Redis).
 	redisServer func() string
+	// onPartial, if set, is given before the run a function that writes
+	// the run record of a partial summary, for a benchmark that saves its
+	// record as it goes; each call replaces the previous record, and the
+	// final summary replaces the last.
+	onPartial func(save func(summary any) error)
 }
 
 func uses(kinds ...string) func(*flaghelp.Command) []string {
@@ -174,6 +180,24 @@ func benchmarks() map[string]benchmark {
 			servers: uses(serverRedis, serverPostgres),
 			bind:    bindBenchFeed,
 		},
+		"scale": {
+			summary: "the cost curve: bench index and bench search on nested, split and hot at growing catalog sizes, with disk, heap and the hot table's size",
+			example: "baedal bench scale --sizes 5000,20000",
+			servers: uses(serverOpenSearch, serverRedis),
+			bind: func(c *flaghelp.Command) benchRun {
+				cfg := scalebench.Defaults()
+				c.Group("benchmark", cfg.Flags)
+				return benchRun{check: cfg.Validate, onPartial: func(save func(any) error) {
+					cfg.OnSize = func(s scalebench.Summary) error { return save(s) }
+				}, run: func(ctx context.Context, stdout io.Writer) error {
+					s, err := scalebench.Run(ctx, cfg, stdout)
+					if err == nil {
+						fmt.Fprintf(os.Stderr, "report: %s\n", s.Report)
+					}
+					return err
+				}}
+			},
+		},
 		"reindex": {
 			summary: "live reindex: replicas, slices and shards of the copy; lost updates and stale documents",
 			example: "baedal bench reindex --profile quick",
@@ -250,6 +274,7 @@ func runBench(ctx context.Context, args []string) error {
 		c.Subcommands = append(c.Subcommands, [2]string{"all", "run every benchmark and write reports/index.html"})
 		c.Subcommands = append(c.Subcommands, [2]string{"compare", "compare two run records: baedal bench compare RUN_A RUN_B"})
 		c.Subcommands = append(c.Subcommands, [2]string{"targets", "the targets of run records as a Markdown table: baedal bench targets RUN..."})
+		c.Subcommands = append(c.Subcommands, [2]string{"scale-plots", "the cost curve's plots of a bench scale run record as SVG files: baedal bench scale-plots --out DIR RUN"})
 		for _, n := range names {
 			c.Subcommands = append(c.Subcommands, [2]string{n, all[n].summary})
 		}
@@ -266,6 +291,8 @@ func runBench(ctx context.Context, args []string) error {
 		return benchCompare(ctx, args[1:])
 	case "targets":
 		return benchTargets(ctx, args[1:])
+	case "scale-plots":
+		return benchScalePlots(ctx, args[1:])
 	}
 	b, ok := all[args[0]]
 	if !ok {
@@ -320,24 +347,49 @@ func benchOne(ctx context.Context, name string, b benchmark, args []string) erro
 	revision := sourceRevision(ctx)
 	start := time.Now().UTC()
 	before, _ := bench.ReadLoadAvg()
+	path := "" // the record, once written
+	save := func(summary map[string]any) error {
+		after, _ := bench.ReadLoadAvg()
+		rec := bench.NewRunRecord(name, summary)
+		rec.Start, rec.End = start, time.Now().UTC()
+		rec.Command = bench.CommandLine()
+		rec.Revision = revision
+		rec.Go = readBuildVersion(buildInfo()).Go
+		rec.Servers = servers.result(ctx)
+		rec.LoadBefore, rec.LoadAfter = before, after
+		if path != "" {
+			return bench.RewriteRun(path, rec)
+		}
+		var err error
+		path, err = bench.WriteRun(runsDir, rec)
+		return err
+	}
+	if r.onPartial != nil {
+		r.onPartial(func(v any) error {
+			var line bytes.Buffer
+			if err := bench.PrintSummary(&line, v); err != nil {
+				return err
+			}
+			summary, err := bench.ParseSummary(line.Bytes())
+			if err != nil {
+				return fmt.Errorf("run record: %w", err)
+			}
+			if err := save(summary); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "run record so far: %s\n", path)
+			return nil
+		})
+	}
 	var stdout bytes.Buffer
 	if err := r.run(ctx, io.MultiWriter(os.Stdout, &stdout)); err != nil {
 		return err
 	}
-	after, _ := bench.ReadLoadAvg()
 	summary, err := bench.ParseSummary(stdout.Bytes())
 	if err != nil {
 		return fmt.Errorf("run record: %w", err)
 	}
-	rec := bench.NewRunRecord(name, summary)
-	rec.Start, rec.End = start, time.Now().UTC()
-	rec.Command = bench.CommandLine()
-	rec.Revision = revision
-	rec.Go = readBuildVersion(buildInfo()).Go
-	rec.Servers = servers.result(ctx)
-	rec.LoadBefore, rec.LoadAfter = before, after
-	path, err := bench.WriteRun(runsDir, rec)
-	if err != nil {
+	if err := save(summary); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "run record: %s\n", path)
@@ -436,6 +488,42 @@ func benchTargets(ctx context.Context, args []string) error {
 		}
 	}
 	return bench.WriteTargetsTable(os.Stdout, runs, only)
+}
+
+// benchScalePlots is `baedal bench scale-plots --out DIR RUN`.
+func benchScalePlots(ctx context.Context, args []string) error {
+	c := newCommand("bench scale-plots", "baedal bench scale-plots --out DIR RUN",
+		"Write the plots of a bench scale run record (every figure against the catalog size, as in\n"+
+			"its HTML report) as DIR/<figure>.svg, and print its figures by size as a Markdown table:\n"+
+			"the table and plots BENCHMARKS.md shows, drawn from the record.",
+		"baedal bench scale-plots --out benchmarks/runs/scale reports/runs/20261128T070000Z-scale.json")
+	var dir string
+	c.FS.StringVar(&dir, "out", "", "directory of the SVG files (required)")
+	positional, err := parseWithArgs(c, args)
+	if err != nil {
+		return err
+	}
+	if len(positional) != 1 {
+		return usageError{fmt.Errorf("want one run record, got %d (see baedal bench scale-plots -h)", len(positional))}
+	}
+	if dir == "" {
+		return usageError{errors.New("--out: required: the directory of the SVG files")}
+	}
+	if parseOnly(ctx) {
+		return nil
+	}
+	s, err := scalebench.ReadRecord(positional[0])
+	if err != nil {
+		return err
+	}
+	paths, err := scalebench.WritePlots(dir, s)
+	for _, p := range paths {
+		fmt.Fprintln(os.Stderr, "plot:", p)
+	}
+	if err != nil {
+		return err
+	}
+	return scalebench.WriteMarkdown(os.Stdout, s)
 }
 
 // benchAll runs every registered benchmark and writes reports/index.html.

@@ -43,7 +43,7 @@ func helpLines() [][]string {
 		lines = append(lines, []string{name, "-h"}, []string{name, "--help"})
 	}
 	lines = append(lines, []string{"feed", "seed", "-h"}, []string{"links", "mode", "--help"},
-		[]string{"bench", "all", "-h"}, []string{"bench", "compare", "--help"}, []string{"bench", "targets", "-h"})
+		[]string{"bench", "all", "-h"}, []string{"bench", "compare", "--help"}, []string{"bench", "targets", "-h"}, []string{"bench", "scale-plots", "-h"})
 	for name := range benchmarks() {
 		lines = append(lines, []string{"bench", name, "-h"})
 	}
