@@ -59,7 +59,7 @@ func (c *Config) DeleteIndices(ctx context.Context, os *osapi.Client, k Kind) er
 // node runs the same one.
 const (
 	HotPlugin        = "baedal-hot"
-	HotPluginVersion = "0.4.0"
+	HotPluginVersion = "0.5.0"
 )
 
 // HotPluginNode is one OpenSearch node: its name and the versions of the

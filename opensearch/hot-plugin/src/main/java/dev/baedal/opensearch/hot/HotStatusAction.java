@@ -201,7 +201,10 @@ public final class HotStatusAction extends ActionType<HotStatusAction.Response> 
         }
     }
 
-    /** Runs the check on each data node. */
+    /**
+     * Runs the check on each data node. Built by Guice once per node, it also hands the node's
+     * transport to {@link HotTables} for the stall guard, which the plugin cannot reach earlier.
+     */
     public static final class Transport extends TransportNodesAction<Request, Response, NodeRequest, NodeResponse> {
         private final HotTables tables;
 
@@ -211,6 +214,7 @@ public final class HotStatusAction extends ActionType<HotStatusAction.Response> 
             super(NAME, threadPool, clusterService, transportService, actionFilters,
                 Request::new, NodeRequest::new, ThreadPool.Names.GENERIC, NodeResponse.class);
             this.tables = tables;
+            tables.setTransportService(transportService);
         }
 
         @Override

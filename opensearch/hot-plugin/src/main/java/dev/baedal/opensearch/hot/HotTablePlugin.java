@@ -62,6 +62,11 @@ public final class HotTablePlugin extends Plugin implements ActionPlugin, Search
     }
 
     @Override
+    public void close() {
+        tables.close();
+    }
+
+    @Override
     public List<ActionHandler<? extends ActionRequest, ? extends ActionResponse>> getActions() {
         return List.of(new ActionHandler<>(HotStatusAction.INSTANCE, HotStatusAction.Transport.class));
     }

@@ -11,6 +11,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 import org.apache.lucene.index.LeafReaderContext;
+import org.apache.lucene.index.NumericDocValues;
 import org.apache.lucene.index.StoredFields;
 import org.apache.lucene.search.IndexSearcher;
 import org.apache.lucene.util.Bits;
@@ -32,6 +33,7 @@ import org.opensearch.index.IndexModule;
 import org.opensearch.index.IndexSettings;
 import org.opensearch.index.engine.Engine;
 import org.opensearch.index.fieldvisitor.FieldsVisitor;
+import org.opensearch.index.mapper.SeqNoFieldMapper;
 import org.opensearch.index.shard.IndexEventListener;
 import org.opensearch.index.shard.IndexShard;
 import org.opensearch.index.shard.IndexShardState;
@@ -58,8 +60,10 @@ import org.opensearch.threadpool.ThreadPool;
  * its table with it; once a bulk is acknowledged, every in-sync copy's table holds it.
  *
  * <p>Invariants: a table is served only while it is ready, the index has one shard and document
- * replication, and this node knows an elected cluster manager; everything else answers 503
- * naming the reason. One scan or check runs at a time per copy.
+ * replication, this node knows an elected cluster manager, and it has not stood still since the
+ * cluster last confirmed it in step ({@link StallGuard}); everything else answers 503 naming the
+ * reason. A search reads only rows at or below the copy's global checkpoint ({@link HotTable},
+ * "safe" rows). One scan or check runs at a time per copy.
  */
 public final class HotTables implements ClusterStateListener {
 
@@ -81,10 +85,21 @@ public final class HotTables implements ClusterStateListener {
         final HotTable table;
         final IndexShard shard;
         volatile Check lastCheck;
+        // The highest sequence number this copy replayed from its own translog as a primary
+        // starting from its store (a whole-cluster restart): the copy every other one recovers
+        // from, so its operations are as safe as the global checkpoint's, which it learns only
+        // once its replicas have recovered.
+        volatile long recoveredAsPrimary = -1;
 
         Copy(HotTable table, IndexShard shard) {
             this.table = table;
             this.shard = shard;
+        }
+
+        /** Where the copy stands now, for staging and settling the table's rows. */
+        HotTable.Checkpoint checkpoint() {
+            return new HotTable.Checkpoint(shard.getOperationPrimaryTerm(), shard.routingEntry().primary(),
+                Math.max(shard.getLastKnownGlobalCheckpoint(), recoveredAsPrimary));
         }
     }
 
@@ -103,17 +118,28 @@ public final class HotTables implements ClusterStateListener {
     private volatile ClusterService clusterService;
     private volatile ThreadPool threadPool;
     private volatile boolean clusterManagerKnown;
+    private final StallGuard stallGuard = new StallGuard();
 
     void init(ClusterService clusterService, ThreadPool threadPool, Settings settings) {
         this.clusterService = clusterService;
         this.threadPool = threadPool;
         clusterService.addListener(this);
+        stallGuard.start(clusterService, threadPool);
         threadPool.scheduleWithFixedDelay(this::checkAll, CHECK_INTERVAL_SETTING.get(settings), ThreadPool.Names.GENERIC);
     }
 
     @Override
     public void clusterChanged(ClusterChangedEvent event) {
         clusterManagerKnown = event.state().nodes().getClusterManagerNodeId() != null;
+    }
+
+    /** The transport the stall guard asks other nodes with (bound by Guice after createComponents). */
+    void setTransportService(org.opensearch.transport.TransportService transportService) {
+        stallGuard.setTransportService(transportService);
+    }
+
+    void close() {
+        stallGuard.stop();
     }
 
     /** Registers the listeners that keep a table of this index, when it is a shop-head index. */
@@ -171,10 +197,16 @@ public final class HotTables implements ClusterStateListener {
             throw new OpenSearchStatusException("hot table [" + im.getIndex().getName()
                 + "] is not served: this node knows no elected cluster manager, so its copy may be behind", RestStatus.SERVICE_UNAVAILABLE);
         }
+        String stalled = stallGuard.whyNotServing();
+        if (stalled != null) {
+            throw new OpenSearchStatusException("hot table [" + im.getIndex().getName() + "] is not served: " + stalled,
+                RestStatus.SERVICE_UNAVAILABLE);
+        }
         if (!c.table.ready()) {
             throw new OpenSearchStatusException("hot table [" + im.getIndex().getName() + "] is not ready on this node: "
                 + c.table.notReadyReason(), RestStatus.SERVICE_UNAVAILABLE);
         }
+        c.table.settle(c.checkpoint());
         return c.table;
     }
 
@@ -205,19 +237,24 @@ public final class HotTables implements ClusterStateListener {
             this.index = index;
         }
 
-        private HotTable table() {
+        private Copy copy() {
             Copy c = copies.get(index.getName());
-            return c != null && c.table.indexUuid().equals(index.getUUID()) ? c.table : null;
+            return c != null && c.table.indexUuid().equals(index.getUUID()) ? c : null;
         }
 
         @Override
         public void postIndex(ShardId shardId, Engine.Index op, Engine.IndexResult result) {
-            HotTable t = table();
-            if (t == null || result.getResultType() != Engine.Result.Type.SUCCESS) {
+            Copy c = copy();
+            if (c == null || result.getResultType() != Engine.Result.Type.SUCCESS) {
                 return;
             }
+            HotTable t = c.table;
             try {
-                t.apply(HeadSource.parse(op.source(), op.parsedDoc().getMediaType(), op.id(), result.getVersion()));
+                if (op.origin() == Engine.Operation.Origin.LOCAL_TRANSLOG_RECOVERY && c.shard.routingEntry().primary()) {
+                    c.recoveredAsPrimary = Math.max(c.recoveredAsPrimary, result.getSeqNo());
+                }
+                HotEntry row = HeadSource.parse(op.source(), op.parsedDoc().getMediaType(), op.id(), result.getVersion());
+                t.stage(new HotTable.Staged(result.getSeqNo(), row), c.checkpoint());
             } catch (IOException | RuntimeException e) {
                 log.error("baedal-hot: cannot read shop-head document [{}] of [{}]; the table is not ready", op.id(), index, e);
                 t.markNotReady("shop-head document [" + op.id() + "] is unreadable: " + e.getMessage());
@@ -226,7 +263,8 @@ public final class HotTables implements ClusterStateListener {
 
         @Override
         public void postDelete(ShardId shardId, Engine.Delete op, Engine.DeleteResult result) {
-            HotTable t = table();
+            Copy c = copy();
+            HotTable t = c == null ? null : c.table;
             if (t == null || result.getResultType() != Engine.Result.Type.SUCCESS || !result.isFound()) {
                 return;
             }
@@ -294,17 +332,17 @@ public final class HotTables implements ClusterStateListener {
         synchronized (c) {
             long start = System.nanoTime();
             c.shard.refresh("baedal-hot-scan");
-            List<HotEntry> page = new ArrayList<>(4096);
+            List<HotTable.Staged> page = new ArrayList<>(4096);
             long[] n = {0};
-            forEachDocument(c.shard, e -> {
-                page.add(e);
+            forEachDocument(c.shard, (seqNo, e) -> {
+                page.add(new HotTable.Staged(seqNo, e));
                 n[0]++;
                 if (page.size() == 4096) {
-                    c.table.apply(page);
+                    c.table.stage(page, c.checkpoint());
                     page.clear();
                 }
             });
-            c.table.apply(page);
+            c.table.stage(page, c.checkpoint());
             long tookMs = (System.nanoTime() - start) / 1_000_000;
             if (c.table.finishRebuild(generation, tookMs)) {
                 log.info("baedal-hot: table of [{}] built from {} documents of the local copy in {} ms ({}): {} shops, {} tombstones",
@@ -314,25 +352,32 @@ public final class HotTables implements ClusterStateListener {
     }
 
     interface EntryConsumer {
-        void accept(HotEntry e) throws IOException;
+        void accept(long seqNo, HotEntry e) throws IOException;
     }
 
-    /** Calls {@code f} with the row of every live document of the copy's current reader. */
+    /**
+     * Calls {@code f} with the sequence number and row of every live document of the copy's
+     * current reader.
+     */
     static void forEachDocument(IndexShard shard, EntryConsumer f) throws IOException {
         try (Engine.Searcher s = shard.acquireSearcher("baedal-hot")) {
             for (LeafReaderContext leaf : s.getIndexReader().leaves()) {
                 StoredFields stored = leaf.reader().storedFields();
                 Bits live = leaf.reader().getLiveDocs();
+                NumericDocValues seqNos = leaf.reader().getNumericDocValues(SeqNoFieldMapper.NAME);
                 for (int d = 0; d < leaf.reader().maxDoc(); d++) {
                     if (live != null && !live.get(d)) {
                         continue;
+                    }
+                    if (seqNos == null || !seqNos.advanceExact(d)) {
+                        throw new IOException("shop-head document " + d + " of a segment has no " + SeqNoFieldMapper.NAME);
                     }
                     FieldsVisitor v = new FieldsVisitor(true);
                     stored.document(d, v);
                     if (v.source() == null) {
                         throw new IOException("shop-head document [" + v.id() + "] has no _source; a hot table needs it");
                     }
-                    f.accept(HeadSource.parse(v.source(), null, v.id(), -1));
+                    f.accept(seqNos.longValue(), HeadSource.parse(v.source(), null, v.id(), -1));
                 }
             }
         }
@@ -364,12 +409,13 @@ public final class HotTables implements ClusterStateListener {
     Check check(Copy c) throws IOException, InterruptedException {
         synchronized (c) {
             HotTable t = c.table;
+            t.settle(c.checkpoint());
             c.shard.refresh("baedal-hot-check");
             Map<Long, Long> suspects = new java.util.HashMap<>(); // id -> document version at the first look, -1 if none
             long[] shard = {0, 0}; // digest, documents
             LongSet seen = new LongSet();
             HotTable.Row row = new HotTable.Row();
-            forEachDocument(c.shard, e -> {
+            forEachDocument(c.shard, (seqNo, e) -> {
                 seen.add(e.id());
                 shard[1]++;
                 if (!e.deleted()) {
@@ -390,7 +436,7 @@ public final class HotTables implements ClusterStateListener {
                 Thread.sleep(RECHECK_DELAY_MS);
                 c.shard.refresh("baedal-hot-check");
                 Map<Long, HotEntry> now = new java.util.HashMap<>();
-                forEachDocument(c.shard, e -> {
+                forEachDocument(c.shard, (seqNo, e) -> {
                     if (suspects.containsKey(e.id())) {
                         now.put(e.id(), e);
                     }
@@ -401,11 +447,11 @@ public final class HotTables implements ClusterStateListener {
                     if ((doc == null ? -1L : doc.version()) != s.getValue()) {
                         continue; // written meanwhile: in flight, not wrong
                     }
-                    boolean ok = doc != null ? matches(t, doc, row) : !t.read(id, row) || row.deleted;
+                    boolean ok = doc != null ? matches(t, doc, row) : !t.readNewest(id, row) || row.deleted;
                     if (!ok) {
                         disagreeing++;
                         log.warn("baedal-hot: table of [{}] disagrees with its copy on shop {}: copy version {}, table version {}",
-                            t.index(), id, s.getValue(), t.read(id, row) ? row.version : -1);
+                            t.index(), id, s.getValue(), t.readNewest(id, row) ? row.version : -1);
                     }
                 }
             }
@@ -420,9 +466,9 @@ public final class HotTables implements ClusterStateListener {
         }
     }
 
-    /** Whether the table holds exactly a document's row. */
+    /** Whether the table holds exactly a document's row (safe or pending). */
     private static boolean matches(HotTable t, HotEntry e, HotTable.Row row) {
-        return t.read(e.id(), row) && row.version == e.version() && row.deleted == e.deleted()
+        return t.readNewest(e.id(), row) && row.version == e.version() && row.deleted == e.deleted()
             && (e.deleted() || row.digest(e.id()) == entryDigest(e));
     }
 

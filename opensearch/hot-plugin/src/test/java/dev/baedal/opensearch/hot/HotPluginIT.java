@@ -351,11 +351,19 @@ class HotPluginIT {
         r = c.send(2, "POST", "/_bulk", versioned("shops_v1", 4, 7, "\"version\":7,\"open\":false,\"delivery_minutes\":41,"
             + "\"delivery_fee\":1000,\"rating\":4.1,\"review_count\":9"));
         assertEquals(false, r.body().get("errors"), r.raw());
-        HotTable t = c.nodes.get(2).injector().getInstance(HotTables.class).copies().get("shops_v1").table;
+        HotTables.Copy copy = c.nodes.get(2).injector().getInstance(HotTables.class).copies().get("shops_v1");
+        HotTable t = copy.table;
         HotTable.Row row = new HotTable.Row();
-        assertTrue(t.readLive(4, row));
+        assertTrue(t.readNewest(4, row));
         assertEquals(7, row.version, "acknowledged, so applied on every in-sync copy");
         assertEquals(41, row.deliveryMinutes);
+        // Safe, and so shown, once the copy learns the global checkpoint passed it (the sync
+        // OpenSearch sends after each write).
+        TwoNodeCluster.waitFor(() -> {
+            t.settle(copy.checkpoint());
+            return t.readLive(4, row) && row.version == 7;
+        }, "node c shows the acknowledged row");
+        assertEquals(0, t.pendingCount());
     }
 
     int shopsOn(int node, String name) throws Exception {

@@ -228,4 +228,66 @@ class HotTableTest {
         u.apply(List.of(HotEntry.tombstone(1, 9)));
         assertEquals(HotTable.rowDigest(9223372036854774L, 3, false, 45, 0, 3.9, 0), u.digest());
     }
+
+    static HotTable.Staged op(long seqNo, HotEntry e) {
+        return new HotTable.Staged(seqNo, e);
+    }
+
+    @Test
+    void rowsAboveTheGlobalCheckpointWaitUntilItPassesThem() {
+        HotTable t = new HotTable("i", "u");
+        HotTable.Row r = new HotTable.Row();
+        t.stage(List.of(op(0, live(1, 1, 10)), op(1, live(1, 2, 20)), op(2, live(2, 1, 30))), new HotTable.Checkpoint(1, false, 0));
+        assertTrue(t.readLive(1, r));
+        assertEquals(1, r.version, "seq 1 is above the global checkpoint 0: not yet safe");
+        assertFalse(t.read(2, r));
+        assertEquals(2, t.pendingCount());
+        assertTrue(t.readNewest(1, r));
+        assertEquals(2, r.version, "the copy holds version 2");
+
+        t.settle(new HotTable.Checkpoint(1, false, 1));
+        assertTrue(t.readLive(1, r));
+        assertEquals(2, r.version);
+        assertFalse(t.read(2, r));
+        t.settle(new HotTable.Checkpoint(1, false, 2));
+        assertTrue(t.readLive(2, r));
+        assertEquals(0, t.pendingCount());
+    }
+
+    @Test
+    void aReplicaWhosePrimaryTermChangesDropsWhatTheResetRolledBack() {
+        HotTable t = new HotTable("i", "u");
+        HotTable.Row r = new HotTable.Row();
+        t.stage(List.of(op(5, live(1, 5, 10)), op(6, live(1, 6, 20))), new HotTable.Checkpoint(3, false, 5));
+        // The primary failed; the new one (term 4) never had seq 6, and its own seq 6 is another operation.
+        t.settle(new HotTable.Checkpoint(4, false, 5));
+        assertEquals(0, t.pendingCount(), "seq 6 of term 3 was rolled back by the engine reset");
+        t.stage(op(6, live(1, 7, 30)), new HotTable.Checkpoint(4, false, 5));
+        t.settle(new HotTable.Checkpoint(4, false, 6));
+        assertTrue(t.readLive(1, r));
+        assertEquals(7, r.version);
+        assertEquals(30, r.deliveryMinutes);
+    }
+
+    @Test
+    void aPromotedPrimaryKeepsItsOperationsAboveTheCheckpoint() {
+        HotTable t = new HotTable("i", "u");
+        HotTable.Row r = new HotTable.Row();
+        t.stage(List.of(op(5, live(1, 5, 10)), op(6, live(1, 6, 20))), new HotTable.Checkpoint(3, false, 5));
+        t.settle(new HotTable.Checkpoint(4, true, 5));
+        assertEquals(1, t.pendingCount(), "a new primary keeps its operations and resends them");
+        t.settle(new HotTable.Checkpoint(4, true, 6));
+        assertTrue(t.readLive(1, r));
+        assertEquals(6, r.version);
+    }
+
+    @Test
+    void aRebuildDropsPendingRowsItsScanReadsAgain() {
+        HotTable t = new HotTable("i", "u");
+        t.stage(op(9, live(1, 9, 10)), new HotTable.Checkpoint(1, false, 0));
+        t.beginRebuild("r");
+        assertEquals(0, t.pendingCount());
+        HotTable.Row r = new HotTable.Row();
+        assertFalse(t.readNewest(1, r));
+    }
 }
