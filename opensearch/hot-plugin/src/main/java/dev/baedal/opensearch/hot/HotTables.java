@@ -21,6 +21,7 @@ import org.opensearch.cluster.ClusterState;
 import org.opensearch.cluster.ClusterStateListener;
 import org.opensearch.cluster.metadata.IndexAbstraction;
 import org.opensearch.cluster.metadata.IndexMetadata;
+import org.opensearch.cluster.routing.RecoverySource;
 import org.opensearch.cluster.service.ClusterService;
 import org.opensearch.common.settings.Setting;
 import org.opensearch.common.settings.Settings;
@@ -85,10 +86,10 @@ public final class HotTables implements ClusterStateListener {
         final HotTable table;
         final IndexShard shard;
         volatile Check lastCheck;
-        // The highest sequence number this copy replayed from its own translog as a primary
-        // starting from its store (a whole-cluster restart): the copy every other one recovers
-        // from, so its operations are as safe as the global checkpoint's, which it learns only
-        // once its replicas have recovered.
+        // The highest sequence number this copy held when it started as a primary recovered from
+        // its own store (a whole-cluster restart): the copy every other one recovers from, so
+        // its operations are as safe as the global checkpoint's, which it learns only once its
+        // replicas have recovered.
         volatile long recoveredAsPrimary = -1;
 
         Copy(HotTable table, IndexShard shard) {
@@ -250,9 +251,6 @@ public final class HotTables implements ClusterStateListener {
             }
             HotTable t = c.table;
             try {
-                if (op.origin() == Engine.Operation.Origin.LOCAL_TRANSLOG_RECOVERY && c.shard.routingEntry().primary()) {
-                    c.recoveredAsPrimary = Math.max(c.recoveredAsPrimary, result.getSeqNo());
-                }
                 HotEntry row = HeadSource.parse(op.source(), op.parsedDoc().getMediaType(), op.id(), result.getVersion());
                 t.stage(new HotTable.Staged(result.getSeqNo(), row), c.checkpoint());
             } catch (IOException | RuntimeException e) {
@@ -291,6 +289,10 @@ public final class HotTables implements ClusterStateListener {
         public void afterIndexShardStarted(IndexShard shard) {
             Copy c = copies.get(index.getName());
             if (c != null && c.shard == shard) {
+                if (shard.routingEntry().primary() && shard.recoveryState() != null
+                    && shard.recoveryState().getRecoverySource().getType() == RecoverySource.Type.EXISTING_STORE) {
+                    c.recoveredAsPrimary = shard.seqNoStats().getMaxSeqNo();
+                }
                 scheduleScan(c, c.table.generation(), "its copy started");
             }
         }
