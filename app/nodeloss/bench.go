@@ -79,6 +79,7 @@ type LayoutSummary struct {
 	Other          int     `json:"other_errors"`
 	Fallbacks      int     `json:"fallbacks"`
 	StaleHits      int     `json:"stale_hits"`
+	RolledBack     int     `json:"rolled_back"`
 	P99BeforeMs    float64 `json:"p99_before_ms"`
 	P99DuringMs    float64 `json:"p99_during_ms"`
 }
@@ -143,6 +144,7 @@ func (r *Result) Summary(c BenchConfig, command string) BenchSummary {
 			l.Other += n.Other
 			l.Fallbacks += n.Fallbacks
 			l.StaleHits += n.StaleHits
+			l.RolledBack += n.RolledBack
 			l.P99DuringMs = max(l.P99DuringMs, n.Latency.P99Ms)
 		}
 		s.Layouts[label] = l

@@ -23,7 +23,9 @@ import (
 // plugin (checkRollingUpgrade). During each outage every search must
 // answer 200 (replicas serve) or 503 with Retry-After, never a 500, and no
 // hot search may show a row older than one an earlier search showed (stale
-// hits); after each case the cluster must be green and every node's hot
+// hits), unless the shop-head index's primary holds that older row then (an
+// unacknowledged write rolled back by a failover: counted as rolled_back);
+// after each case the cluster must be green and every node's hot
 // table equal to its copy again; at the end every accepted event is in every
 // layout (0 lost, 0 dead-lettered), the layouts answer alike, and every
 // node's table holds the events' live rows and their deletes' tombstones.

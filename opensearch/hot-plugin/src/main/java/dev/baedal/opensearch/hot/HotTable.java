@@ -1,8 +1,5 @@
 package dev.baedal.opensearch.hot;
 
-import java.util.Comparator;
-import java.util.List;
-import java.util.PriorityQueue;
 import java.util.concurrent.locks.StampedLock;
 
 /**
@@ -27,12 +24,6 @@ import java.util.concurrent.locks.StampedLock;
  *   <li>{@link #ready} is true only after a scan of the local shard copy finished and no other
  *       rebuild began since ({@link #beginRebuild} clears it and swaps in an empty store, which
  *       the operations arriving meanwhile and the scan then fill).</li>
- *   <li>Searches read only <em>safe</em> rows: those of operations at or below the copy's global
- *       checkpoint, which every in-sync copy holds and no failover rolls back. An operation
- *       above it waits in {@link #pending} (staged by {@link #stage}) until {@link #settle} sees
- *       the checkpoint pass it. When a replica's primary term changes, OpenSearch may reset its
- *       engine to the global checkpoint; {@link #settle} then drops the pending operations above
- *       it, which the reset rolled back (the new primary resends the ones it keeps).</li>
  * </ul>
  */
 public final class HotTable {
@@ -122,18 +113,6 @@ public final class HotTable {
     /** Outcome of {@link #apply}: how many entries changed and how many were stale. */
     public record Applied(int applied, int stale) {}
 
-    /** An operation of the copy at sequence number {@code seqNo}, as a row. */
-    public record Staged(long seqNo, HotEntry entry) {}
-
-    /**
-     * Where the copy stands: its operation primary term, whether it is the primary, and its
-     * global checkpoint (every operation at or below it is on every in-sync copy).
-     */
-    public record Checkpoint(long primaryTerm, boolean primary, long globalCheckpoint) {}
-
-    /** No primary term seen yet: the first {@link #settle} or {@link #stage} records it. */
-    private static final long NO_TERM = -1;
-
     private final String index;
     private final String indexUuid;
     private final StampedLock lock = new StampedLock();
@@ -144,12 +123,6 @@ public final class HotTable {
     private volatile long lastRebuildMs = -1;
     private long rebuildGeneration; // guarded by lock
     private boolean refused; // guarded by lock: never ready (see refuse)
-    // Operations applied to the copy above its global checkpoint, oldest sequence number first;
-    // guarded by the write lock. minPendingSeqNo and term let settle() skip the lock when there
-    // is nothing to do.
-    private final PriorityQueue<Staged> pending = new PriorityQueue<>(Comparator.comparingLong(Staged::seqNo));
-    private volatile long minPendingSeqNo = Long.MAX_VALUE;
-    private volatile long term = NO_TERM;
 
     public HotTable(String index, String indexUuid) {
         this.index = index;
@@ -184,100 +157,6 @@ public final class HotTable {
     static long mix(long id) {
         long h = id * 0x9E3779B97F4A7C15L;
         return h ^ (h >>> 32);
-    }
-
-    /**
-     * Stages operations of the copy: each at or below the global checkpoint is applied now, each
-     * above it waits until {@link #settle} sees the checkpoint pass it.
-     */
-    public void stage(List<Staged> ops, Checkpoint at) {
-        long stamp = lock.writeLock();
-        try {
-            settleLocked(at);
-            for (Staged op : ops) {
-                if (op.seqNo() <= at.globalCheckpoint()) {
-                    applyLocked(op.entry());
-                } else {
-                    pending.add(op);
-                }
-            }
-            minPendingSeqNo = pending.isEmpty() ? Long.MAX_VALUE : pending.peek().seqNo();
-        } finally {
-            lock.unlockWrite(stamp);
-        }
-    }
-
-    /** {@link #stage} of one operation. */
-    public void stage(Staged op, Checkpoint at) {
-        stage(List.of(op), at);
-    }
-
-    /**
-     * Brings the table to where the copy stands: applies the pending operations the global
-     * checkpoint has passed and, when a replica's primary term changed, first drops the pending
-     * operations above the checkpoint (its engine was reset to it). Cheap when there is nothing
-     * to do, so every search calls it.
-     */
-    public void settle(Checkpoint at) {
-        if (at.primaryTerm() == term && minPendingSeqNo > at.globalCheckpoint()) {
-            return;
-        }
-        long stamp = lock.writeLock();
-        try {
-            settleLocked(at);
-            minPendingSeqNo = pending.isEmpty() ? Long.MAX_VALUE : pending.peek().seqNo();
-        } finally {
-            lock.unlockWrite(stamp);
-        }
-    }
-
-    private void settleLocked(Checkpoint at) {
-        if (at.primaryTerm() != term) {
-            if (term != NO_TERM && at.primaryTerm() > term && !at.primary()) {
-                pending.removeIf(op -> op.seqNo() > at.globalCheckpoint());
-            }
-            term = Math.max(term, at.primaryTerm());
-        }
-        while (!pending.isEmpty() && pending.peek().seqNo() <= at.globalCheckpoint()) {
-            applyLocked(pending.poll().entry());
-        }
-    }
-
-    /** Operations staged above the global checkpoint and not yet applied. */
-    public int pendingCount() {
-        long stamp = lock.readLock();
-        try {
-            return pending.size();
-        } finally {
-            lock.unlockRead(stamp);
-        }
-    }
-
-    /**
-     * Like {@link #read}, but with the newest pending operation of the shop over the safe row:
-     * the row the copy holds, for comparing the table with it.
-     */
-    public boolean readNewest(long id, Row row) {
-        long stamp = lock.readLock();
-        try {
-            boolean found = readUnlocked(id, row);
-            for (Staged op : pending) {
-                HotEntry e = op.entry();
-                if (e.id() == id && (!found || e.version() > row.version)) {
-                    found = true;
-                    row.version = e.version();
-                    row.deleted = e.deleted();
-                    row.open = e.open() && !e.deleted();
-                    row.deliveryMinutes = e.deliveryMinutes();
-                    row.deliveryFee = e.deliveryFee();
-                    row.rating = e.rating();
-                    row.reviewCount = e.reviewCount();
-                }
-            }
-            return found;
-        } finally {
-            lock.unlockRead(stamp);
-        }
     }
 
     /** Applies entries in order, each one only if its version is newer than the stored one. */
@@ -533,8 +412,6 @@ public final class HotTable {
             ready = false;
             notReadyReason = reason;
             store = new Store(16);
-            pending.clear();
-            minPendingSeqNo = Long.MAX_VALUE;
             return ++rebuildGeneration;
         } finally {
             lock.unlockWrite(stamp);

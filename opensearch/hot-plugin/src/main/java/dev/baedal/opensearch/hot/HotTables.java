@@ -8,10 +8,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 import org.apache.lucene.index.LeafReaderContext;
-import org.apache.lucene.index.NumericDocValues;
 import org.apache.lucene.index.StoredFields;
 import org.apache.lucene.search.IndexSearcher;
 import org.apache.lucene.util.Bits;
@@ -21,7 +21,6 @@ import org.opensearch.cluster.ClusterState;
 import org.opensearch.cluster.ClusterStateListener;
 import org.opensearch.cluster.metadata.IndexAbstraction;
 import org.opensearch.cluster.metadata.IndexMetadata;
-import org.opensearch.cluster.routing.RecoverySource;
 import org.opensearch.cluster.service.ClusterService;
 import org.opensearch.common.settings.Setting;
 import org.opensearch.common.settings.Settings;
@@ -34,7 +33,6 @@ import org.opensearch.index.IndexModule;
 import org.opensearch.index.IndexSettings;
 import org.opensearch.index.engine.Engine;
 import org.opensearch.index.fieldvisitor.FieldsVisitor;
-import org.opensearch.index.mapper.SeqNoFieldMapper;
 import org.opensearch.index.shard.IndexEventListener;
 import org.opensearch.index.shard.IndexShard;
 import org.opensearch.index.shard.IndexShardState;
@@ -60,11 +58,14 @@ import org.opensearch.threadpool.ThreadPool;
  * So a copy that misses an operation is failed by its primary and recovered by OpenSearch, and
  * its table with it; once a bulk is acknowledged, every in-sync copy's table holds it.
  *
+ * <p>When a replica's primary term changes, OpenSearch may have reset its engine to the global
+ * checkpoint, rolling back operations the table applied; the table is rebuilt from the copy once
+ * the reset is over (not ready meanwhile).
+ *
  * <p>Invariants: a table is served only while it is ready, the index has one shard and document
  * replication, this node knows an elected cluster manager, and it has not stood still since the
  * cluster last confirmed it in step ({@link StallGuard}); everything else answers 503 naming the
- * reason. A search reads only rows at or below the copy's global checkpoint ({@link HotTable},
- * "safe" rows). One scan or check runs at a time per copy.
+ * reason. One scan or check runs at a time per copy.
  */
 public final class HotTables implements ClusterStateListener {
 
@@ -86,21 +87,13 @@ public final class HotTables implements ClusterStateListener {
         final HotTable table;
         final IndexShard shard;
         volatile Check lastCheck;
-        // The highest sequence number this copy held when it started as a primary recovered from
-        // its own store (a whole-cluster restart): the copy every other one recovers from, so
-        // its operations are as safe as the global checkpoint's, which it learns only once its
-        // replicas have recovered.
-        volatile long recoveredAsPrimary = -1;
+        // The primary term the table follows; a replica whose term changes rebuilds its table.
+        final AtomicLong primaryTerm;
 
         Copy(HotTable table, IndexShard shard) {
             this.table = table;
             this.shard = shard;
-        }
-
-        /** Where the copy stands now, for staging and settling the table's rows. */
-        HotTable.Checkpoint checkpoint() {
-            return new HotTable.Checkpoint(shard.getOperationPrimaryTerm(), shard.routingEntry().primary(),
-                Math.max(shard.getLastKnownGlobalCheckpoint(), recoveredAsPrimary));
+            this.primaryTerm = new AtomicLong(shard.getOperationPrimaryTerm());
         }
     }
 
@@ -203,11 +196,11 @@ public final class HotTables implements ClusterStateListener {
             throw new OpenSearchStatusException("hot table [" + im.getIndex().getName() + "] is not served: " + stalled,
                 RestStatus.SERVICE_UNAVAILABLE);
         }
+        followPrimaryTerm(c);
         if (!c.table.ready()) {
             throw new OpenSearchStatusException("hot table [" + im.getIndex().getName() + "] is not ready on this node: "
                 + c.table.notReadyReason(), RestStatus.SERVICE_UNAVAILABLE);
         }
-        c.table.settle(c.checkpoint());
         return c.table;
     }
 
@@ -238,21 +231,23 @@ public final class HotTables implements ClusterStateListener {
             this.index = index;
         }
 
-        private Copy copy() {
+        private HotTable table() {
             Copy c = copies.get(index.getName());
-            return c != null && c.table.indexUuid().equals(index.getUUID()) ? c : null;
+            if (c == null || !c.table.indexUuid().equals(index.getUUID())) {
+                return null;
+            }
+            followPrimaryTerm(c);
+            return c.table;
         }
 
         @Override
         public void postIndex(ShardId shardId, Engine.Index op, Engine.IndexResult result) {
-            Copy c = copy();
-            if (c == null || result.getResultType() != Engine.Result.Type.SUCCESS) {
+            HotTable t = table();
+            if (t == null || result.getResultType() != Engine.Result.Type.SUCCESS) {
                 return;
             }
-            HotTable t = c.table;
             try {
-                HotEntry row = HeadSource.parse(op.source(), op.parsedDoc().getMediaType(), op.id(), result.getVersion());
-                t.stage(new HotTable.Staged(result.getSeqNo(), row), c.checkpoint());
+                t.apply(HeadSource.parse(op.source(), op.parsedDoc().getMediaType(), op.id(), result.getVersion()));
             } catch (IOException | RuntimeException e) {
                 log.error("baedal-hot: cannot read shop-head document [{}] of [{}]; the table is not ready", op.id(), index, e);
                 t.markNotReady("shop-head document [" + op.id() + "] is unreadable: " + e.getMessage());
@@ -261,8 +256,7 @@ public final class HotTables implements ClusterStateListener {
 
         @Override
         public void postDelete(ShardId shardId, Engine.Delete op, Engine.DeleteResult result) {
-            Copy c = copy();
-            HotTable t = c == null ? null : c.table;
+            HotTable t = table();
             if (t == null || result.getResultType() != Engine.Result.Type.SUCCESS || !result.isFound()) {
                 return;
             }
@@ -289,10 +283,6 @@ public final class HotTables implements ClusterStateListener {
         public void afterIndexShardStarted(IndexShard shard) {
             Copy c = copies.get(index.getName());
             if (c != null && c.shard == shard) {
-                if (shard.routingEntry().primary() && shard.recoveryState() != null
-                    && shard.recoveryState().getRecoverySource().getType() == RecoverySource.Type.EXISTING_STORE) {
-                    c.recoveredAsPrimary = shard.seqNoStats().getMaxSeqNo();
-                }
                 scheduleScan(c, c.table.generation(), "its copy started");
             }
         }
@@ -307,9 +297,34 @@ public final class HotTables implements ClusterStateListener {
         }
     }
 
+    /**
+     * Rebuilds a replica's table when its primary term changed: the first operation of a new
+     * primary resets a replica's engine to the global checkpoint when it holds operations above it
+     * (IndexShard.bumpPrimaryTerm), and those may be in the table. A primary keeps its operations.
+     */
+    private void followPrimaryTerm(Copy c) {
+        long term = c.shard.getOperationPrimaryTerm();
+        long seen = c.primaryTerm.get();
+        if (term == seen || !c.primaryTerm.compareAndSet(seen, term)) {
+            return;
+        }
+        if (c.shard.routingEntry() != null && !c.shard.routingEntry().primary()) {
+            log.info("baedal-hot: the primary of [{}] changed (term {}); rebuilding this replica's table from its copy, "
+                + "which OpenSearch may have reset to the global checkpoint", c.table.index(), term);
+            long gen = c.table.beginRebuild("rebuilding: the primary changed (term " + term
+                + ") and the copy may have been reset to the global checkpoint");
+            scheduleScan(c, gen, "its primary changed");
+        }
+    }
+
     private void scheduleScan(Copy c, long generation, String why) {
         threadPool.generic().execute(() -> {
             if (copies.get(c.table.index()) != c) {
+                return;
+            }
+            if (c.shard.getActiveOperationsCount() == IndexShard.OPERATIONS_BLOCKED) {
+                // A primary term change (and maybe an engine reset) is under way; scan what it leaves.
+                threadPool.schedule(() -> scheduleScan(c, generation, why), TimeValue.timeValueMillis(50), ThreadPool.Names.GENERIC);
                 return;
             }
             try {
@@ -334,17 +349,17 @@ public final class HotTables implements ClusterStateListener {
         synchronized (c) {
             long start = System.nanoTime();
             c.shard.refresh("baedal-hot-scan");
-            List<HotTable.Staged> page = new ArrayList<>(4096);
+            List<HotEntry> page = new ArrayList<>(4096);
             long[] n = {0};
-            forEachDocument(c.shard, (seqNo, e) -> {
-                page.add(new HotTable.Staged(seqNo, e));
+            forEachDocument(c.shard, e -> {
+                page.add(e);
                 n[0]++;
                 if (page.size() == 4096) {
-                    c.table.stage(page, c.checkpoint());
+                    c.table.apply(page);
                     page.clear();
                 }
             });
-            c.table.stage(page, c.checkpoint());
+            c.table.apply(page);
             long tookMs = (System.nanoTime() - start) / 1_000_000;
             if (c.table.finishRebuild(generation, tookMs)) {
                 log.info("baedal-hot: table of [{}] built from {} documents of the local copy in {} ms ({}): {} shops, {} tombstones",
@@ -354,32 +369,25 @@ public final class HotTables implements ClusterStateListener {
     }
 
     interface EntryConsumer {
-        void accept(long seqNo, HotEntry e) throws IOException;
+        void accept(HotEntry e) throws IOException;
     }
 
-    /**
-     * Calls {@code f} with the sequence number and row of every live document of the copy's
-     * current reader.
-     */
+    /** Calls {@code f} with the row of every live document of the copy's current reader. */
     static void forEachDocument(IndexShard shard, EntryConsumer f) throws IOException {
         try (Engine.Searcher s = shard.acquireSearcher("baedal-hot")) {
             for (LeafReaderContext leaf : s.getIndexReader().leaves()) {
                 StoredFields stored = leaf.reader().storedFields();
                 Bits live = leaf.reader().getLiveDocs();
-                NumericDocValues seqNos = leaf.reader().getNumericDocValues(SeqNoFieldMapper.NAME);
                 for (int d = 0; d < leaf.reader().maxDoc(); d++) {
                     if (live != null && !live.get(d)) {
                         continue;
-                    }
-                    if (seqNos == null || !seqNos.advanceExact(d)) {
-                        throw new IOException("shop-head document " + d + " of a segment has no " + SeqNoFieldMapper.NAME);
                     }
                     FieldsVisitor v = new FieldsVisitor(true);
                     stored.document(d, v);
                     if (v.source() == null) {
                         throw new IOException("shop-head document [" + v.id() + "] has no _source; a hot table needs it");
                     }
-                    f.accept(seqNos.longValue(), HeadSource.parse(v.source(), null, v.id(), -1));
+                    f.accept(HeadSource.parse(v.source(), null, v.id(), -1));
                 }
             }
         }
@@ -411,13 +419,12 @@ public final class HotTables implements ClusterStateListener {
     Check check(Copy c) throws IOException, InterruptedException {
         synchronized (c) {
             HotTable t = c.table;
-            t.settle(c.checkpoint());
             c.shard.refresh("baedal-hot-check");
             Map<Long, Long> suspects = new java.util.HashMap<>(); // id -> document version at the first look, -1 if none
             long[] shard = {0, 0}; // digest, documents
             LongSet seen = new LongSet();
             HotTable.Row row = new HotTable.Row();
-            forEachDocument(c.shard, (seqNo, e) -> {
+            forEachDocument(c.shard, e -> {
                 seen.add(e.id());
                 shard[1]++;
                 if (!e.deleted()) {
@@ -438,7 +445,7 @@ public final class HotTables implements ClusterStateListener {
                 Thread.sleep(RECHECK_DELAY_MS);
                 c.shard.refresh("baedal-hot-check");
                 Map<Long, HotEntry> now = new java.util.HashMap<>();
-                forEachDocument(c.shard, (seqNo, e) -> {
+                forEachDocument(c.shard, e -> {
                     if (suspects.containsKey(e.id())) {
                         now.put(e.id(), e);
                     }
@@ -449,11 +456,11 @@ public final class HotTables implements ClusterStateListener {
                     if ((doc == null ? -1L : doc.version()) != s.getValue()) {
                         continue; // written meanwhile: in flight, not wrong
                     }
-                    boolean ok = doc != null ? matches(t, doc, row) : !t.readNewest(id, row) || row.deleted;
+                    boolean ok = doc != null ? matches(t, doc, row) : !t.read(id, row) || row.deleted;
                     if (!ok) {
                         disagreeing++;
                         log.warn("baedal-hot: table of [{}] disagrees with its copy on shop {}: copy version {}, table version {}",
-                            t.index(), id, s.getValue(), t.readNewest(id, row) ? row.version : -1);
+                            t.index(), id, s.getValue(), t.read(id, row) ? row.version : -1);
                     }
                 }
             }
@@ -468,9 +475,9 @@ public final class HotTables implements ClusterStateListener {
         }
     }
 
-    /** Whether the table holds exactly a document's row (safe or pending). */
+    /** Whether the table holds exactly a document's row. */
     private static boolean matches(HotTable t, HotEntry e, HotTable.Row row) {
-        return t.readNewest(e.id(), row) && row.version == e.version() && row.deleted == e.deleted()
+        return t.read(e.id(), row) && row.version == e.version() && row.deleted == e.deleted()
             && (e.deleted() || row.digest(e.id()) == entryDigest(e));
     }
 

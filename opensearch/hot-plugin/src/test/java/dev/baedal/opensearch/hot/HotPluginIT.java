@@ -351,19 +351,11 @@ class HotPluginIT {
         r = c.send(2, "POST", "/_bulk", versioned("shops_v1", 4, 7, "\"version\":7,\"open\":false,\"delivery_minutes\":41,"
             + "\"delivery_fee\":1000,\"rating\":4.1,\"review_count\":9"));
         assertEquals(false, r.body().get("errors"), r.raw());
-        HotTables.Copy copy = c.nodes.get(2).injector().getInstance(HotTables.class).copies().get("shops_v1");
-        HotTable t = copy.table;
+        HotTable t = c.nodes.get(2).injector().getInstance(HotTables.class).copies().get("shops_v1").table;
         HotTable.Row row = new HotTable.Row();
-        assertTrue(t.readNewest(4, row));
+        assertTrue(t.readLive(4, row));
         assertEquals(7, row.version, "acknowledged, so applied on every in-sync copy");
         assertEquals(41, row.deliveryMinutes);
-        // Safe, and so shown, once the copy learns the global checkpoint passed it (the sync
-        // OpenSearch sends after each write).
-        TwoNodeCluster.waitFor(() -> {
-            t.settle(copy.checkpoint());
-            return t.readLive(4, row) && row.version == 7;
-        }, "node c shows the acknowledged row");
-        assertEquals(0, t.pendingCount());
     }
 
     int shopsOn(int node, String name) throws Exception {
@@ -397,5 +389,53 @@ class HotPluginIT {
         r = c.send(0, "POST", "/menus/_search", "{\"query\":{\"baedal_within_delivery_radius\":{\"lat\":37.5,\"lon\":127.0}}}");
         assertTrue(r.status() == 400 || map(r.body().get("_shards")).get("failed") != (Object) 0, "an index without the fields fails: " + r.raw());
         assertTrue(r.raw().contains("delivery_radius_km"), r.raw());
+    }
+
+    /** The largest rebuild count of any node's table of shops_v1, once every node's is ready and agrees. */
+    int maxRebuildsWhenConsistent() throws Exception {
+        int[] max = {0};
+        TwoNodeCluster.waitFor(() -> {
+            TwoNodeCluster.Resp r = c.get(0, "/_baedal/hot/shops/_status");
+            if (!Boolean.TRUE.equals(r.body().get("ready")) || !Boolean.TRUE.equals(r.body().get("agrees"))) {
+                return false;
+            }
+            max[0] = 0;
+            for (Object n : map(r.body().get("nodes")).values()) {
+                max[0] = Math.max(max[0], ((Number) map(n).get("rebuilds")).intValue());
+            }
+            return true;
+        }, "every table ready and equal to its copy");
+        return max[0];
+    }
+
+    @Test
+    @Order(15)
+    void aReplicaRebuildsItsTableWhenItsPrimaryChanges() throws Exception {
+        int before = maxRebuildsWhenConsistent();
+        TwoNodeCluster.Resp r = c.get(0, "/_cluster/state/routing_table/shops_v1");
+        String primaryNode = null;
+        Map<String, Object> shards = map(map(map(map(r.body().get("routing_table")).get("indices")).get("shops_v1")).get("shards"));
+        for (Object copy : (List<?>) shards.get("0")) {
+            if (Boolean.TRUE.equals(map(copy).get("primary"))) {
+                primaryNode = (String) map(copy).get("node");
+            }
+        }
+        assertTrue(primaryNode != null, r.raw());
+        // Fail the primary: a replica is promoted, and the other replica's next operation or search
+        // sees the new primary term.
+        r = c.send(0, "POST", "/_cluster/reroute", "{\"commands\":[{\"cancel\":{\"index\":\"shops_v1\",\"shard\":0,"
+            + "\"node\":\"" + primaryNode + "\",\"allow_primary\":true}}]}");
+        assertEquals(200, r.status(), r.raw());
+        r = c.send(1, "POST", "/_bulk", versioned("shops_v1", 4, 8, "\"version\":8,\"open\":true,\"delivery_minutes\":42,"
+            + "\"delivery_fee\":1000,\"rating\":4.1,\"review_count\":9"));
+        assertEquals(false, r.body().get("errors"), r.raw());
+        assertTrue(maxRebuildsWhenConsistent() > before, "the replica that was not promoted rebuilt its table");
+        for (int node = 0; node < 3; node++) {
+            HotTable t = c.nodes.get(node).injector().getInstance(HotTables.class).copies().get("shops_v1").table;
+            HotTable.Row row = new HotTable.Row();
+            assertTrue(t.readLive(4, row));
+            assertEquals(8, row.version);
+            assertEquals(42, row.deliveryMinutes);
+        }
     }
 }
