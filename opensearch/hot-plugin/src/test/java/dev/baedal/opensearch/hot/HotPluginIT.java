@@ -391,27 +391,27 @@ class HotPluginIT {
         assertTrue(r.raw().contains("delivery_radius_km"), r.raw());
     }
 
-    /** The largest rebuild count of any node's table of shops_v1, once every node's is ready and agrees. */
-    int maxRebuildsWhenConsistent() throws Exception {
-        int[] max = {0};
-        TwoNodeCluster.waitFor(() -> {
-            TwoNodeCluster.Resp r = c.get(0, "/_baedal/hot/shops/_status");
-            if (!Boolean.TRUE.equals(r.body().get("ready")) || !Boolean.TRUE.equals(r.body().get("agrees"))) {
-                return false;
-            }
-            max[0] = 0;
-            for (Object n : map(r.body().get("nodes")).values()) {
-                max[0] = Math.max(max[0], ((Number) map(n).get("rebuilds")).intValue());
-            }
-            return true;
-        }, "every table ready and equal to its copy");
-        return max[0];
+    /** Each node's rebuild count of its table of shops_v1, or null unless every table is ready and agrees. */
+    Map<String, Integer> rebuildsIfConsistent() throws Exception {
+        TwoNodeCluster.Resp r = c.get(0, "/_baedal/hot/shops/_status");
+        if (!Boolean.TRUE.equals(r.body().get("ready")) || !Boolean.TRUE.equals(r.body().get("agrees"))) {
+            return null;
+        }
+        Map<String, Integer> out = new java.util.HashMap<>();
+        for (Map.Entry<String, Object> n : map(r.body().get("nodes")).entrySet()) {
+            out.put(n.getKey(), ((Number) map(n.getValue()).get("rebuilds")).intValue());
+        }
+        return out;
     }
 
     @Test
     @Order(15)
     void aReplicaRebuildsItsTableWhenItsPrimaryChanges() throws Exception {
-        int before = maxRebuildsWhenConsistent();
+        java.util.concurrent.atomic.AtomicReference<Map<String, Integer>> before = new java.util.concurrent.atomic.AtomicReference<>();
+        TwoNodeCluster.waitFor(() -> {
+            before.set(rebuildsIfConsistent());
+            return before.get() != null;
+        }, "every table ready and equal to its copy");
         TwoNodeCluster.Resp r = c.get(0, "/_cluster/state/routing_table/shops_v1");
         String primaryNode = null;
         Map<String, Object> shards = map(map(map(map(r.body().get("routing_table")).get("indices")).get("shops_v1")).get("shards"));
@@ -429,7 +429,12 @@ class HotPluginIT {
         r = c.send(1, "POST", "/_bulk", versioned("shops_v1", 4, 8, "\"version\":8,\"open\":true,\"delivery_minutes\":42,"
             + "\"delivery_fee\":1000,\"rating\":4.1,\"review_count\":9"));
         assertEquals(false, r.body().get("errors"), r.raw());
-        assertTrue(maxRebuildsWhenConsistent() > before, "the replica that was not promoted rebuilt its table");
+        // The replica that was not promoted rebuilds its table (the copy that was the primary gets a
+        // new table, counted from 0).
+        TwoNodeCluster.waitFor(() -> {
+            Map<String, Integer> now = rebuildsIfConsistent();
+            return now != null && now.entrySet().stream().anyMatch(e -> e.getValue() > before.get().getOrDefault(e.getKey(), 0));
+        }, "a replica's table rebuilt after its primary changed, and every table ready and equal to its copy");
         for (int node = 0; node < 3; node++) {
             HotTable t = c.nodes.get(node).injector().getInstance(HotTables.class).copies().get("shops_v1").table;
             HotTable.Row row = new HotTable.Row();
