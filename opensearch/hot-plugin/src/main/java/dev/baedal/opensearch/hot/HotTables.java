@@ -283,6 +283,8 @@ public final class HotTables implements ClusterStateListener {
         public void afterIndexShardStarted(IndexShard shard) {
             Copy c = copies.get(index.getName());
             if (c != null && c.shard == shard) {
+                // The scan reads the copy as it is now: follow the primary term from here on.
+                c.primaryTerm.set(shard.getOperationPrimaryTerm());
                 scheduleScan(c, c.table.generation(), "its copy started");
             }
         }
