@@ -38,6 +38,7 @@ import org.opensearch.index.shard.IndexShard;
 import org.opensearch.index.shard.IndexShardState;
 import org.opensearch.index.shard.IndexingOperationListener;
 import org.opensearch.threadpool.ThreadPool;
+import org.opensearch.transport.TransportService;
 
 /**
  * This node's hot tables: one per shop-head index ({@code index.baedal_hot.table: true}) of
@@ -128,7 +129,7 @@ public final class HotTables implements ClusterStateListener {
     }
 
     /** The transport the stall guard asks other nodes with (bound by Guice after createComponents). */
-    void setTransportService(org.opensearch.transport.TransportService transportService) {
+    void setTransportService(TransportService transportService) {
         stallGuard.setTransportService(transportService);
     }
 

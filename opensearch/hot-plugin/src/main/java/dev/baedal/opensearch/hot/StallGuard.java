@@ -2,6 +2,7 @@ package dev.baedal.opensearch.hot;
 
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -134,7 +135,7 @@ final class StallGuard {
         }
         AtomicInteger agree = new AtomicInteger(voting.contains(self.getId()) ? 1 : 0);
         AtomicInteger left = new AtomicInteger(ask.size());
-        List<String> disagreements = java.util.Collections.synchronizedList(new ArrayList<>());
+        List<String> disagreements = Collections.synchronizedList(new ArrayList<>());
         Runnable done = () -> {
             if (agree.get() * 2 > voting.size()) {
                 if (stalls.get() == stall) {
