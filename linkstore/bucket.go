@@ -545,6 +545,29 @@ func hasFieldExpiry(ctx context.Context, rdb redis.Cmdable) (bool, error) {
 	return len(res) == 1 && res[0] != nil, nil
 }
 
+// fieldExpiryEncoding reports how the server encodes a small hash once one
+// of its fields has an expiry: Redis 7.4 keeps it compact (listpackex),
+// Valkey 9 turns it into a hashtable. It writes one short-lived probe key
+// in the namespace and deletes it.
+func fieldExpiryEncoding(ctx context.Context, rdb redis.Cmdable, namespace string) (string, error) {
+	key := namespace + "field-expiry-probe"
+	defer rdb.Del(context.WithoutCancel(ctx), key)
+	if err := rdb.HSet(ctx, key, "a", "1", "b", "2").Err(); err != nil {
+		return "", fmt.Errorf("linkstore: field expiry probe: %w", err)
+	}
+	if err := rdb.PExpire(ctx, key, time.Minute).Err(); err != nil {
+		return "", fmt.Errorf("linkstore: field expiry probe: %w", err)
+	}
+	if err := rdb.HPExpire(ctx, key, time.Minute, "a").Err(); err != nil {
+		return "", fmt.Errorf("linkstore: field expiry probe: HPEXPIRE: %w", err)
+	}
+	encoding, err := rdb.ObjectEncoding(ctx, key).Result()
+	if err != nil {
+		return "", fmt.Errorf("linkstore: field expiry probe: OBJECT ENCODING: %w", err)
+	}
+	return encoding, nil
+}
+
 // CheckRedisSettings compares the bucketed layout's BucketRedisSettings
 // with every master's CONFIG GET and logs a warning for each setting below
 // them, where a bucket would fall back from a listpack to a hash table

@@ -375,10 +375,12 @@ func usedMemory(t *testing.T, rdb *redis.Client) int64 {
 }
 
 // TestBucketedFieldExpiry: on the stack's Redis 7.0 (no HPEXPIREAT) auto
-// falls back to whole-bucket expiry and on refuses to start; on a Valkey
-// 9.1 of its own (scripts/valkey.sh 9.1, which scripts/test.sh fetches) auto
-// finds HPEXPIREAT, each record's field expires at its expires_at, and a
-// Resolve keeps that expiry, for a UUIDv7 and for a client's UUIDv4.
+// falls back to whole-bucket expiry and on refuses to start. On a Valkey 9.1
+// of its own (scripts/valkey.sh 9.1, which scripts/test.sh fetches), which
+// has HPEXPIREAT but turns a hash with a field expiry into a hash table,
+// auto keeps whole-bucket expiry and listpack buckets; on expires each
+// record's field at its expires_at, and a Resolve keeps that expiry, for a
+// UUIDv7 and for a client's UUIDv4.
 func TestBucketedFieldExpiry(t *testing.T) {
 	ctx := context.Background()
 	rdb := testRedis(t)
@@ -396,10 +398,27 @@ func TestBucketedFieldExpiry(t *testing.T) {
 		}
 		rdb = valkey9(t)
 	}
+	if encoding, err := fieldExpiryEncoding(ctx, rdb, stacktest.Namespace(t)+":"); err != nil || encoding != "hashtable" {
+		t.Logf("a hash with a field expiry is a %q (%v) here", encoding, err)
+	} else {
+		auto := bucketedStore(t, rdb, stacktest.Namespace(t)+":auto:", StoreConfig{Buckets: BucketConfig{Shards: 1}})
+		if auto.FieldExpiry() {
+			t.Fatal("field expiry auto, on a server that turns such hashes into hash tables: the store expires fields")
+		}
+		rec := liveRecords(testSeed, 1)[0]
+		rec.ClickID = NewClickID()
+		if err := auto.Create(ctx, &rec); err != nil {
+			t.Fatal(err)
+		}
+		key, _ := auto.buckets.homeKey(rec.ClickID)
+		if enc, err := rdb.ObjectEncoding(ctx, key).Result(); err != nil || enc != "listpack" {
+			t.Fatalf("field expiry auto: bucket encoding %q, %v; want listpack", enc, err)
+		}
+	}
 
-	s := bucketedStore(t, rdb, stacktest.Namespace(t)+":", StoreConfig{Buckets: BucketConfig{Shards: 1}})
+	s := bucketedStore(t, rdb, stacktest.Namespace(t)+":", StoreConfig{Buckets: BucketConfig{FieldExpiry: FieldExpiryOn, Shards: 1}})
 	if !s.FieldExpiry() {
-		t.Fatal("field expiry auto, on a server with HPEXPIREAT: the store does not expire fields")
+		t.Fatal("field expiry on, on a server with HPEXPIREAT: the store does not expire fields")
 	}
 	recs := liveRecords(testSeed, 3)
 	recs[0].ClickID, recs[1].ClickID = NewClickID(), NewClickID()

@@ -297,6 +297,21 @@ func (s *Store) openBuckets(ctx context.Context) error {
 			return fmt.Errorf("field-expiry: %s, but the Redis has no HPEXPIREAT (Redis >= 7.4 or Valkey >= 9 has it); allowed here: %s, %s", FieldExpiryOn, FieldExpiryAuto, FieldExpiryOff)
 		}
 		s.buckets.fieldExpiry = has
+		if has {
+			encoding, err := fieldExpiryEncoding(ctx, s.primary, s.cfg.Namespace)
+			switch {
+			case err != nil:
+				s.log.Warn("links store: cannot tell how this Redis encodes a small hash with field expiries; per-field expiry is used only with field-expiry on", "err", err)
+				s.buckets.fieldExpiry = s.cfg.Buckets.FieldExpiry == FieldExpiryOn
+			case encoding == "hashtable" && s.cfg.Buckets.FieldExpiry == FieldExpiryAuto:
+				// Valkey 9 turns a hash with a field expiry into a hash
+				// table: the buckets would lose what they are for.
+				s.log.Warn("links store: this Redis turns a small hash with a field expiry into a hash table; buckets expire as a whole instead (field-expiry on forces per-field expiry)")
+				s.buckets.fieldExpiry = false
+			case encoding == "hashtable":
+				s.log.Warn("links store: field-expiry on: this Redis turns every bucket into a hash table, which takes more memory than whole-bucket expiry")
+			}
+		}
 	}
 	CheckRedisSettings(ctx, s.primary, s.log)
 	s.log.Info("links store: bucketed layout", "namespace", s.cfg.Namespace, "bucket_width", s.cfg.Buckets.Width, "bucket_shards", s.cfg.Buckets.Shards, "field_expiry", s.buckets.fieldExpiry)
