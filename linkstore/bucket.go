@@ -546,11 +546,11 @@ func hasFieldExpiry(ctx context.Context, rdb redis.Cmdable) (bool, error) {
 }
 
 // fieldExpiryEncoding reports how the server encodes a small hash once one
-// of its fields has an expiry: Redis 7.4 keeps it compact (listpackex),
-// Valkey 9 turns it into a hashtable. It writes one short-lived probe key
-// in the namespace and deletes it.
+// of its fields has an expiry: Valkey 9.1 turns it into a hashtable (Redis
+// 7.4 documents a compact listpackex). It writes one short-lived probe key
+// of its own in the namespace and deletes it.
 func fieldExpiryEncoding(ctx context.Context, rdb redis.Cmdable, namespace string) (string, error) {
-	key := namespace + "field-expiry-probe"
+	key := namespace + "field-expiry-probe:" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	defer rdb.Del(context.WithoutCancel(ctx), key)
 	if err := rdb.HSet(ctx, key, "a", "1", "b", "2").Err(); err != nil {
 		return "", fmt.Errorf("linkstore: field expiry probe: %w", err)
