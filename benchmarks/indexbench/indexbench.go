@@ -115,6 +115,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Rounds, "rounds", c.Rounds, "interleaved rounds (default: 12 quick, 20 full)")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "events per Apply batch (default 1000)")
 	fs.BoolVar(&c.BulkLoad, "bulk-load", c.BulkLoad, "load the catalog through the bulk path (the indexer's documents, refresh and replicas paused) instead of Apply in batches")
+	fs.IntVar(&c.FreshnessEvents, "freshness-events", c.FreshnessEvents, "events posted in each layout's freshness run, 10 of them followed per second (default: 30000 quick, 60000 full)")
+	fs.IntVar(&c.FreshnessRate, "freshness-rate", c.FreshnessRate, "events per second of the freshness runs (default: 500 quick, 1000 full)")
 	fs.BoolVar(&c.SkipFreshness, "skip-freshness", c.SkipFreshness, "leave out the freshness runs and their targets")
 	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "local stack state directory (used when --opensearch-urls is not given)")
 	fs.StringVar(&c.ReportDir, "report-dir", c.ReportDir, "directory of the HTML report")
@@ -158,7 +160,7 @@ func (c *Config) Validate() error {
 	if _, err := bench.ParseProfile(string(c.Profile)); err != nil && c.Profile != "" {
 		return fmt.Errorf("profile: %w", err)
 	}
-	for name, v := range map[string]int{"shops": c.Shops, "hot-events": c.HotEvents, "mixed-events": c.MixedEvents, "rounds": c.Rounds, "batch-size": c.BatchSize} {
+	for name, v := range map[string]int{"shops": c.Shops, "hot-events": c.HotEvents, "mixed-events": c.MixedEvents, "rounds": c.Rounds, "batch-size": c.BatchSize, "freshness-events": c.FreshnessEvents, "freshness-rate": c.FreshnessRate} {
 		if v < 0 {
 			return fmt.Errorf("%s: got %d, allowed: >= 1 (0 = profile default)", name, v)
 		}
