@@ -69,7 +69,7 @@ type Stats struct {
 
 // Apply applies a batch to the layout: it loads the held state of every
 // shop of the batch (reading the documents of shops it does not hold with a
-// realtime _mget), coalesces the batch (CoalesceBatch), and writes one bulk
+// realtime _mget, retried on 429/5xx like the bulks), coalesces the batch (CoalesceBatch), and writes one bulk
 // action per changed document, retrying 429/5xx items with backoff for up to
 // RetryFor. It returns only when OpenSearch accepted every action, or an
 // error (the batch must then be applied again; nothing of it is held).
@@ -198,7 +198,7 @@ func (ix *Indexer) Fetch(ctx context.Context, shopIDs []int64) (map[int64]*ShopP
 			var resp struct {
 				Docs []mgetDoc `json:"docs"`
 			}
-			if err := ix.os.Do(ctx, http.MethodPost, "/"+alias+"/_mget?realtime=true", body, &resp); err != nil {
+			if err := ix.mget(ctx, alias, body, &resp); err != nil {
 				return nil, fmt.Errorf("indexer: mget %d shops from %s: %w", len(ids), alias, err)
 			}
 			if err := mgetFailures(alias, resp.Docs); err != nil {
@@ -221,6 +221,23 @@ func (ix *Indexer) Fetch(ctx context.Context, shopIDs []int64) (map[int64]*ShopP
 		}
 	}
 	return out, nil
+}
+
+// mget sends one realtime _mget, retrying a whole request that OpenSearch
+// refused with 429 or 5xx (a tripped circuit breaker under a large load) or
+// a transport error, with backoff, for up to RetryFor, as the bulks are.
+func (ix *Indexer) mget(ctx context.Context, alias string, body []byte, resp any) error {
+	deadline := time.Now().Add(ix.cfg.RetryFor)
+	for attempt := 1; ; attempt++ {
+		err := ix.os.Do(ctx, http.MethodPost, "/"+alias+"/_mget?realtime=true", body, resp)
+		if err == nil || !osapi.Retryable(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		ix.log.Warn("mget failed, retrying", "alias", alias, "attempt", attempt, "err", err)
+		if err := sleepCtx(ctx, backoff(attempt, ix.cfg.RetryBase, ix.cfg.RetryMax)); err != nil {
+			return err
+		}
+	}
 }
 
 // mgetDoc is one document of an _mget response.
