@@ -69,9 +69,9 @@ type Stats struct {
 
 // Apply applies a batch to the layout: it loads the held state of every
 // shop of the batch (reading the documents of shops it does not hold with a
-// realtime _mget, retried on 429/5xx like the bulks), coalesces the batch (CoalesceBatch), and writes one bulk
-// action per changed document, retrying 429/5xx items with backoff for up to
-// RetryFor. It returns only when OpenSearch accepted every action, or an
+// realtime _mget, retried on 429/5xx like the bulks), coalesces the batch
+// (CoalesceBatch), and writes one bulk action per changed document,
+// retrying 429/5xx items with backoff for up to RetryFor. It returns only when OpenSearch accepted every action, or an
 // error (the batch must then be applied again; nothing of it is held).
 // Events whose documents OpenSearch refuses with another 4xx are returned in
 // Stats.Rejected with the reason, like events that cannot be applied.

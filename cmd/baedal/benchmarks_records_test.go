@@ -24,9 +24,10 @@ var recordsBlock = regexp.MustCompile(`(?s)<!-- targets: ([^>]*?) -->\n(.*?)<!--
 // revision is not evidence.
 var cleanRevision = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
-// Every figure in the targets tables of BENCHMARKS.md and of the older runs
-// moved to docs/benchmark-history.md is what `baedal bench targets` prints for run records checked into benchmarks/runs, each made
-// by a binary built from a clean commit; the table and the records must not
+// Every figure in the targets tables of BENCHMARKS.md, and of the older
+// runs moved to docs/benchmark-history.md, is what `baedal bench targets`
+// prints for run records checked into benchmarks/runs, each made by a
+// binary built from a clean commit; the table and the records must not
 // disagree. Regenerate a block with the command its marker names.
 func TestBenchmarksFiguresComeFromCheckedInRecords(t *testing.T) {
 	for doc, atLeast := range map[string]int{"BENCHMARKS.md": 1, "docs/benchmark-history.md": 0} {
