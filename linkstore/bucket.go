@@ -81,6 +81,16 @@ var BucketRedisSettings = []RedisSetting{
 	{Name: "hash-max-listpack-value", Value: 4096},
 }
 
+// BucketRedisArgs are BucketRedisSettings as redis-server command-line
+// arguments ("--name value"), for a server started for one run or test.
+func BucketRedisArgs() []string {
+	var args []string
+	for _, st := range BucketRedisSettings {
+		args = append(args, "--"+st.Name, strconv.FormatInt(st.Value, 10))
+	}
+	return args
+}
+
 // RedisSetting is one server setting and the least value it needs.
 type RedisSetting struct {
 	Name  string

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -300,11 +299,7 @@ func testBucketedResolveOfExpiredRecordLeavesItUnconsumed(t *testing.T, rdb redi
 func TestBucketedBucketsExpire(t *testing.T) {
 	stacktest.Require(t) // the stack's start installed redis-server; fails in CI without it
 	ctx := context.Background()
-	var settings []string
-	for _, setting := range BucketRedisSettings {
-		settings = append(settings, "--"+setting.Name, strconv.FormatInt(setting.Value, 10))
-	}
-	srv, err := redisproc.Start(ctx, "redis-server", settings)
+	srv, err := redisproc.Start(ctx, "redis-server", BucketRedisArgs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,11 +461,7 @@ func valkey9(t *testing.T) *redis.Client {
 	if bin == "" {
 		testenv.Unavailable(t, errors.New("BAEDAL_TEST_VALKEY9_SERVER is not set (scripts/valkey.sh 9.1 prints the server to set it to)"))
 	}
-	var settings []string
-	for _, st := range BucketRedisSettings { // as the local stack sets them
-		settings = append(settings, "--"+st.Name, strconv.FormatInt(st.Value, 10))
-	}
-	srv, err := redisproc.Start(context.Background(), bin, settings)
+	srv, err := redisproc.Start(context.Background(), bin, BucketRedisArgs())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -478,11 +478,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	n := cfg.RecordCount()
 	addr := cfg.RedisAddr
 	if addr == "" {
-		var settings []string
-		for _, setting := range linkstore.BucketRedisSettings { // as the local stack sets them
-			settings = append(settings, "--"+setting.Name, strconv.FormatInt(setting.Value, 10))
-		}
-		srv, err := redisproc.Start(ctx, cfg.RedisServer, settings)
+		srv, err := redisproc.Start(ctx, cfg.RedisServer, linkstore.BucketRedisArgs()) // as the local stack sets them
 		if err != nil {
 			return Summary{}, fmt.Errorf("linkbench: --redis-server: %w (or pass --redis-addr of an idle Redis)", err)
 		}

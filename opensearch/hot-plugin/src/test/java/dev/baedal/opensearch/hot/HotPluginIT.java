@@ -8,8 +8,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -397,7 +399,7 @@ class HotPluginIT {
         if (!Boolean.TRUE.equals(r.body().get("ready")) || !Boolean.TRUE.equals(r.body().get("agrees"))) {
             return null;
         }
-        Map<String, Integer> out = new java.util.HashMap<>();
+        Map<String, Integer> out = new HashMap<>();
         for (Map.Entry<String, Object> n : map(r.body().get("nodes")).entrySet()) {
             out.put(n.getKey(), ((Number) map(n.getValue()).get("rebuilds")).intValue());
         }
@@ -407,7 +409,7 @@ class HotPluginIT {
     @Test
     @Order(15)
     void aReplicaRebuildsItsTableWhenItsPrimaryChanges() throws Exception {
-        java.util.concurrent.atomic.AtomicReference<Map<String, Integer>> before = new java.util.concurrent.atomic.AtomicReference<>();
+        AtomicReference<Map<String, Integer>> before = new AtomicReference<>();
         TwoNodeCluster.waitFor(() -> {
             before.set(rebuildsIfConsistent());
             return before.get() != null;
