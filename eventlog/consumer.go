@@ -58,10 +58,11 @@ func (c *Consumer) EnsureGroup(ctx context.Context) error {
 }
 
 // ReadPending re-reads up to count of this consumer's own pending entries
-// (delivered before, never acknowledged), oldest first, with their delivery
-// counts. Redis counts this re-read as a delivery.
-func (c *Consumer) ReadPending(ctx context.Context, count int) ([]Entry, error) {
-	entries, err := c.read(ctx, "0", count, -1)
+// (delivered before, never acknowledged) with ids after the id after ("0":
+// from the oldest), oldest first, with their delivery counts. Redis counts
+// this re-read as a delivery.
+func (c *Consumer) ReadPending(ctx context.Context, after string, count int) ([]Entry, error) {
+	entries, err := c.read(ctx, after, count, -1)
 	if err != nil || len(entries) == 0 {
 		return entries, err
 	}

@@ -110,9 +110,13 @@ func testPendingIsRereadWithDeliveryCountsUntilAcked(t *testing.T, rdb redis.Uni
 		t.Fatalf("first read: %+v %v", first, err)
 	}
 	// A restarted worker under the same consumer name sees it again.
-	again, err := l.Consumer("g", 0).ReadPending(ctx, 10)
+	again, err := l.Consumer("g", 0).ReadPending(ctx, "0", 10)
 	if err != nil || len(again) != 1 || again[0].ID != first[0].ID || again[0].Deliveries != 2 {
 		t.Fatalf("re-read: %+v %v", again, err)
+	}
+	// Read after its id (a cursor through the pending list), it is not there.
+	if after, err := c.ReadPending(ctx, first[0].ID, 10); err != nil || len(after) != 0 {
+		t.Fatalf("pending after %s: %+v %v, want none", first[0].ID, after, err)
 	}
 	if lag, pending, err := c.Lag(ctx); err != nil || lag != 0 || pending != 1 {
 		t.Fatalf("lag %d pending %d err %v, want 0 1", lag, pending, err)
@@ -120,7 +124,7 @@ func testPendingIsRereadWithDeliveryCountsUntilAcked(t *testing.T, rdb redis.Uni
 	if err := c.DeadLetter(ctx, []DeadLetter{{Entry: again[0], Reason: "test reason"}}); err != nil {
 		t.Fatal(err)
 	}
-	if rest, err := c.ReadPending(ctx, 10); err != nil || len(rest) != 0 {
+	if rest, err := c.ReadPending(ctx, "0", 10); err != nil || len(rest) != 0 {
 		t.Fatalf("pending after dead-letter: %+v %v", rest, err)
 	}
 	letters, err := l.DeadLetters(ctx, 10)

@@ -64,3 +64,11 @@ func (c *stateCache) Len() int {
 	defer c.mu.Unlock()
 	return c.order.Len()
 }
+
+// Clear drops every held state.
+func (c *stateCache) Clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.order.Init()
+	clear(c.items)
+}

@@ -58,6 +58,14 @@ type Config struct {
 	// older than the delete, arriving within it, cannot bring the shop
 	// back. Worker 0 purges older tombstones every HotTombstonePurgeEvery.
 	HotTombstoneRetention, HotTombstonePurgeEvery time.Duration
+	// FlushEvery is how often a worker whose layout has an async translog
+	// (layout.IndexSettings.TranslogDurability) flushes the layout's
+	// indices and acknowledges the event-log entries it applied before the
+	// flush. Until then they stay pending, and a restarted worker applies
+	// them again; a primary that changed meanwhile (a node restarted, a
+	// copy promoted) makes the worker apply every unacknowledged entry
+	// again, since the operations since the last flush may be gone.
+	FlushEvery time.Duration
 	// RefetchOnGap re-reads a cached shop from OpenSearch when a batch's first
 	// event for it skips versions (version > held version + 1): the held state
 	// may be stale (another worker wrote the shop).
@@ -67,7 +75,8 @@ type Config struct {
 // Defaults returns every layout, batches of 1,000 events or 50 ms (2 ms for hot), 200,000
 // held shops per layout, 5 attempts, 30 s claim idle time, backoff 100 ms..5 s
 // for up to 2 minutes, one worker, lag every 5 s, freshness sampled at most
-// once a second per partition, polled every 50 ms for up to 30 s.
+// once a second per partition, polled every 50 ms for up to 30 s, and a
+// flush (async translogs) every second.
 func Defaults() Config {
 	return Config{
 		Layouts: layout.Kinds(),
@@ -77,6 +86,7 @@ func Defaults() Config {
 		RetryBase: 100 * time.Millisecond, RetryMax: 5 * time.Second, RetryFor: 2 * time.Minute,
 		WorkerIndex: 0, Workers: 1, LagEvery: 5 * time.Second,
 		FreshnessPoll: 50 * time.Millisecond, FreshnessTimeout: 30 * time.Second, FreshnessSampleEvery: time.Second,
+		FlushEvery:            time.Second,
 		RefetchOnGap:          true,
 		HotTombstoneRetention: 7 * 24 * time.Hour, HotTombstonePurgeEvery: time.Hour,
 	}
@@ -108,6 +118,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.WorkerIndex, "indexer-worker-index", c.WorkerIndex, "this worker's index, 0..workers-1")
 	fs.IntVar(&c.Workers, "indexer-workers", c.Workers, "number of indexer workers sharing the partitions")
 	fs.DurationVar(&c.LagEvery, "indexer-lag-every", c.LagEvery, "consumer lag sampling period")
+	fs.DurationVar(&c.FlushEvery, "indexer-flush-every", c.FlushEvery, "how often the indexer flushes a layout with an async translog and acknowledges the events it applied before (they are applied again after a crash until then)")
 	fs.DurationVar(&c.HotTombstoneRetention, "hot-tombstone-retention", c.HotTombstoneRetention, "how long the hot layout keeps a deleted shop's tombstone (an older event cannot revive the shop within it)")
 	fs.DurationVar(&c.HotTombstonePurgeEvery, "hot-tombstone-purge-every", c.HotTombstonePurgeEvery, "how often indexer worker 0 purges hot tombstones past their retention")
 }
@@ -157,6 +168,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LagEvery <= 0 || c.FreshnessPoll <= 0 || c.FreshnessTimeout <= 0 {
 		errs = append(errs, errors.New("lag-every, freshness poll and timeout: each must be > 0"))
+	}
+	if c.FlushEvery < 10*time.Millisecond || c.FlushEvery > time.Minute {
+		errs = append(errs, fmt.Errorf("flush-every: got %s, allowed: 10ms..1m", c.FlushEvery))
 	}
 	if c.FreshnessSampleEvery < 0 || c.FreshnessSampleEvery > time.Hour {
 		errs = append(errs, fmt.Errorf("freshness-sample-every: got %s, allowed: 0..1h (0 samples every batch)", c.FreshnessSampleEvery))

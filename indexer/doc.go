@@ -71,6 +71,17 @@
 // state from the documents, and external versions turn the replays into no-ops
 // or 409s. TestKillMidBatchLosesNothing proves it with SIGKILL.
 //
+// With an async translog (the hot layout's default,
+// layout.IndexSettings.TranslogDurability) "accepted" is not yet durable: a
+// bulk answers before its translog fsync, which keeps a slow disk's fsync out
+// of every change's path. Acknowledgements then wait for a flush: every
+// FlushEvery the worker flushes the layout's indices and acknowledges what it
+// applied before, unless a primary term changed since (a node restarted, a
+// copy promoted), in which case it drops its held states and applies every
+// unacknowledged entry again (durable.go). TestAsyncTranslogAcknowledgesAfterAFlush
+// and app/nodeloss's TestSingleNodeKillRebuildsTheHotTable (SIGKILL of the
+// only node under load) prove it.
+//
 // [Indexer.Apply] is the core that the stream worker and the `bench index`
 // benchmark share, so the benchmark measures the layouts, not Redis.
 //
@@ -83,7 +94,9 @@
 // event, at most one per partition and FreshnessSampleEvery: after its bulk, _search on the alias for the shop id at
 // version >= v every 50 ms until it is visible; append time → now),
 // baedal_indexer_dead_lettered_total, baedal_indexer_bulk_retries_total,
-// baedal_indexer_version_conflicts_total.
+// baedal_indexer_version_conflicts_total,
+// baedal_indexer_durability_replays_total (async translog: replays after a
+// primary changed before a flush).
 //
 // Documents have _id = the shop id in decimal, in every index.
 package indexer

@@ -50,6 +50,10 @@ func New(cfg Config, kind layout.Kind, os *osapi.Client, log *slog.Logger, reg p
 	}, nil
 }
 
+// Forget drops every held state: the next event of each shop reads its
+// documents again (after operations were lost, durable.go).
+func (ix *Indexer) Forget() { ix.cache.Clear() }
+
 // Kind returns the indexer's layout.
 func (ix *Indexer) Kind() layout.Kind { return ix.kind }
 

@@ -18,6 +18,7 @@ type metrics struct {
 	freshness    *prometheus.HistogramVec
 	lag          *prometheus.GaugeVec
 	lagSeconds   *prometheus.GaugeVec
+	replays      *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -51,6 +52,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		lagSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "baedal_indexer_consumer_lag_seconds", Help: "Age of the oldest entry not yet delivered to the layout's group, per partition (0: none).",
 		}, []string{"layout", "partition"}),
+		replays: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baedal_indexer_durability_replays_total", Help: "Times a primary changed before a flush confirmed the applied events (async translog), so the worker applied its unacknowledged events again.",
+		}, []string{"layout"}),
 	}
 	if reg != nil {
 		m.events = promreg.RegisterOrReuse(reg, m.events)
@@ -62,6 +66,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.freshness = promreg.RegisterOrReuse(reg, m.freshness)
 		m.lag = promreg.RegisterOrReuse(reg, m.lag)
 		m.lagSeconds = promreg.RegisterOrReuse(reg, m.lagSeconds)
+		m.replays = promreg.RegisterOrReuse(reg, m.replays)
 	}
 	return m
 }

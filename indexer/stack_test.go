@@ -510,7 +510,7 @@ func TestPoisonGoesToTheDeadLetterStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range e.cfg.MaxAttempts {
-		if _, err := c.ReadPending(ctx, 100); err != nil {
+		if _, err := c.ReadPending(ctx, "0", 100); err != nil {
 			t.Fatal(err)
 		}
 	}

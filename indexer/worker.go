@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,7 +76,8 @@ type Worker struct {
 	m       *metrics
 	// OnFreshness, if set, also receives every freshness sample (benchmarks).
 	OnFreshness func(time.Duration)
-	// OnBatch, if set, is called after each batch was written and acknowledged.
+	// OnBatch, if set, is called after each batch was written (and
+	// acknowledged, unless acknowledgements wait for a flush).
 	OnBatch func(partition int, st Stats)
 }
 
@@ -105,11 +107,35 @@ func (w *Worker) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	w.log.Info("indexer started", "partitions", parts, "batch_size", w.cfg.BatchSize, "batch_wait", w.batchWait())
+	async, err := w.asyncTranslog(ctx)
+	if err != nil {
+		return err
+	}
+	// With an async translog, acknowledgements wait for a flush (durable.go);
+	// the primary terms are read before anything is applied.
+	var queues []*ackQueue
+	var terms map[string]int64
+	if async {
+		if terms, err = primaryTerms(ctx, w.os, strings.Join(w.cfg.Layout.Aliases(w.kind), ",")); err != nil {
+			return err
+		}
+		queues = make([]*ackQueue, len(consumers))
+		for i := range queues {
+			queues[i] = &ackQueue{}
+		}
+	}
+	w.log.Info("indexer started", "partitions", parts, "batch_size", w.cfg.BatchSize, "batch_wait", w.batchWait(), "ack_after_flush", async)
 	var wg sync.WaitGroup
 	errs := make(chan error, len(consumers)+1)
-	for _, c := range consumers {
-		wg.Go(func() { errs <- w.consume(ctx, c) })
+	for i, c := range consumers {
+		var q *ackQueue
+		if async {
+			q = queues[i]
+		}
+		wg.Go(func() { errs <- w.consume(ctx, c, q) })
+	}
+	if async {
+		wg.Go(func() { w.confirmDurable(ctx, consumers, queues, terms) })
 	}
 	if w.kind == layout.Hot && w.cfg.WorkerIndex == 0 {
 		wg.Go(func() { w.purgeHotTombstones(ctx) })
@@ -126,22 +152,34 @@ func (w *Worker) Run(ctx context.Context) error {
 }
 
 // consume is the loop of one partition: first its own pending entries (a
-// previous run's unacknowledged batch), then entries idle at other consumer
-// names, then new entries. A batch that fails is kept in memory and tried
-// again after a backoff, so an OpenSearch outage does not count deliveries.
-func (w *Worker) consume(ctx context.Context, c *eventlog.Consumer) error {
+// previous run's unacknowledged batches), then entries idle at other
+// consumer names, then new entries. A batch that fails is kept in memory and
+// tried again after a backoff, so an OpenSearch outage does not count
+// deliveries. With acks (async translog) applied entries are acknowledged
+// by the flush loop, which may ask for a replay: the held states are
+// dropped and the pending entries read again from the oldest.
+func (w *Worker) consume(ctx context.Context, c *eventlog.Consumer, acks *ackQueue) error {
 	log := w.log.With("stream", c.Stream())
-	pendingMode := true
+	pendingMode, cursor := true, "0"
 	var lastClaim time.Time
 	var carry []eventlog.Entry
 	failures := 0
 	fresh := &freshnessProbe{w: w}
 	for ctx.Err() == nil {
+		if acks != nil && acks.startReplay() {
+			w.Indexer.Forget()
+			pendingMode, cursor, carry = true, "0", nil
+			log.Info("applying the unacknowledged events again")
+		}
 		entries := carry
 		var err error
 		if entries == nil && pendingMode {
-			if entries, err = c.ReadPending(ctx, w.cfg.BatchSize); err == nil && len(entries) == 0 {
+			entries, err = c.ReadPending(ctx, cursor, w.cfg.BatchSize)
+			switch {
+			case err == nil && len(entries) == 0:
 				pendingMode = false
+			case err == nil:
+				cursor = entries[len(entries)-1].ID
 			}
 		}
 		if err == nil && entries == nil && time.Since(lastClaim) > w.cfg.ClaimIdle/2 {
@@ -155,7 +193,7 @@ func (w *Worker) consume(ctx context.Context, c *eventlog.Consumer) error {
 			entries, err = w.readBatch(ctx, c)
 		}
 		if err == nil && len(entries) > 0 {
-			err = w.process(ctx, c, entries, fresh)
+			err = w.process(ctx, c, entries, acks, fresh)
 		}
 		if err == nil {
 			carry, failures = nil, 0
@@ -207,9 +245,10 @@ func (w *Worker) readBatch(ctx context.Context, c *eventlog.Consumer) ([]eventlo
 	return entries, nil
 }
 
-// process applies one batch and then acknowledges or dead-letters every
-// entry of it.
-func (w *Worker) process(ctx context.Context, c *eventlog.Consumer, entries []eventlog.Entry, fresh *freshnessProbe) error {
+// process applies one batch and then dead-letters the entries it cannot
+// apply and acknowledges the others, or, with acks, leaves them to the
+// flush loop.
+func (w *Worker) process(ctx context.Context, c *eventlog.Consumer, entries []eventlog.Entry, acks *ackQueue, fresh *freshnessProbe) error {
 	var dead []eventlog.DeadLetter
 	events := make([]catalog.Event, 0, len(entries))
 	eventEntry := make([]int, 0, len(entries))
@@ -250,7 +289,9 @@ func (w *Worker) process(ctx context.Context, c *eventlog.Consumer, entries []ev
 		return err
 	}
 	w.m.deadLettered.WithLabelValues(string(w.kind)).Add(float64(len(dead)))
-	if err := c.Ack(ctx, ack...); err != nil {
+	if acks != nil {
+		acks.add(ack)
+	} else if err := c.Ack(ctx, ack...); err != nil {
 		return err
 	}
 	if w.OnBatch != nil {

@@ -72,7 +72,19 @@ type IndexSettings struct {
 	// assigned (the index would stay yellow).
 	Replicas        string
 	RefreshInterval string // e.g. "1s"; "-1" disables refresh
+	// TranslogDurability is index.translog.durability: "request" (each
+	// bulk answers after its translog fsync; OpenSearch's default, also
+	// for "") or "async" (the translog is fsynced every 5 s, off the write
+	// path). With async the indexer acknowledges event-log entries only
+	// once a flush made them durable (indexer.Config.FlushEvery).
+	TranslogDurability string
 }
+
+// Translog durabilities (IndexSettings.TranslogDurability).
+const (
+	DurabilityRequest = "request"
+	DurabilityAsync   = "async"
+)
 
 // DefaultReplicas is the replica setting of every index unless configured.
 const DefaultReplicas = "0-1"
@@ -128,6 +140,11 @@ func (s IndexSettings) Validate(prefix string) error {
 	if s.RefreshInterval == "" {
 		return fmt.Errorf("%s-refresh-interval: must not be empty (e.g. 1s, or -1 to disable)", prefix)
 	}
+	switch s.TranslogDurability {
+	case "", DurabilityRequest, DurabilityAsync:
+	default:
+		return fmt.Errorf("%s-translog-durability: got %q, allowed: %s, %s", prefix, s.TranslogDurability, DurabilityRequest, DurabilityAsync)
+	}
 	return nil
 }
 
@@ -144,11 +161,17 @@ type Config struct {
 
 // Defaults returns one shard, replicas "0-1" (one replica when the cluster
 // has two or more data nodes, none on a single node) and a 1 s refresh for
-// every index.
+// every index. The hot layout's indices have an async translog: a hot
+// change shows as soon as its copy applies it, so a bulk waiting for the
+// translog fsync would hold back every change read after it (on a shared
+// disk, fsyncs stall for 100-500 ms; BENCHMARKS.md S1 indexing).
 func Defaults() Config {
-	one := IndexSettings{Shards: 1, Replicas: DefaultReplicas, RefreshInterval: "1s"}
-	head := IndexSettings{Shards: 1, Replicas: HotShopsReplicas, RefreshInterval: "1s"}
-	return Config{Prefix: "baedal_", Nested: one, Shops: one, Menus: one, HotShops: head, HotMenus: one}
+	one := IndexSettings{Shards: 1, Replicas: DefaultReplicas, RefreshInterval: "1s", TranslogDurability: DurabilityRequest}
+	hot := one
+	hot.TranslogDurability = DurabilityAsync
+	head := hot
+	head.Replicas = HotShopsReplicas
+	return Config{Prefix: "baedal_", Nested: one, Shops: one, Menus: one, HotShops: head, HotMenus: hot}
 }
 
 // Flags binds the configuration to command-line flags.
@@ -161,6 +184,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 		fs.IntVar(&s.set.Shards, s.name+"-shards", s.set.Shards, "primary shards of the "+s.name+" index")
 		fs.StringVar(&s.set.Replicas, s.name+"-replicas", s.set.Replicas, "replicas of the "+s.name+" index: a count (0..8) or an auto-expanding range like 0-1 (one replica once there are two data nodes)")
 		fs.StringVar(&s.set.RefreshInterval, s.name+"-refresh-interval", s.set.RefreshInterval, "refresh interval of the "+s.name+" index")
+		fs.StringVar(&s.set.TranslogDurability, s.name+"-translog-durability", s.set.TranslogDurability, "translog durability of the "+s.name+" index: request (fsync before each bulk answers) or async (fsync off the write path; the indexer acknowledges events after a flush)")
 	}
 }
 
@@ -213,6 +237,17 @@ func Roles(k Kind) []string {
 		return []string{RoleHotShops, RoleHotMenus}
 	}
 	return []string{RoleShops, RoleMenus}
+}
+
+// AsyncTranslog reports whether any index of layout k is configured with
+// an async translog.
+func (c *Config) AsyncTranslog(k Kind) bool {
+	for _, role := range Roles(k) {
+		if c.Settings(role).TranslogDurability == DurabilityAsync {
+			return true
+		}
+	}
+	return false
 }
 
 // Settings returns the settings of a role.

@@ -151,6 +151,9 @@ func (c *Config) IndexBody(role string) ([]byte, error) {
 	for k, v := range s.ReplicaSettings() {
 		index[k] = v
 	}
+	if s.TranslogDurability != "" {
+		index["translog.durability"] = s.TranslogDurability
+	}
 	if role == RoleHotShops {
 		// The baedal-hot plugin keeps a table of this index's hot fields on
 		// every node holding a copy (docs/hot-layout.md); a cluster without

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/baedal/baedal/internal/osapi"
+	"github.com/baedal/baedal/layout"
 )
 
 // aliasIndices returns the concrete indices an alias points at.
@@ -133,28 +134,16 @@ func indexExists(ctx context.Context, os *osapi.Client, index string) (bool, err
 }
 
 // targetBody returns the create body of the target: the given body (or the
-// default), with shards and copy-time replicas and refresh set.
+// default), with shards and copy-time replicas, refresh and translog
+// durability set. The copy and the catch-up write with a "request" translog
+// (their progress is persisted after each write, so a write must be durable
+// when it answers); afterSwap sets the body's own durability back
+// (finalDurability) once the live indexer, which holds its
+// acknowledgements until a flush, is the only writer.
 func targetBody(body []byte, shards, replicas int, refresh string) ([]byte, error) {
-	var b map[string]any
-	if err := json.Unmarshal(body, &b); err != nil {
-		return nil, fmt.Errorf("reindex: index body: %w", err)
-	}
-	settings, _ := b["settings"].(map[string]any)
-	if settings == nil {
-		settings = map[string]any{}
-	}
-	index, _ := settings["index"].(map[string]any)
-	if index == nil {
-		index = map[string]any{}
-	}
-	// Flat keys ("index.number_of_shards", "number_of_shards") would clash
-	// with the nested ones; move them under "index".
-	for k, v := range settings {
-		if k == "index" {
-			continue
-		}
-		index[strings.TrimPrefix(k, "index.")] = v
-		delete(settings, k)
+	b, index, err := bodyIndexSettings(body)
+	if err != nil {
+		return nil, err
 	}
 	if shards > 0 {
 		index["number_of_shards"] = shards
@@ -164,10 +153,57 @@ func targetBody(body []byte, shards, replicas int, refresh string) ([]byte, erro
 	index["number_of_replicas"] = replicas
 	index["auto_expand_replicas"] = "false"
 	index["refresh_interval"] = refresh
-	settings["index"] = index
-	b["settings"] = settings
+	if translog, ok := index["translog"].(map[string]any); ok {
+		delete(translog, "durability")
+	}
+	index["translog.durability"] = layout.DurabilityRequest
 	delete(b, "aliases")
 	return json.Marshal(b)
+}
+
+// finalDurability returns the translog durability an index body asks for
+// ("" when it does not).
+func finalDurability(body []byte) (string, error) {
+	_, index, err := bodyIndexSettings(body)
+	if err != nil {
+		return "", err
+	}
+	if d, ok := index["translog.durability"].(string); ok {
+		return d, nil
+	}
+	if translog, ok := index["translog"].(map[string]any); ok {
+		d, _ := translog["durability"].(string)
+		return d, nil
+	}
+	return "", nil
+}
+
+// bodyIndexSettings parses an index body and returns it with its
+// settings.index map, into which it moved the flat keys of settings
+// ("index.number_of_shards", "number_of_shards"), which would clash with
+// the nested ones.
+func bodyIndexSettings(body []byte) (b, index map[string]any, err error) {
+	if err := json.Unmarshal(body, &b); err != nil {
+		return nil, nil, fmt.Errorf("reindex: index body: %w", err)
+	}
+	settings, _ := b["settings"].(map[string]any)
+	if settings == nil {
+		settings = map[string]any{}
+	}
+	index, _ = settings["index"].(map[string]any)
+	if index == nil {
+		index = map[string]any{}
+	}
+	for k, v := range settings {
+		if k == "index" {
+			continue
+		}
+		index[strings.TrimPrefix(k, "index.")] = v
+		delete(settings, k)
+	}
+	settings["index"] = index
+	b["settings"] = settings
+	return b, index, nil
 }
 
 func createIndex(ctx context.Context, os *osapi.Client, index string, body []byte) error {

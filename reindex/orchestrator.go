@@ -639,6 +639,20 @@ func (o *Orchestrator) afterSwap(ctx context.Context, st Status, fields map[stri
 		return "", err
 	}
 	o.log.Info("post-swap catch-up", "job", st.ID, "into", dest, "events", n)
+	if dest == st.Target {
+		// The catch-up wrote with a request translog; from now on only the
+		// live indexer writes, and it waits for a flush before it
+		// acknowledges when the translog is async.
+		d, err := finalDurability(st.Options.Body)
+		if err != nil {
+			return "", err
+		}
+		if d != "" && d != layout.DurabilityRequest {
+			if err := putSettings(ctx, o.os, dest, map[string]any{"translog.durability": d}); err != nil {
+				return "", err
+			}
+		}
+	}
 	if err := removeAliases(ctx, o.os, o.catchUpAliases(st, dest)); err != nil {
 		return "", err
 	}

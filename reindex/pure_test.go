@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baedal/baedal/api"
+	"github.com/baedal/baedal/layout"
 )
 
 var testAliases = []string{"baedal_shops_nested", "baedal_shops", "baedal_menus"}
@@ -107,12 +108,48 @@ func TestTargetBodySetsCopySettingsAndDropsAliases(t *testing.T) {
 		idx["auto_expand_replicas"] != "false" {
 		t.Errorf("index settings %v", idx)
 	}
+	if idx["translog.durability"] != "request" {
+		t.Errorf("copy-time translog durability %v, want request", idx["translog.durability"])
+	}
 	if b.Aliases != nil || b.Mappings["dynamic"] != "strict" {
 		t.Errorf("body %s", out)
 	}
 	keep, _ := targetBody([]byte(`{"settings":{"index":{"number_of_shards":3}}}`), 0, 1, "1s")
 	if !strings.Contains(string(keep), `"number_of_shards":3`) {
 		t.Errorf("shards 0 must keep the body's: %s", keep)
+	}
+}
+
+func TestFinalDurabilityIsTheBodys(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"settings":{"index":{"translog.durability":"async"}}}`:      "async",
+		`{"settings":{"index":{"translog":{"durability":"async"}}}}`:  "async",
+		`{"settings":{"index.translog.durability":"async"}}`:          "async",
+		`{"settings":{"translog.durability":"request"}}`:              "request",
+		`{"settings":{"index":{"number_of_shards":1}},"mappings":{}}`: "",
+	} {
+		got, err := finalDurability([]byte(body))
+		if err != nil || got != want {
+			t.Errorf("finalDurability(%s) = %q, %v; want %q", body, got, err, want)
+		}
+		out, err := targetBody([]byte(body), 0, 0, "-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Count(string(out), "durability") != 1 || !strings.Contains(string(out), `"translog.durability":"request"`) {
+			t.Errorf("targetBody(%s) = %s: want exactly one durability, request", body, out)
+		}
+	}
+	// The hot layout's bodies carry async, which the target gets back after the swap.
+	cfg := layout.Defaults()
+	for _, role := range []string{layout.RoleHotShops, layout.RoleHotMenus} {
+		body, err := cfg.IndexBody(role)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := finalDurability(body); got != layout.DurabilityAsync {
+			t.Errorf("%s: final durability %q, want async", role, got)
+		}
 	}
 }
 
