@@ -271,8 +271,9 @@ type side struct {
 	bytes       int64
 	batches     *bench.LatencyRecorder
 	// flush: the layout has an async translog, so its events count as
-	// indexed only after a flush, as the worker acknowledges them (each
-	// applyAll ends with one, timed; the worker flushes once a second).
+	// indexed only after a flush, as the worker acknowledges them: the hot
+	// and the mixed part of each round end with one, timed with the part
+	// (the worker flushes once a second).
 	flush bool
 	// Per round, in round order: hot and mixed events/s and bytes written,
 	// the pairs the rounds' ratio intervals come from.
@@ -370,18 +371,42 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 	roundBar := bench.NewProgress(cfg.Log, "interleaved rounds", int64(cfg.Rounds*len(sides)))
 	runSide := func(s *side) func(int) error {
 		return func(round int) error {
-			before, err := indexBytes(ctx, osc, icfg.Layout, s.kind)
+			// Bytes written: the growth of translog, store and merges
+			// between snapshots, summed, with one snapshot before each
+			// flush (which trims the translog it made durable).
+			var written int64
+			last, err := indexBytes(ctx, osc, icfg.Layout, s.kind)
 			if err != nil {
 				return err
 			}
-			d, docs, err := applyAll(ctx, s, hot[round], cfg.BatchSize)
+			snapshot := func() error {
+				now, err := indexBytes(ctx, osc, icfg.Layout, s.kind)
+				written += now.writtenSince(last)
+				last = now
+				return err
+			}
+			apply := func(events []catalog.Event) (time.Duration, int, error) {
+				d, docs, err := applyAll(ctx, s, events, cfg.BatchSize)
+				if err != nil || !s.flush {
+					return d, docs, err
+				}
+				if err := snapshot(); err != nil {
+					return d, docs, err
+				}
+				t0 := time.Now()
+				if _, err := s.ix.Flush(ctx); err != nil {
+					return d, docs, err
+				}
+				return d + time.Since(t0), docs, nil
+			}
+			d, docs, err := apply(hot[round])
 			if err != nil {
 				return err
 			}
 			s.hotTime += d
 			s.hotEvents += len(hot[round])
 			s.roundsPerSec = append(s.roundsPerSec, float64(len(hot[round]))/d.Seconds())
-			d2, docs2, err := applyAll(ctx, s, mixed[round], cfg.BatchSize)
+			d2, docs2, err := apply(mixed[round])
 			if err != nil {
 				return err
 			}
@@ -389,12 +414,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 			s.mixedEvents += len(mixed[round])
 			s.roundsMixedPerSec = append(s.roundsMixedPerSec, float64(len(mixed[round]))/d2.Seconds())
 			s.docs += docs + docs2
-			after, err := indexBytes(ctx, osc, icfg.Layout, s.kind)
-			if err != nil {
+			if err := snapshot(); err != nil {
 				return err
 			}
-			s.bytes += after.writtenSince(before)
-			s.roundsBytes = append(s.roundsBytes, float64(after.writtenSince(before)))
+			s.bytes += written
+			s.roundsBytes = append(s.roundsBytes, float64(written))
 			roundBar.Add(1)
 			return nil
 		}
@@ -652,9 +676,7 @@ func sideOf(sides []*side, k layout.Kind) *side {
 func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
 func f2(v float64) string      { return fmt.Sprintf("%.2f", v) }
 
-// applyAll applies events in batches and returns the time spent in Apply,
-// and, for a layout with an async translog, in the flush that makes them
-// durable.
+// applyAll applies events in batches and returns the time spent in Apply.
 func applyAll(ctx context.Context, s *side, events []catalog.Event, batchSize int) (time.Duration, int, error) {
 	var total time.Duration
 	docs := 0
@@ -672,13 +694,6 @@ func applyAll(ctx context.Context, s *side, events []catalog.Event, batchSize in
 		total += d
 		docs += st.Docs
 		s.batches.Record(d)
-	}
-	if s.flush {
-		t0 := time.Now()
-		if _, err := s.ix.Flush(ctx); err != nil {
-			return total, docs, err
-		}
-		total += time.Since(t0)
 	}
 	return total, docs, nil
 }

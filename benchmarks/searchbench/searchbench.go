@@ -949,6 +949,24 @@ func (r *run) searchWhileUpdating(ctx context.Context, k layout.Kind, rate float
 			return nil
 		})
 	}()
+	if r.idx.AsyncTranslog(k) {
+		// The worker flushes such a layout once a second before it
+		// acknowledges; the load does too, so its cost is in the round.
+		go func() {
+			t := time.NewTicker(indexer.Defaults().FlushEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-loadCtx.Done():
+					return
+				case <-t.C:
+					if _, err := r.indexers[k].Flush(loadCtx); err != nil && loadCtx.Err() == nil {
+						r.log.Warn("flush under load failed", "layout", k, "err", err)
+					}
+				}
+			}
+		}()
+	}
 	var mu sync.Mutex
 	var miss missed
 	searchErr := forEach(r.cfg.Clients, len(queries), func(i int) error {
