@@ -204,3 +204,65 @@ func TestHotTombstonesArePurgedAfterTheirRetention(t *testing.T) {
 		t.Errorf("after the purge the tables hold %d tombstones, want 2", n)
 	}
 }
+
+// refuseMgets is a transport in front of the real OpenSearch that answers
+// the first `left` _mget requests with a 429 of its own (a tripped circuit
+// breaker); every other request goes through.
+type refuseMgets struct {
+	next    http.RoundTripper
+	left    atomic.Int64
+	refused atomic.Int64
+}
+
+func (r *refuseMgets) RoundTrip(req *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(req.URL.Path, "/_mget") && r.left.Add(-1) >= 0 {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		r.refused.Add(1)
+		return &http.Response{StatusCode: http.StatusTooManyRequests, Status: "429 Too Many Requests",
+			Header: http.Header{"Content-Type": {"application/json"}}, Request: req, ProtoMajor: 1, ProtoMinor: 1,
+			Body: io.NopCloser(strings.NewReader(`{"error":{"type":"circuit_breaking_exception","reason":"injected by the test"},"status":429}`))}, nil
+	}
+	return r.next.RoundTrip(req)
+}
+
+// TestMgetRetriesTooManyRequests: an indexer with no held states reads every
+// shop of its batch with a realtime _mget; the first three are refused with
+// 429, and Apply still succeeds, with every document as the events make it.
+func TestMgetRetriesTooManyRequests(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := context.Background()
+	const seed, numShops = 13, 25
+	load := initialLoad(seed, numShops)
+	if _, err := e.indexer(t, layout.Nested).Apply(ctx, load); err != nil {
+		t.Fatal(err)
+	}
+	cfg := backend.Defaults().OpenSearch
+	cfg.URLs = e.st.OpenSearchURLs
+	rt, err := backend.NewOpenSearchTransport(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	faults := &refuseMgets{next: rt}
+	faults.left.Store(3)
+	osc, err := backend.OpenOpenSearchVia(cfg, faults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cold, err := New(e.cfg, layout.Nested, osapi.New(osc), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := streamEvents(seed, numShops, 150)
+	st, err := cold.Apply(ctx, events)
+	if err != nil {
+		t.Fatalf("Apply after %d refused _mget: %v", faults.refused.Load(), err)
+	}
+	if faults.refused.Load() != 3 || st.Fetched == 0 || len(st.Rejected) != 0 {
+		t.Errorf("refused %d _mget, stats %+v: want 3 refused, shops fetched, none rejected", faults.refused.Load(), st)
+	}
+	if bad := compareLayout(t, e.os, &e.cfg.Layout, layout.Nested, expectedShops(t, seed, numShops, events)); bad > 0 {
+		t.Errorf("%d documents lost or stale after the refused reads", bad)
+	}
+}
