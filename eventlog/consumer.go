@@ -103,13 +103,38 @@ func (c *Consumer) read(ctx context.Context, id string, count int, block time.Du
 
 // Claim takes over up to count entries of the partition that another
 // consumer name of the group left pending for longer than minIdle (a worker
-// that was scaled in or renamed), with their delivery counts.
+// that was scaled in or renamed), with their delivery counts. It never
+// claims this consumer's own pending entries: those may be waiting on
+// purpose (an indexer holds its acknowledgements until a flush), and
+// claiming them would count deliveries toward the dead-letter limit.
 func (c *Consumer) Claim(ctx context.Context, minIdle time.Duration, count int) ([]Entry, error) {
-	msgs, _, err := c.log.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
-		Stream: c.stream, Group: c.group, MinIdle: minIdle, Start: "0-0", Count: int64(count), Consumer: c.name,
+	var ids []string
+	start := "-"
+	for page := 0; page < claimPages && len(ids) < count; page++ {
+		pending, err := c.log.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+			Stream: c.stream, Group: c.group, Idle: minIdle, Start: start, End: "+", Count: int64(count),
+		}).Result()
+		if err != nil {
+			return nil, fmt.Errorf("eventlog: XPENDING %s %s: %w", c.group, c.stream, err)
+		}
+		for _, p := range pending {
+			if p.Consumer != c.name && len(ids) < count {
+				ids = append(ids, p.ID)
+			}
+		}
+		if len(pending) < count {
+			break
+		}
+		start = "(" + pending[len(pending)-1].ID
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	msgs, err := c.log.rdb.XClaim(ctx, &redis.XClaimArgs{
+		Stream: c.stream, Group: c.group, Consumer: c.name, MinIdle: minIdle, Messages: ids,
 	}).Result()
 	if err != nil {
-		return nil, fmt.Errorf("eventlog: XAUTOCLAIM %s %s: %w", c.group, c.stream, err)
+		return nil, fmt.Errorf("eventlog: XCLAIM %s %s: %w", c.group, c.stream, err)
 	}
 	out := make([]Entry, 0, len(msgs))
 	for _, m := range msgs {
@@ -123,6 +148,10 @@ func (c *Consumer) Claim(ctx context.Context, minIdle time.Duration, count int) 
 	}
 	return out, c.fillDeliveries(ctx, out)
 }
+
+// claimPages bounds how many pages of count pending entries one Claim looks
+// through for other consumers' entries.
+const claimPages = 10
 
 func (c *Consumer) fillDeliveries(ctx context.Context, entries []Entry) error {
 	pend, err := c.log.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{

@@ -133,6 +133,62 @@ func testPendingIsRereadWithDeliveryCountsUntilAcked(t *testing.T, rdb redis.Uni
 	}
 }
 
+func TestClaimTakesOnlyOtherConsumersEntries(t *testing.T) {
+	stacktest.ForEachRedis(t, testClaimTakesOnlyOtherConsumersEntries)
+}
+
+// An entry a consumer holds pending (an indexer waiting for a flush before
+// it acknowledges) is never claimed by that consumer itself, however long
+// it waits; another consumer name's idle entries are.
+func testClaimTakesOnlyOtherConsumersEntries(t *testing.T, rdb redis.UniversalClient) {
+	l := newTestLogOn(t, rdb)
+	ctx := context.Background()
+	var events []catalog.Event
+	for v := int64(2); v <= 4; v++ {
+		m := int(30 + v)
+		events = append(events, catalog.ShopUpsertEvent(3, v, &catalog.ShopFields{DeliveryMinutes: &m}))
+	}
+	if _, err := l.Append(ctx, events); err != nil {
+		t.Fatal(err)
+	}
+	c := l.Consumer("g", 0)
+	if err := c.EnsureGroup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	old := &Consumer{log: l, group: "g", partition: 0, stream: l.StreamKey(0), name: "scaled-in-worker"}
+	theirs, err := old.ReadNew(ctx, 2, 0)
+	if err != nil || len(theirs) != 2 {
+		t.Fatalf("the other consumer's read: %+v %v", theirs, err)
+	}
+	mine, err := c.ReadNew(ctx, 1, 0)
+	if err != nil || len(mine) != 1 {
+		t.Fatalf("own read: %+v %v", mine, err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	claimed, err := c.Claim(ctx, 10*time.Millisecond, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claimed) != 2 || claimed[0].ID != theirs[0].ID || claimed[1].ID != theirs[1].ID || claimed[0].Deliveries != 2 {
+		t.Fatalf("claimed %+v, want the other consumer's two entries, delivered twice", claimed)
+	}
+	pending, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: c.Stream(), Group: "g", Start: "-", End: "+", Count: 10}).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pending {
+		if p.Consumer != c.Name() {
+			t.Errorf("entry %s still pending at %s", p.ID, p.Consumer)
+		}
+		if p.ID == mine[0].ID && p.RetryCount != 1 {
+			t.Errorf("own entry %s delivered %d times, want 1: Claim must not take it", p.ID, p.RetryCount)
+		}
+	}
+	if again, err := c.Claim(ctx, 10*time.Millisecond, 10); err != nil || len(again) != 0 {
+		t.Errorf("second claim: %+v %v, want nothing (every pending entry is its own)", again, err)
+	}
+}
+
 func newTestServer(t testing.TB, l *Log) *api.Server {
 	cfg := api.Defaults()
 	cfg.MaxBodyBytes = 64 << 10
