@@ -231,7 +231,8 @@ type Summary struct {
 	// Mismatches are idle pages that differed from nested's, of Compared.
 	Mismatches int `json:"mismatches"`
 	Compared   int `json:"compared"`
-	// NotCompared counts idle pages one layout did not answer in time.
+	// NotCompared counts idle pages one layout did not answer even untimed
+	// (within compareDeadline), so they were not compared.
 	NotCompared int `json:"not_compared"`
 	// Under load, after each round, the layouts are brought to the same
 	// state (every layout catches up to the most updates any applied) and,
@@ -308,6 +309,10 @@ type run struct {
 	skipped  map[string]string
 	indexers map[layout.Kind]*indexer.Indexer
 	srch     *searcher.Searcher
+	// cmpSrch serves the comparisons only: they are not timed, so its
+	// deadline is compareDeadline, and a page the measured search missed
+	// is still compared.
+	cmpSrch *searcher.Searcher
 	// One event stream per layout, same seed: identical sequences.
 	streams map[layout.Kind]*catalog.EventStream
 	// afterLoad is the footprint once the catalog is loaded, loadTook how
@@ -387,8 +392,11 @@ func (r *run) setup(ctx context.Context) error {
 	scfg := searcher.Defaults()
 	scfg.Timeout = r.cfg.Deadline
 	r.srch = searcher.New(r.osc, r.idx, scfg, nil)
+	scfg.Timeout = compareDeadline
+	r.cmpSrch = searcher.New(r.osc, r.idx, scfg, nil)
 	for k, why := range r.skipped {
 		r.srch.SetUnavailable(layout.Kind(k), why)
+		r.cmpSrch.SetUnavailable(layout.Kind(k), why)
 	}
 	seed := uint64(r.cfg.Bench.Seed)
 	r.indexers = map[layout.Kind]*indexer.Indexer{}
@@ -662,14 +670,17 @@ func (r *run) measureNestedMax(ctx context.Context) (float64, error) {
 // queries are in flight at once. The queries are cut into `rounds`
 // consecutive rounds. It returns per layout of r.kinds the latencies of
 // its answered searches, per round ([slot][round]), and its missed
-// searches. With compare, every layout's page is compared with nested's.
+// searches. With compare, every layout's page is compared with nested's;
+// a query some layout missed is compared after the phase, untimed
+// (compareQueries), as nothing is written during it.
 // steps, if not nil, gets the per-step times.
 func (r *run) phase(ctx context.Context, name string, queries []query.Request, rounds int, compare bool, steps *stepTimes) (recs [][]*bench.LatencyRecorder, miss []missed, cmp comparison, err error) {
 	recs = newRoundRecorders(len(r.kinds), rounds)
 	miss = make([]missed, len(r.kinds))
 	prog := bench.NewProgress(r.progress, name, int64(len(queries)))
 	defer prog.Done()
-	var mu sync.Mutex // guards miss, cmp
+	var mu sync.Mutex         // guards miss, cmp, again
+	var again []query.Request // queries a layout missed, compared after the phase
 	err = forEach(r.cfg.Clients, len(queries), func(i int) error {
 		q := queries[i]
 		q.Explain = steps != nil
@@ -687,15 +698,50 @@ func (r *run) phase(ctx context.Context, name string, queries []query.Request, r
 		mu.Lock()
 		defer mu.Unlock()
 		prog.Add(1)
-		if compare {
+		switch {
+		case !compare:
+		case slices.Contains(got, nil):
+			again = append(again, q)
+		default:
 			cmp.add(r.log, r.kinds, q, got)
 		}
 		return nil
 	})
+	if err == nil {
+		err = r.compareQueries(ctx, again, &cmp)
+	}
 	if err != nil {
 		return nil, nil, comparison{}, err
 	}
 	return recs, miss, cmp, nil
+}
+
+// compareDeadline bounds one comparison search. Comparisons are not timed,
+// so a page the measured search missed under its deadline is compared all
+// the same; otherwise the slowest queries, where a layout is likeliest to
+// differ, would be the ones never compared.
+const compareDeadline = 30 * time.Second
+
+// compareQueries runs each query on every layout with the untimed
+// searcher (cmpSrch), cfg.Clients at once, and compares the pages with
+// nested's. A search that still gets no answer leaves its query not
+// compared; any other error stops the run.
+func (r *run) compareQueries(ctx context.Context, queries []query.Request, cmp *comparison) error {
+	var mu sync.Mutex // guards cmp
+	return forEach(r.cfg.Clients, len(queries), func(i int) error {
+		got := make([]*searcher.Response, len(r.kinds))
+		for slot, k := range r.kinds {
+			resp, err := r.cmpSrch.Search(ctx, queries[i], k)
+			if err != nil && !new(missed).count(err) {
+				return fmt.Errorf("searchbench: comparing query %s on %s: %w", queries[i].Encode().Encode(), k, err)
+			}
+			got[slot] = resp
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		cmp.add(r.log, r.kinds, queries[i], got)
+		return nil
+	})
 }
 
 // newRoundRecorders returns one recorder per layout and round.
@@ -908,23 +954,7 @@ func (r *run) compareAfterRound(ctx context.Context, applied []int64, chunk []qu
 	if err := r.settle(ctx); err != nil {
 		return err
 	}
-	var mu sync.Mutex // guards cmp and the scratch counters
-	scratch, discard := make([]missed, len(r.kinds)), bench.NewLatencyRecorder()
-	sample := chunk[:min(len(chunk), comparedPerRound)]
-	return forEach(r.cfg.Clients, len(sample), func(i int) error {
-		got := make([]*searcher.Response, len(r.kinds))
-		for slot, k := range r.kinds {
-			resp, err := r.search(ctx, sample[i], k, discard, &scratch[slot], &mu)
-			if err != nil {
-				return err
-			}
-			got[slot] = resp
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		cmp.add(r.log, r.kinds, sample[i], got)
-		return nil
-	})
+	return r.compareQueries(ctx, chunk[:min(len(chunk), comparedPerRound)], cmp)
 }
 
 // searchWhileUpdating applies updates to layout k at rate while running the

@@ -427,3 +427,33 @@ func TestSamePageComparesWhatAPersonSees(t *testing.T) {
 		}
 	}
 }
+
+// TestMissedSearchesAreStillCompared gives every measured search a
+// deadline it cannot meet: each one is counted as missed, and yet every
+// idle query and every sampled query under load is compared, untimed, so
+// the equivalence targets never go undecided because the node is slow.
+func TestMissedSearchesAreStillCompared(t *testing.T) {
+	st := stacktest.Require(t)
+	cfg := Defaults()
+	cfg.StateDir = st.StateDir
+	cfg.Shops, cfg.Queries, cfg.MaxRateSeconds = 300, 16, 1
+	cfg.Deadline = time.Nanosecond
+	cfg.Bench.ReportDir = t.TempDir()
+	var progress bytes.Buffer
+	s, err := Run(context.Background(), cfg, slog.New(slog.NewTextHandler(&progress, nil)), &progress)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	if s.Idle.TimeoutsNested != s.Queries {
+		t.Errorf("idle timeouts on nested: %d of %d searches, want all (deadline 1 ns)", s.Idle.TimeoutsNested, s.Queries)
+	}
+	if s.Compared != s.Queries || s.NotCompared != 0 {
+		t.Errorf("idle: %d pages compared, %d not, want all %d compared", s.Compared, s.NotCompared, s.Queries)
+	}
+	if want := min(s.Queries, s.Rounds*comparedPerRound); s.ComparedUnderLoad != want {
+		t.Errorf("under load: %d pages compared, want %d", s.ComparedUnderLoad, want)
+	}
+	if s.Mismatches != 0 || s.MismatchesUnderLoad != 0 {
+		t.Errorf("%d idle and %d loaded pages differ from nested's", s.Mismatches, s.MismatchesUnderLoad)
+	}
+}
