@@ -83,13 +83,11 @@ func TestHotShopsReindexKeepsTheTable(t *testing.T) {
 	// The copy ran with a request translog; after the swap the target has
 	// the layout's async one, which the live indexer's flush-confirmed
 	// acknowledgements cover.
-	var settings map[string]struct {
-		Settings map[string]string `json:"settings"`
-	}
-	if err := e.os.Do(ctx, http.MethodGet, "/"+job.Target+"/_settings/index.translog.durability?flat_settings=true", nil, &settings); err != nil {
+	settings, err := flatSettings(ctx, e.os, job.Target, "index.translog.durability")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := settings[job.Target].Settings["index.translog.durability"]; got != layout.DurabilityAsync {
+	if got := settings["index.translog.durability"]; got != layout.DurabilityAsync {
 		t.Errorf("target %s translog durability %q after the swap, want %s", job.Target, got, layout.DurabilityAsync)
 	}
 	time.Sleep(time.Second) // updates after the swap: rows into the new index's table

@@ -109,17 +109,28 @@ func getIndexSettings(ctx context.Context, os *osapi.Client, index string) (inde
 }
 
 func indexUUID(ctx context.Context, os *osapi.Client, index string) (string, error) {
-	var resp map[string]struct {
-		Settings map[string]string `json:"settings"`
+	settings, err := flatSettings(ctx, os, index, "index.uuid")
+	if err != nil {
+		return "", err
 	}
-	if err := os.Do(ctx, http.MethodGet, "/"+index+"/_settings/index.uuid?flat_settings=true", nil, &resp); err != nil {
-		return "", fmt.Errorf("reindex: uuid of %s: %w", index, err)
-	}
-	uuid := resp[index].Settings["index.uuid"]
+	uuid := settings["index.uuid"]
 	if uuid == "" {
 		return "", fmt.Errorf("reindex: uuid of %s: not in the response", index)
 	}
 	return uuid, nil
+}
+
+// flatSettings reads the settings of index that names selects (a
+// comma-separated list, wildcards allowed), keyed by their flat names
+// ("index.uuid").
+func flatSettings(ctx context.Context, os *osapi.Client, index, names string) (map[string]string, error) {
+	var resp map[string]struct {
+		Settings map[string]string `json:"settings"`
+	}
+	if err := os.Do(ctx, http.MethodGet, "/"+index+"/_settings/"+names+"?flat_settings=true", nil, &resp); err != nil {
+		return nil, fmt.Errorf("reindex: settings %s of %s: %w", names, index, err)
+	}
+	return resp[index].Settings, nil
 }
 
 func indexExists(ctx context.Context, os *osapi.Client, index string) (bool, error) {

@@ -267,13 +267,11 @@ func TestKillDuringVerificationAndDualWrite(t *testing.T) {
 
 func writeBlock(t *testing.T, e *testEnv, index string) string {
 	t.Helper()
-	var resp map[string]struct {
-		Settings map[string]string `json:"settings"`
-	}
-	if err := e.os.Do(context.Background(), http.MethodGet, "/"+index+"/_settings/index.blocks.*?flat_settings=true", nil, &resp); err != nil {
+	settings, err := flatSettings(context.Background(), e.os, index, "index.blocks.*")
+	if err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range resp[index].Settings {
+	for k, v := range settings {
 		if v == "true" {
 			return k
 		}

@@ -551,13 +551,10 @@ func TestLiveReindexSurvivesKilledOrchestrator(t *testing.T) {
 // replicaSettings reads an index's replica count and auto-expansion.
 func replicaSettings(t *testing.T, osc *osapi.Client, index string) string {
 	t.Helper()
-	var resp map[string]struct {
-		Settings map[string]string `json:"settings"`
-	}
-	if err := osc.Do(context.Background(), http.MethodGet, "/"+index+"/_settings/index.number_of_replicas,index.auto_expand_replicas?flat_settings=true", nil, &resp); err != nil {
+	s, err := flatSettings(context.Background(), osc, index, "index.number_of_replicas,index.auto_expand_replicas")
+	if err != nil {
 		t.Fatal(err)
 	}
-	s := resp[index].Settings
 	return "replicas " + s["index.number_of_replicas"] + ", auto-expand " + s["index.auto_expand_replicas"]
 }
 
